@@ -1,0 +1,43 @@
+"""The `adrop` command: a small dispatcher over subcommands.
+
+    adrop penalty --plot           Figure 1 of the paper, into a new folder under outputs/
+    adrop penalty --list           the penalties and their parameters
+    adrop <command> --help         help for one command
+
+Each subcommand owns the rest of the command line (Hydra apps must see their own argv untouched), so the dispatcher
+only picks the module and hands over the remaining arguments.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "penalty": ("adrop.penalty_command", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: adrop <command> [options]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    lines += ["", "Run `adrop <command> --help` for the options of one command."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        from adrop import __version__
+
+        print(f"adrop {__version__}")
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"adrop: unknown command {command!r}; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[command][0])
+    return module.main(rest)
