@@ -96,7 +96,8 @@ def omega_from_dual(curve, bounds, x):
     ends_eta = np.array([eta_lo, eta_hi], dtype=np.float64)
     ends_value = 0.5 * (tikhonov(col, ends_eta) + np.array([f_lo, f_hi], dtype=np.float64))
     k = np.argmin(ends_value, axis=1)
-    use_end = ends_value[np.arange(flat.size), k] <= value
+    # An exact end (eta = 0, eta = inf) wins ties to rounding: eta_hat = inf rather than 1e16 for a free coordinate.
+    use_end = ends_value[np.arange(flat.size), k] <= value + 8 * np.finfo(float).eps * np.abs(value)
     value = np.where(use_end, ends_value[np.arange(flat.size), k], value)
     eta_best = np.where(use_end, ends_eta[k], eta_best)
     return value[back].reshape(x.shape), eta_best[back].reshape(x.shape)

@@ -1,0 +1,54 @@
+"""`adrop penalty` and the `adrop` dispatcher."""
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from adrop import cli, penalty_command
+
+
+def test_plot_writes_png_pdf_and_a_pandas_table(tmp_path, capsys):
+    out = tmp_path / "fig"
+    assert penalty_command.main(["--plot", "--out", str(out)]) == 0
+    for name in ("figure1.png", "figure1.pdf", "penalties.csv"):
+        assert (out / name).stat().st_size > 1000
+    table = pd.read_csv(out / "penalties.csv")
+    assert {"panel", "method", "params", "x", "omega"} <= set(table.columns)
+    assert set(table.panel) == {"separable", "k_sparse"} and "variational_dropout" in set(table.method)
+    assert "figure1.png" in capsys.readouterr().out
+
+
+def test_plot_never_overwrites(tmp_path, capsys):
+    assert penalty_command.main(["--plot", "--method", "l1", "--out", str(tmp_path)]) == 0
+    before = (tmp_path / "penalties.csv").read_bytes()
+    assert penalty_command.main(["--plot", "--method", "l1", "--out", str(tmp_path)]) == 2
+    assert "never overwrites" in capsys.readouterr().err and (tmp_path / "penalties.csv").read_bytes() == before
+
+
+def test_table_prints_values_with_parameters(capsys):
+    assert penalty_command.main(["--method", "logsum,mcp", "--eps", "1", "--w", "0,1"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert ["logsum(eps=1)", "1", "0.693147", "2"] in lines  # log(1 + 1), eta_hat = |w|(|w| + 1)
+    assert ["mcp(a=1,", "lam=1)", "1", "0.5", "inf"] in lines
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--method", "nope"], "unknown penalty 'nope'; valid names:"),
+    (["--method", "logsum", "--eps", "-1"], "parameter eps=-1.0 is invalid"),
+    (["--method", "l1", "--eps", "1"], "--eps applies to none of: l1"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert penalty_command.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_console_entry_point_fails_cleanly_without_traceback():
+    run = subprocess.run([sys.executable, "-m", "adrop", "penalty", "--method", "nope"], capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "valid names" in run.stderr
+
+
+def test_dispatcher_lists_subcommands_and_rejects_unknown(capsys):
+    assert cli.main(["--help"]) == 0 and "penalty" in capsys.readouterr().out
+    assert cli.main(["frobnicate"]) == 2 and "valid commands: penalty" in capsys.readouterr().err
