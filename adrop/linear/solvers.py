@@ -1,0 +1,108 @@
+"""First-order solvers of L(w) + lam Omega(w), and what every solver shares (history, pruning, the support).
+
+Each solver takes a Problem, a penalty (from adrop.penalties), lam and a start w0, runs until the relative change
+max|w_t - w_{t-1}| / max|w_t| falls below `tol` (or max_iter), and records every iteration.
+
+- adaprox:   proximal gradient with the adaptive Tikhonov prox w <- v / (1 + rho lam / eta), v = w - rho grad L.
+- gradient:  plain gradient descent on L + lam Omega (grad Omega = w / eta_hat(w), eq. 6).
+(irls.py: the eta-trick by alternating minimisation; adaptive_dropout.py: the stochastic method.)
+
+Coordinates that leave the support: the eta-trick shrinks them geometrically but never to exactly 0, so a weight
+below `prune` times the largest is set to 0; eta_hat(0) = 0 then keeps it out, as the exact iteration would in the
+limit (IRLS and AdaProx cannot revive a coordinate whose eta is 0). IRLS re-checks every zero afterwards.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+
+class Recorder:
+    """Iteration history: objective L + lam Omega, relative change, nonzeros, and the paper's alpha >= 0.05 count."""
+
+    def __init__(self, problem, penalty, lam, every: int = 1):
+        self.problem, self.penalty, self.lam, self.every = problem, penalty, lam, every
+        self.rows = []
+
+    def objective(self, w) -> float:
+        reg = self.penalty.omega(w) if self.lam > 0 else 0.0
+        return self.problem.loss(w) + self.lam * float(reg)
+
+    def __call__(self, t, w, change, force=False):
+        self.last = (t, w, change)
+        if force or t % self.every == 0:
+            self.rows.append({"iteration": t, "objective": self.objective(w), "change": change,
+                              "nonzeros": int(np.count_nonzero(w)), "kept": kept(self.penalty, self.lam, w)})
+
+    def finish(self):
+        """Record the final iteration if `every` skipped it."""
+        t, w, change = self.last
+        if self.rows[-1]["iteration"] != t:
+            self(t, w, change, force=True)
+
+
+def kept(penalty, lam, w, threshold: float = 0.05) -> int:
+    """Weights whose keep probability alpha = eta_hat / (eta_hat + lam) is at least 0.05 (the paper's rule)."""
+    return int(np.count_nonzero(keep_mask(penalty, lam, w, threshold)))
+
+
+def keep_mask(penalty, lam, w, threshold: float = 0.05) -> np.ndarray:
+    eta = penalty.eta_hat(w)
+    if lam == 0:
+        return w != 0
+    with np.errstate(invalid="ignore"):
+        alpha = np.where(np.isinf(eta), 1.0, eta / (eta + lam))
+    return alpha >= threshold
+
+
+def relative_change(new, old) -> float:
+    scale = np.max(np.abs(new))
+    return float(np.max(np.abs(new - old)) / scale) if scale > 0 else float(np.max(np.abs(new - old)))
+
+
+def prune_small(w, prune):
+    if prune > 0:
+        w = np.where(np.abs(w) < prune * np.max(np.abs(w), initial=0.0), 0.0, w)
+    return w
+
+
+def tikhonov_prox(v, eta, rho_lam):
+    """argmin_w 1/2 ||w - v||^2 + rho lam/2 sum w^2/eta = v eta / (eta + rho lam), exact at eta = 0 and inf."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(eta), v, v * eta / (eta + rho_lam))
+
+
+def adaprox(problem, penalty, lam, w0, max_iter=20000, tol=1e-8, prune=1e-10, step=None, record=None, **_):
+    """Deterministic Algorithm 1. eta is taken at the current iterate (before the gradient step): its fixed points
+    are then exactly the stationary points of L + lam Omega at any constant step (Algorithm 1's order, eta after
+    the step, is off by O(step))."""
+    rho = step or 1.0 / problem.lipschitz
+    w = w0.copy()
+    record(0, w, np.nan, force=True)
+    for t in range(1, max_iter + 1):
+        new = prune_small(tikhonov_prox(w - rho * problem.gradient(w), penalty.eta_hat(w), rho * lam), prune)
+        change = relative_change(new, w)
+        w = new
+        record(t, w, change)
+        if change < tol:
+            break
+    return w
+
+
+def gradient(problem, penalty, lam, w0, max_iter=20000, tol=1e-8, step=None, record=None, **_):
+    if not penalty.separable or penalty.name in ("l0", "hard_thresh", "magnitude_pruning"):
+        raise ValueError(f"solver 'gradient' needs a differentiable penalty; {penalty.name} is not")
+    rho = step or 1.0 / problem.lipschitz
+    w = w0.copy()
+    record(0, w, np.nan, force=True)
+    for t in range(1, max_iter + 1):
+        eta = penalty.eta_hat(w)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            grad_omega = np.where((w == 0) | np.isinf(eta), 0.0, w / eta)  # = sign(w) Omega'(|w|)
+        new = w - rho * (problem.gradient(w) + lam * grad_omega)
+        change = relative_change(new, w)
+        w = new
+        record(t, w, change)
+        if change < tol:
+            break
+    return w
