@@ -52,9 +52,10 @@ class FitResult:
 
 
 def fit(X, y, penalty: str = "l1", lam: float = 0.1, solver: str = "irls", w0=None, max_iter: int | None = None,
-        tol: float = 1e-8, record_every: int = 1, **options) -> FitResult:
+        tol: float = 1e-8, record_every: int = 1, track=None, **options) -> FitResult:
     """Minimise 1/(2n)||y - Xw||^2 + lam Omega(w) (or run adaptive dropout) and return the weights and history.
 
+    `track` adds columns to the history: {name: function of w}, e.g. the distance to a reference solution.
     Options are the penalty's parameters (eps=..., a=..., k=...) and the solver's (step, prune, decay, mask,
     additive, seed, working_set). A penalty with its own `lam` (scad, mcp, the dropout penalties) gets this lam, as in
     the paper's lam * SCAD(a, lam). Bad input raises ValueError naming the problem.
@@ -84,7 +85,7 @@ def fit(X, y, penalty: str = "l1", lam: float = 0.1, solver: str = "irls", w0=No
             raise ValueError(f"w0 must be a finite vector of length d = {problem.d}, got shape {w0.shape}")
     elif solver != "irls":  # IRLS makes its own (on its working set when it uses one)
         w0 = ridge_start(problem, lam)
-    record = solvers.Recorder(problem, pen, lam, every=record_every)
+    record = solvers.Recorder(problem, pen, lam, every=record_every, track=track)
     if max_iter is None:
         max_iter = 500 if solver == "irls" else 20000
     w = SOLVERS[solver](problem, pen, lam, w0, max_iter=max_iter, tol=tol, record=record, **solver_options)

@@ -20,8 +20,9 @@ import numpy as np
 class Recorder:
     """Iteration history: objective L + lam Omega, relative change, nonzeros, and the paper's alpha >= 0.05 count."""
 
-    def __init__(self, problem, penalty, lam, every: int = 1):
+    def __init__(self, problem, penalty, lam, every: int = 1, track=None):
         self.problem, self.penalty, self.lam, self.every = problem, penalty, lam, every
+        self.track = dict(track or {})  # extra columns: name -> function of w
         self.rows = []
 
     def objective(self, w) -> float:
@@ -32,7 +33,8 @@ class Recorder:
         self.last = (t, w, change)
         if force or t % self.every == 0:
             self.rows.append({"iteration": t, "objective": self.objective(w), "change": change,
-                              "nonzeros": int(np.count_nonzero(w)), "kept": kept(self.penalty, self.lam, w)})
+                              "nonzeros": int(np.count_nonzero(w)), "kept": kept(self.penalty, self.lam, w),
+                              **{name: fn(w) for name, fn in self.track.items()}})
 
     def finish(self):
         """Record the final iteration if `every` skipped it."""
