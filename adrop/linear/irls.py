@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from .solvers import prune_small, relative_change
+from .solvers import omega_prime, prune_small, relative_change, revive_zeros, slope_at_zero
 from .tikhonov_solve import TikhonovSolver
 
 
@@ -49,16 +49,10 @@ def irls(problem, penalty, lam, w0, max_iter=500, tol=1e-8, prune=1e-6, working_
             if not done:  # Newton declined: IRLS finishes the job
                 polished, t = _irls(problem, solver, penalty, w, cols, max_iter - t, tol, prune, record, t)
             w = polished
-        if not np.isfinite(slope):
+        w, revived = revive_zeros(problem, lam, w, slope, limit=max(cols.size, 10))
+        if revived.size == 0:
             return w
-        grad = problem.gradient(w)
-        excess = np.where(w == 0, np.abs(grad) - lam * slope * (1 + 1e-9), 0.0)
-        bad = np.flatnonzero(excess > 0)
-        if bad.size == 0:
-            return w
-        bad = bad[np.argsort(-excess[bad], kind="stable")][: max(cols.size, 10)]
-        w[bad] = -np.sign(grad[bad]) * excess[bad] / np.mean(problem.X[:, bad] ** 2, axis=0)
-        cols = np.union1d(cols, bad)
+        cols = np.union1d(cols, revived)
     return w
 
 
@@ -82,26 +76,6 @@ def _irls(problem, solver, penalty, w, cols, max_iter, tol, prune, record, t0):
         if change < tol:
             break
     return w, t
-
-
-def slope_at_zero(penalty) -> float:
-    """Omega'(0+) = lim_{x -> 0} x / eta_hat(x) (eq. 6): a zero weight is optimal iff |grad_j L| <= lam * this.
-    inf for penalties that are not Lipschitz at 0 (lpp with p < 1, l0, hard_thresh), where zero always is."""
-    if not penalty.separable:
-        return np.inf
-    x = np.array([1e-12, 1e-10])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slopes = x / penalty.eta_hat(x)
-    if not np.all(np.isfinite(slopes)) or abs(slopes[0] - slopes[1]) > 1e-6 * max(slopes[1], 1e-300):
-        return np.inf
-    return float(slopes[0])
-
-
-def omega_prime(penalty, w):
-    """dOmega/dw = w / eta_hat(w) (eq. 6), 0 where eta_hat is inf."""
-    eta = penalty.eta_hat(w)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(np.isinf(eta) | (w == 0), 0.0, w / eta)
 
 
 def newton_polish(problem, penalty, lam, w, tol, record, t, max_steps: int = 30):
