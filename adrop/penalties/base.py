@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import duality
+from .array_ops import is_tensor
 from .duality import quiet
 
 REGISTRY: dict[str, type["Penalty"]] = {}
@@ -103,17 +104,30 @@ class Penalty:
         return self.f_elementwise(eta).sum(axis=-1)
 
     def omega_elementwise(self, w) -> np.ndarray:
+        if is_tensor(w):
+            return self._closed("_omega")(w.abs())
         with quiet():
             return self._omega(np.abs(np.atleast_1d(as_float(w))))
 
     def f_elementwise(self, eta) -> np.ndarray:
+        if is_tensor(eta):
+            return self._closed("_f")(eta)
         with quiet():
             return self._f(np.atleast_1d(as_float(eta)))
 
     def eta_hat(self, w) -> np.ndarray:
+        if is_tensor(w):
+            return self._closed("_eta_hat")(w.abs())
         x = np.abs(np.atleast_1d(as_float(w)))
         with quiet():
             return nonzero_where_w_is(x, self._eta_hat(x))
+
+    def _closed(self, piece: str):
+        """The closed-form `piece` for torch tensors (training); the numerical routes are NumPy only."""
+        if getattr(type(self), piece) is getattr(Penalty, piece):
+            raise TypeError(f"penalty {self.name} has no closed-form {piece.strip('_')}: torch tensors need one "
+                            f"(closed forms: {', '.join(n for n, c in REGISTRY.items() if c.separable and c.closed_form)})")
+        return getattr(self, piece)
 
     # The generic routes, public so that any closed form can be checked against them.
     def omega_via_dual(self, w):

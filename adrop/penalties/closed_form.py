@@ -1,7 +1,8 @@
 """The penalties of the paper's appendix table (Table 3) with Omega, f and eta_hat in closed form.
 
 Scalar pieces act on x = |w| >= 0 and eta in [0, inf]; every formula is written to stay finite and NaN-free at
-x = 0, eta = 0 and eta = inf (limits taken where the table's formula reads 0/0). Outside H, f is inf.
+x = 0, eta = 0 and eta = inf (limits taken where the table's formula reads 0/0). Outside H, f is inf. The separable
+formulas are written with `ops(x)` so that they also take torch tensors (for training, with autograd).
 SCAD and MCP carry their own `lam` (the scale in Fan & Li's and Zhang's definitions), as in the table; the
 regularisation weight lambda of L(w) + lambda Omega(w) is separate.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .array_ops import ops
 from .base import Penalty, as_float, nonzero_where_w_is, positive, register, require
 
 
@@ -54,13 +56,13 @@ class L0(Penalty):
     summary = "1{w != 0}; f = 2 * 1{eta > 0}"
 
     def _omega(self, x):
-        return (x > 0).astype(np.float64)
+        return ops(x).where(x > 0, 1.0, 0.0)
 
     def _f(self, eta):
-        return 2.0 * (eta > 0)
+        return ops(eta).where(eta > 0, 2.0, 0.0)
 
     def _eta_hat(self, x):
-        return np.where(x > 0, np.inf, 0.0)
+        return ops(x).where(x > 0, np.inf, 0.0)
 
 
 @register
@@ -80,17 +82,17 @@ class ElasticNet(Penalty):
         return x * (0.5 * self.theta * x + (1.0 - self.theta))
 
     def _f(self, eta):
-        th = self.theta
+        th, o = self.theta, ops(eta)
         inside = eta < self.domain()[1]
-        den = np.where(inside, 1.0 - np.where(inside, eta, 0.0) * th, 1.0)
-        return np.where(inside, eta * (1.0 - th) ** 2 / den, np.inf)
+        den = o.where(inside, 1.0 - o.where(inside, eta, 0.0) * th, 1.0)
+        return o.where(inside, eta * (1.0 - th) ** 2 / den, np.inf)
 
     def _eta_hat(self, x):
         th = self.theta
         if th == 0:
             return x
         # x / (x theta + 1 - theta), -> 1/theta as x -> inf
-        return np.where(np.isinf(x), 1.0 / th, x / (x * th + (1.0 - th)))
+        return ops(x).where(ops(x).isinf(x), 1.0 / th, x / (x * th + (1.0 - th)))
 
 
 @register
@@ -110,13 +112,13 @@ class Huber(Penalty):
 
     def _omega(self, x):
         e = self.eps
-        return np.where(x <= e, x * x / (2 * e) + e / 2, x)
+        return ops(x).where(x <= e, x * x / (2 * e) + e / 2, x)
 
     def _f(self, eta):
-        return np.where(eta >= self.eps, eta, np.inf)
+        return ops(eta).where(eta >= self.eps, eta, np.inf)
 
     def _eta_hat(self, x):
-        return np.maximum(self.eps, x)
+        return ops(x).where(x > self.eps, x, self.eps)
 
 
 @register
@@ -129,14 +131,14 @@ class LogSum(Penalty):
         self.eps = float(eps)
 
     def _omega(self, x):
-        return np.log(x + self.eps)
+        return ops(x).log(x + self.eps)
 
     def _f(self, eta):
-        e = self.eps
-        root = np.sqrt(e * e + 4.0 * eta)
+        e, o = self.eps, ops(eta)
+        root = o.sqrt(e * e + 4.0 * eta)
         # (root - e)^2 / (4 eta) rewritten as 4 eta / (root + e)^2: exact at eta = 0, no cancellation
-        ratio = np.where(np.isinf(eta), 1.0, 4.0 * eta / (root + e) ** 2)
-        return 2.0 * np.log((root + e) / 2.0) - ratio
+        ratio = o.where(o.isinf(eta), 1.0, 4.0 * eta / (root + e) ** 2)
+        return 2.0 * o.log((root + e) / 2.0) - ratio
 
     def _eta_hat(self, x):
         return x * (x + self.eps)
@@ -158,17 +160,18 @@ class SCAD(Penalty):
     def _omega(self, x):
         a, lam = self.a, self.lam
         middle = (2 * a * lam * x - x * x - lam * lam) / (2 * (a - 1) * lam)
-        return np.where(x <= lam, x, np.where(x <= a * lam, middle, (a + 1) * lam / 2))
+        o = ops(x)
+        return o.where(x <= lam, x, o.where(x <= a * lam, middle, (a + 1) * lam / 2))
 
     def _f(self, eta):
-        a, lam = self.a, self.lam
-        big = np.where(np.isinf(eta), (a + 1) * lam, lam * ((a + 1) * eta - lam) / ((a - 1) * lam + eta))
-        return np.where(eta <= lam, eta, big)
+        a, lam, o = self.a, self.lam, ops(eta)
+        big = o.where(o.isinf(eta), (a + 1) * lam, lam * ((a + 1) * eta - lam) / ((a - 1) * lam + eta))
+        return o.where(eta <= lam, eta, big)
 
     def _eta_hat(self, x):
-        a, lam = self.a, self.lam
+        a, lam, o = self.a, self.lam, ops(x)
         middle = (a - 1) * lam * x / (a * lam - x)
-        return np.where(x <= lam, x, np.where(x < a * lam, middle, np.inf))
+        return o.where(x <= lam, x, o.where(x < a * lam, middle, np.inf))
 
 
 @register
@@ -185,15 +188,15 @@ class MCP(Penalty):
 
     def _omega(self, x):
         al = self.al
-        return np.where(x <= al, x - x * x / (2 * al), al / 2)
+        return ops(x).where(x <= al, x - x * x / (2 * al), al / 2)
 
     def _f(self, eta):
-        al = self.al
-        return np.where(np.isinf(eta), al, al * eta / (eta + al))
+        al, o = self.al, ops(eta)
+        return o.where(o.isinf(eta), al, al * eta / (eta + al))
 
     def _eta_hat(self, x):
         al = self.al
-        return np.where(x < al, al * x / (al - x), np.inf)
+        return ops(x).where(x < al, al * x / (al - x), np.inf)
 
 
 class _NotSeparable(Penalty):

@@ -16,8 +16,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import dawsn, expit
+from scipy.special import dawsn
 
+from .array_ops import ops
 from .base import Penalty, positive, register
 from .quadrature import CumulativeIntegral
 
@@ -39,8 +40,14 @@ def kl_approx(ratio) -> np.ndarray:
     """Molchanov et al.'s fit of the same KL, written in ratio = eta/lam (k1 (1 - sigmoid(x)) = k1 sigmoid(-x))."""
     ratio = np.asarray(ratio, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        log_ratio = np.log(ratio)
-    return K1 * expit(K3 * log_ratio - K2) + 0.5 * np.log1p(ratio)
+        return kl_approx_log(np.log(ratio))
+
+
+def kl_approx_log(log_ratio):
+    """The same fit from log(eta/lam) = -log alpha_Molchanov, for NumPy arrays or torch tensors (training):
+    k1 sigmoid(k3 log_ratio - k2) + 1/2 log(1 + e^log_ratio)."""
+    o = ops(log_ratio)
+    return K1 * o.sigmoid(K3 * log_ratio - K2) + 0.5 * o.softplus(log_ratio)
 
 
 @register
