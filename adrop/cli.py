@@ -2,6 +2,7 @@
 
     adrop penalty --plot           Figure 1 of the paper, into a new folder under outputs/
     adrop penalty --list           the penalties and their parameters
+    adrop train method=logsum      train with a sparsification method (a Hydra app)
     adrop <command> --help         help for one command
 
 Each subcommand owns the rest of the command line (Hydra apps must see their own argv untouched), so the dispatcher
@@ -14,6 +15,7 @@ import sys
 
 COMMANDS = {
     "penalty": ("adrop.penalty_command", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
+    "train": ("adrop.train.app", "train a network with a sparsification method (Hydra: key=value overrides, -m)"),
 }
 
 

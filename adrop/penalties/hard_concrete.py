@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, logit
 
+from .array_ops import is_tensor, ops
 from .base import Penalty, positive, register, require
 from .quadrature import gauss_legendre_rule
 
@@ -35,9 +36,22 @@ class HardConcrete(Penalty):
         width = self.zeta - self.gamma
         self.z0, self.z1 = -self.gamma / width, (1.0 - self.gamma) / width  # s = 0 below z0, s = 1 above z1
 
-    def p_nonzero(self, log_a) -> np.ndarray:
-        """P(s > 0) = sigmoid(log a - beta log(-gamma/zeta))."""
-        return expit(np.asarray(log_a, dtype=np.float64) - self.beta * np.log(-self.gamma / self.zeta))
+    def p_nonzero(self, log_a):
+        """P(s > 0) = sigmoid(log a - beta log(-gamma/zeta)); NumPy arrays or torch tensors (the expected L0)."""
+        if not is_tensor(log_a):
+            log_a = np.asarray(log_a, dtype=np.float64)
+        return ops(log_a).sigmoid(log_a - self.beta * np.log(-self.gamma / self.zeta))
+
+    def sample(self, log_a, u):
+        """A gate s for uniform noise u in (0, 1): s = min(1, max(0, (zeta - gamma) z + gamma)),
+        z = sigmoid((log u - log(1 - u) + log a) / beta). NumPy or torch (differentiable in log a)."""
+        o = ops(log_a)
+        z = o.sigmoid((o.log(u) - o.log1p(-u) + log_a) / self.beta)
+        return _clip01((self.zeta - self.gamma) * z + self.gamma)
+
+    def test_gate(self, log_a):
+        """The deterministic gate at test time: min(1, max(0, sigmoid(log a)(zeta - gamma) + gamma))."""
+        return _clip01(ops(log_a).sigmoid(log_a) * (self.zeta - self.gamma) + self.gamma)
 
     def moments(self, log_a):
         """(E[s], Var[s]) of the gate for each log a, by quadrature."""
@@ -69,3 +83,7 @@ class HardConcrete(Penalty):
 
     def _dual_bounds(self):
         return -LOG_A_SPAN, LOG_A_SPAN, (0.0, 0.0), (np.inf, 2.0)
+
+
+def _clip01(x):
+    return x.clamp(0.0, 1.0) if is_tensor(x) else np.clip(x, 0.0, 1.0)

@@ -1,0 +1,21 @@
+"""AdaTikhonov: gradient descent on data + lam/2 sum_j w_j^2 / eta_j with eta = eta_hat(w) held fixed (no gradient
+through eta), i.e. the adaptive Tikhonov term of the eta-trick (paper Sec. 5). Its gradient lam w / eta_hat(w) is
+that of lam Omega (eq. 6), so it tracks LogSum closely, as the paper observes."""
+import torch
+
+from .base import register
+from .eta_hat_layer import EtaHatLinear, EtaHatMethod
+
+
+class TikhonovLinear(EtaHatLinear):
+    def penalty(self):
+        eta = self.pen.eta_hat(self.weight.detach())
+        # w^2 / eta, 0 where eta = 0 (then w = 0) or inf; the safe denominator keeps the gradient finite
+        safe = torch.where(eta > 0, eta, torch.ones_like(eta))
+        return 0.5 * (self.weight * self.weight / safe).sum()
+
+
+@register
+class AdaTikhonov(EtaHatMethod):
+    name = "adatikhonov"
+    layer = TikhonovLinear

@@ -1,0 +1,109 @@
+"""Datasets as tensors on the training device: no per-step Python data pipeline.
+
+mnist and fashion_mnist: the 60k training images split into train / validation at random (split_seed), the 10k
+test set kept for the final test error, x = (pixel/255 - mean) / std, flattened. synthetic: Gaussian classes,
+generated (small, for tests). torchvision downloads missing files when it can; when it cannot, the error says which
+files are missing where and how to provide them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+
+class DataError(Exception):
+    """Data that cannot be loaded; the message says what to do."""
+
+
+@dataclass
+class Split:
+    x: torch.Tensor
+    y: torch.Tensor
+
+    def __len__(self):
+        return self.y.shape[0]
+
+
+@dataclass
+class Data:
+    train: Split
+    val: Split
+    test: Split
+    in_features: int
+    classes: int
+
+
+FILES = {
+    "mnist": ("MNIST", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                        "t10k-labels-idx1-ubyte"]),
+    "fashion_mnist": ("FashionMNIST", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                       "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]),
+}
+
+
+def load(dataset, data, device) -> Data:
+    if dataset.name == "synthetic":
+        full, test = synthetic(dataset)
+    elif dataset.name in FILES:
+        full, test = torchvision_split(dataset, data)
+    else:
+        raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: fashion_mnist, mnist, synthetic")
+    n = len(full)
+    if not 0 < dataset.val_size < n:
+        raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed))
+    val_idx, train_idx = order[: dataset.val_size], order[dataset.val_size:]
+    if data.train_limit is not None:
+        if data.train_limit < 1:
+            raise DataError(f"data.train_limit must be >= 1 or null, got {data.train_limit}")
+        train_idx = train_idx[: data.train_limit]
+
+    def put(x, y):
+        return Split(x.to(device), y.to(device))
+
+    return Data(put(full.x[train_idx], full.y[train_idx]), put(full.x[val_idx], full.y[val_idx]),
+                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1)
+
+
+def torchvision_split(dataset, data):
+    import torchvision
+
+    folder, names = FILES[dataset.name]
+    raw = Path(data.root) / folder / "raw"
+    cls = torchvision.datasets.MNIST if dataset.name == "mnist" else torchvision.datasets.FashionMNIST
+    missing = [name for name in names if not (raw / name).exists()]
+    if missing and data.download:
+        try:
+            cls(data.root, train=True, download=True)
+            cls(data.root, train=False, download=True)
+        except Exception as err:  # no network, a proxy, a mirror down: say what is missing and how to fix it
+            raise DataError(_missing_message(raw, missing, f"the download failed ({type(err).__name__}: {err})")) from None
+        missing = [name for name in names if not (raw / name).exists()]
+    if missing:
+        raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))
+    out = []
+    for train in (True, False):
+        ds = cls(data.root, train=train, download=False)
+        x = ds.data.reshape(len(ds.data), -1).float().div_(255.0).sub_(dataset.mean).div_(dataset.std)
+        out.append(Split(x, ds.targets.long()))
+    return out
+
+
+def _missing_message(raw: Path, missing, why: str) -> str:
+    return (f"{len(missing)} data file(s) missing in {raw.resolve()}: {', '.join(missing)}; {why}. Put the "
+            f"uncompressed idx files there (the layout torchvision reads), or point data.root (or the ADROP_DATA "
+            f"environment variable) at a folder that holds {raw.parent.name}/raw/")
+
+
+def synthetic(dataset):
+    """Gaussian classes in `features` dimensions, means at distance ~separation; n_train + n_test examples."""
+    g = torch.Generator().manual_seed(dataset.split_seed)
+    means = torch.randn(dataset.classes, dataset.features, generator=g) * dataset.separation / 2
+    out = []
+    for n in (dataset.n_train, dataset.n_test):
+        y = torch.randint(dataset.classes, (n,), generator=g)
+        x = means[y] + torch.randn(n, dataset.features, generator=g)
+        out.append(Split(x, y))
+    return out

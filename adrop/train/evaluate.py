@@ -1,0 +1,37 @@
+"""Evaluation with the sparsity mask applied (the authors' code forgot it; see REFERENCE.md), and per-layer sparsity.
+
+Both use each layer's effective weight (masks and deterministic gates folded in), computed once per evaluation: a
+weight counts as nonzero exactly when it is nonzero there, which is also what weights.npz holds.
+"""
+from __future__ import annotations
+
+import torch
+
+
+@torch.no_grad()
+def effective(model):
+    """[(name, W_eff, b)] in forward order."""
+    return [(name, layer.effective_weight().detach(), layer.bias.detach())
+            for name, layer in zip(model.names, model.layers)]
+
+
+@torch.no_grad()
+def error(weights, split, batch: int = 8192) -> float:
+    """Fraction misclassified by the ReLU network with these weights."""
+    wrong = torch.zeros((), dtype=torch.long, device=split.x.device)
+    for start in range(0, len(split), batch):
+        x = split.x[start:start + batch]
+        for i, (_, w, b) in enumerate(weights):
+            x = torch.addmm(b, x, w.t())
+            if i < len(weights) - 1:
+                x = torch.relu_(x)
+        wrong += (x.argmax(1) != split.y[start:start + batch]).sum()
+    return wrong.item() / len(split)
+
+
+@torch.no_grad()
+def sparsity(weights):
+    """Per layer (name, shape, nonzero count, total) and the totals."""
+    layers = [(name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel()) for name, w, _ in weights]
+    nonzero, total = sum(l[2] for l in layers), sum(l[3] for l in layers)
+    return layers, nonzero, total

@@ -1,0 +1,218 @@
+"""The training loop of `adrop train`: method-agnostic, data on the device, one host sync per epoch.
+
+Each epoch: a fixed permutation for (seed, epoch) (so a resumed run sees the same batches), Adam on
+data term + lam * method penalty, the method's after-step hook, the learning rate decayed per step; then the
+masked validation error, per-layer sparsity, the CSV files and a checkpoint. At the end: the masked test error,
+weights.npz and summary.json.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from omegaconf import OmegaConf
+
+from adrop import methods
+
+from . import data as data_mod
+from . import evaluate, model as model_mod, run_files
+
+log = logging.getLogger("adrop.train")
+
+
+class TrainError(Exception):
+    """A run that cannot start or go on; the message is for the user (one line)."""
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise TrainError(f"device={name} but CUDA is not available here (torch {torch.__version__}); "
+                             "use device=cpu or device=auto")
+        return torch.device(name)
+    if name == "cpu":
+        return torch.device("cpu")
+    raise TrainError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:N")
+
+
+def method_params(cfg):
+    """The method's parameters, checked against its dataclass (unknown keys and wrong types fail here)."""
+    cls = methods.get(cfg.method.name)
+    schema = OmegaConf.structured(cls.Params)
+    try:
+        merged = OmegaConf.merge(schema, cfg.method.params)
+        return cls, OmegaConf.to_object(merged)
+    except Exception as err:
+        raise TrainError(f"method.params for {cls.name}: {str(err).splitlines()[0]} "
+                         f"(valid: {', '.join(f.name for f in dataclasses.fields(cls.Params)) or 'none'})") from None
+
+
+def settings(cfg) -> dict:
+    """The effective lam and lr (null = the method's default), validated."""
+    lam = cfg.method.lam if cfg.lam is None else cfg.lam
+    lr = cfg.method.lr if cfg.lr is None else cfg.lr
+    checks = [(lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
+              (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
+              (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
+              (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
+              (cfg.schedule in ("linear", "constant"), f"schedule must be linear or constant, got {cfg.schedule!r}"),
+              (cfg.progress in ("auto", "always", "never"), f"progress must be auto, always or never")]
+    for ok, message in checks:
+        if not ok:
+            raise TrainError(message)
+    return {"lam": float(lam), "lr": float(lr)}
+
+
+class Run:
+    """One training run in `folder`, resumed from its checkpoint when there is one."""
+
+    def __init__(self, cfg, folder: Path, multirun: bool = False):
+        self.cfg, self.folder, self.multirun = cfg, Path(folder), multirun
+        self.hp = settings(cfg)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        method_cls, params = method_params(cfg)
+        self.device = resolve_device(cfg.device)
+        torch.manual_seed(cfg.seed)
+        try:
+            self.data = data_mod.load(cfg.dataset, cfg.data, self.device)
+        except data_mod.DataError as err:
+            raise TrainError(str(err)) from None
+        self.steps_per_epoch = math.ceil(len(self.data.train) / cfg.batch_size)
+        self.method = method_cls(self.hp["lam"], params, self.steps_per_epoch, cfg.epochs)
+        try:
+            self.model = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
+        except ValueError as err:
+            raise TrainError(str(err)) from None
+        self.model.to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.hp["lr"])
+        self.epoch, self.metrics, self.layer_rows, self.elapsed = 0, [], [], 0.0
+        self.identity = {"method": cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"], "seed": cfg.seed,
+                         "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
+                         "train_limit": cfg.data.train_limit}
+        self.resume()
+
+    # -- checkpoint ---------------------------------------------------------------------------------------------
+    def resume(self):
+        state = run_files.load_checkpoint(self.folder, self.device)
+        if state is None:
+            return
+        if state["identity"] != self.identity:
+            raise TrainError(f"{self.folder} holds a different run ({state['identity']}); adrop never overwrites "
+                             "an earlier run: choose another hydra.run.dir")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.method.load_state_dict(state["method"])
+        torch.set_rng_state(state["rng_cpu"].cpu())
+        if self.device.type == "cuda" and state.get("rng_cuda") is not None:
+            torch.cuda.set_rng_state(state["rng_cuda"].cpu(), self.device)
+        self.epoch, self.metrics, self.layer_rows = state["epoch"], state["metrics"], state["layers"]
+        self.elapsed = state["elapsed"]
+        log.info("resumed %s after epoch %d", self.folder, self.epoch)
+
+    def checkpoint(self):
+        run_files.save_checkpoint(self.folder, {
+            "identity": self.identity, "epoch": self.epoch, "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(), "method": self.method.state_dict(),
+            "rng_cpu": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "metrics": self.metrics, "layers": self.layer_rows, "elapsed": self.elapsed})
+
+    # -- training -----------------------------------------------------------------------------------------------
+    def lr_at(self, step: int) -> float:
+        if self.cfg.schedule == "constant":
+            return self.hp["lr"]
+        return self.hp["lr"] * max(0.0, 1.0 - step / (self.steps_per_epoch * self.cfg.epochs))
+
+    def train_epoch(self):
+        cfg, train, lam = self.cfg, self.data.train, self.hp["lam"]
+        g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + self.epoch)
+        order = torch.randperm(len(train), generator=g).to(self.device)
+        layers = self.model.layers
+        self.model.train()
+        sums = torch.zeros(3, device=self.device)
+        step0 = self.epoch * self.steps_per_epoch
+        for b in range(self.steps_per_epoch):
+            idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.lr_at(step0 + b)
+            data_term = F.cross_entropy(self.model(train.x[idx]), train.y[idx])
+            penalty = self.method.penalty(layers)
+            loss = data_term + lam * penalty
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            self.method.after_step(layers, self.optimizer, step0 + b + 1)
+            sums += torch.stack([loss.detach(), data_term.detach(), torch.as_tensor(penalty).detach()])
+        return (sums / self.steps_per_epoch).tolist()  # the one host sync of the epoch
+
+    def evaluate(self, split):
+        self.model.eval()
+        weights = evaluate.effective(self.model)
+        return weights, evaluate.error(weights, split, self.cfg.eval_batch_size)
+
+    def fit(self, stop_after: int | None = None) -> dict:
+        """Train to cfg.epochs (or stop after epoch `stop_after`, leaving the run to be resumed)."""
+        cfg = self.cfg
+        bar = self.progress_bar()
+        while self.epoch < cfg.epochs:
+            if stop_after is not None and self.epoch >= stop_after:
+                return self.summary("running", val_error=self.metrics[-1]["val_error"] if self.metrics else None)
+            t0 = time.perf_counter()
+            loss, data_term, penalty = self.train_epoch()
+            if not all(math.isfinite(v) for v in (loss, data_term, penalty)):
+                raise TrainError(f"the loss became {loss} in epoch {self.epoch + 1} (lr={self.hp['lr']}, "
+                                 f"lam={self.hp['lam']}); the last good checkpoint (epoch {self.epoch}) stays")
+            weights, val_error = self.evaluate(self.data.val)
+            layers, nonzero, total = evaluate.sparsity(weights)
+            self.epoch += 1
+            seconds = time.perf_counter() - t0
+            self.elapsed += seconds
+            self.metrics.append({"epoch": self.epoch, "train_loss": loss, "data_term": data_term,
+                                 "penalty_term": penalty, "val_error": val_error, "nonzero_fraction": nonzero / total,
+                                 "lr": self.lr_at(self.epoch * self.steps_per_epoch - 1), "seconds": seconds})
+            self.layer_rows += [{"epoch": self.epoch, "layer": name, "shape": "x".join(map(str, shape)),
+                                 "nonzero": nz, "total": n, "nonzero_fraction": nz / n} for name, shape, nz, n in layers]
+            run_files.write_csv(self.folder / "metrics.csv", run_files.METRICS, self.metrics)
+            run_files.write_csv(self.folder / "layers.csv", run_files.LAYERS, self.layer_rows)
+            self.checkpoint()
+            run_files.write_summary(self.folder, self.summary("running", val_error=val_error))
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4f}", val_err=f"{val_error:.4f}", nonzero=f"{nonzero / total:.4f}")
+        if bar is not None:
+            bar.close()
+        weights, test_error = self.evaluate(self.data.test)
+        layers, nonzero, total = evaluate.sparsity(weights)
+        run_files.write_weights(self.folder, weights)
+        summary = self.summary("completed", test_error=test_error, val_error=self.metrics[-1]["val_error"],
+                               layers=layers, nonzero=nonzero, total=total)
+        run_files.write_summary(self.folder, summary)
+        return summary
+
+    def progress_bar(self):
+        mode = self.cfg.progress
+        if mode == "never" or (mode == "auto" and (self.multirun or not sys.stderr.isatty())):
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=self.cfg.epochs, initial=self.epoch, desc=self.cfg.method.name, unit="epoch")
+
+    def summary(self, status, test_error=None, val_error=None, layers=None, nonzero=None, total=None) -> dict:
+        out = {"status": status, "method": self.cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"],
+               "seed": self.cfg.seed, "epochs": self.epoch, "epochs_planned": self.cfg.epochs,
+               "test_error": test_error, "val_error": val_error,
+               "nonzero_fraction": None if total is None else nonzero / total,
+               "nonzero": nonzero, "total": total,
+               "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
+                                                              "fraction": nz / n} for name, shape, nz, n in layers},
+               "wall_time_s": self.elapsed, "device": str(self.device), "dataset": self.cfg.dataset.name,
+               "batch_size": self.cfg.batch_size, "train_limit": self.cfg.data.train_limit}
+        return out

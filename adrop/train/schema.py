@@ -1,0 +1,69 @@
+"""The configuration schema of `adrop train` (structured configs: a typo or a wrong type fails at start).
+
+The YAML files in conf/ fill it in; method-specific parameters (method.params) are checked against the method's own
+dataclass (adrop.methods.<name>.Params) when the run starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class MethodConfig:
+    name: str = MISSING
+    lam: float = 0.0          # default lambda of this method (the paper's)
+    lr: float = 1e-3          # default learning rate of this method (the paper's)
+    params: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DatasetConfig:
+    name: str = MISSING       # mnist | fashion_mnist | synthetic
+    val_size: int = 12000     # taken from the training set at random (split_seed)
+    split_seed: int = 42
+    mean: float = 0.1307      # normalisation x = (pixel/255 - mean) / std
+    std: float = 0.3081
+    # synthetic data only
+    features: int = 20
+    classes: int = 4
+    n_train: int = 2000
+    n_test: int = 500
+    separation: float = 2.0
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    hidden: List[int] = field(default_factory=lambda: [300, 100])
+
+
+@dataclass
+class DataConfig:
+    root: str = "data"
+    train_limit: Optional[int] = None  # use only the first N training examples
+    download: bool = True              # let torchvision download what is missing
+
+
+@dataclass
+class Config:
+    method: MethodConfig = field(default_factory=MethodConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    lam: Optional[float] = None        # null: method.lam
+    lr: Optional[float] = None         # null: method.lr
+    epochs: int = 10
+    batch_size: int = 128
+    seed: int = 0
+    device: str = "auto"               # auto | cpu | cuda | cuda:N
+    schedule: str = "linear"           # linear: lr decays linearly to 0; constant
+    eval_batch_size: int = 8192
+    progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
+
+
+def register() -> None:
+    ConfigStore.instance().store(name="adrop_schema", node=Config)

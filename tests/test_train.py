@@ -1,0 +1,178 @@
+"""`adrop train`: every method trains, files agree with each other, resume is exact, bad input fails clearly.
+
+Most tests compose the config with Hydra's compose API and drive the Run object; a few run the real command line
+in a subprocess (never by calling the decorated function)."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from hydra import compose, initialize_config_module
+
+from adrop import methods
+from adrop.train import schema
+from adrop.train.loop import Run, TrainError
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+needs_mnist = pytest.mark.skipif(not (DATA / "MNIST" / "raw").exists(), reason="MNIST not found at ../shared/data")
+schema.register()
+
+
+def config(*overrides):
+    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
+        return compose("config", overrides=list(overrides))
+
+
+def mnist(*overrides):
+    return config(f"data.root={DATA}", "data.train_limit=1024", "data.download=false", "device=cpu",
+                  "progress=never", *overrides)
+
+
+def objective(run):
+    """data term + lam * penalty on the training slice, in training mode (noise and all), averaged."""
+    run.model.train()
+    torch.manual_seed(123)
+    with torch.no_grad():
+        x, y = run.data.train.x, run.data.train.y
+        return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * run.method.penalty(run.model.layers))
+
+
+@needs_mnist
+@pytest.mark.parametrize("method", methods.names())
+def test_each_method_trains_one_epoch_and_its_files_agree(method, tmp_path):
+    # pruning to the default 98% within 16 steps leaves nothing to learn with: half of the weights here
+    extra = ["method.params.final_sparsity=0.5"] if method == "magnitude_pruning" else []
+    cfg = mnist(f"method={method}", "epochs=1", "batch_size=64", "lr=1e-3", *extra)
+    run = Run(cfg, tmp_path)
+    before = objective(run)
+    summary = run.fit()
+    assert objective(run) < before
+    assert summary["status"] == "completed" and 0 <= summary["test_error"] <= 1
+    assert 0 <= summary["nonzero_fraction"] <= 1
+    # weights.npz holds the arrays evaluation used: their nonzeros are the reported ones, and NumPy recomputes the
+    # test error exactly
+    arrays = np.load(tmp_path / "weights.npz")
+    assert list(arrays.keys()) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"]
+    assert arrays["fc1.weight"].shape == (300, 784)
+    for name, layer in summary["layers"].items():
+        assert np.count_nonzero(arrays[f"{name}.weight"]) == layer["nonzero"]
+        assert 0 <= layer["fraction"] <= 1
+    x, y = run.data.test.x.numpy(), run.data.test.y.numpy()
+    for i in (1, 2, 3):
+        x = x @ arrays[f"fc{i}.weight"].T + arrays[f"fc{i}.bias"]
+        if i < 3:
+            x = np.maximum(x, 0)
+    assert math.isclose(np.mean(x.argmax(1) != y), summary["test_error"], abs_tol=1e-12)
+    metrics, layers = pd.read_csv(tmp_path / "metrics.csv"), pd.read_csv(tmp_path / "layers.csv")
+    assert list(metrics.columns) == ["epoch", "train_loss", "data_term", "penalty_term", "val_error",
+                                     "nonzero_fraction", "lr", "seconds"]
+    assert len(metrics) == 1 and len(layers) == 3 and set(layers.layer) == {"fc1", "fc2", "fc3"}
+    assert json.loads((tmp_path / "summary.json").read_text())["test_error"] == summary["test_error"]
+
+
+def test_sparsifying_methods_make_zeros_on_synthetic_data(tmp_path):
+    """With a strong lam, the eta-hat methods and pruning reach real sparsity (and count it)."""
+    for method, extra in [("logsum", ["lam=0.05", "lr=1e-2"]), ("adaprox", ["lam=0.05", "lr=1e-2"]),
+                          ("magnitude_pruning", ["method.params.final_sparsity=0.9"])]:
+        cfg = config("dataset=synthetic", "model=mlp", f"method={method}", "epochs=4", "device=cpu",
+                     "progress=never", *extra)
+        summary = Run(cfg, tmp_path / method).fit()
+        assert summary["nonzero_fraction"] < 0.5, method
+
+
+@needs_mnist
+def test_resume_matches_an_uninterrupted_run(tmp_path):
+    overrides = ("method=vardrop_lr", "epochs=2", "batch_size=128")
+    straight = Run(mnist(*overrides), tmp_path / "a").fit()
+    Run(mnist(*overrides), tmp_path / "b").fit(stop_after=1)  # stopped after one epoch, as if killed there ...
+    resumed = Run(mnist(*overrides), tmp_path / "b")  # ... then rerun the same command in the same folder
+    assert resumed.epoch == 1
+    summary = resumed.fit()
+    assert summary["test_error"] == straight["test_error"] and summary["nonzero"] == straight["nonzero"]
+    a, b = np.load(tmp_path / "a" / "weights.npz"), np.load(tmp_path / "b" / "weights.npz")
+    assert all(np.array_equal(a[k], b[k]) for k in a.keys())
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "metrics.csv").drop(columns="seconds"),
+                                  pd.read_csv(tmp_path / "b" / "metrics.csv").drop(columns="seconds"))
+
+
+def test_a_folder_with_another_run_is_never_overwritten(tmp_path):
+    Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu"), tmp_path).fit()
+    with pytest.raises(TrainError, match="holds a different run"):
+        Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "seed=5"), tmp_path)
+
+
+def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    good = config("dataset=synthetic", "model=mlp", "epochs=3", "device=cpu")
+    run = Run(good, tmp_path)
+    run.fit(stop_after=1)
+    run.optimizer.param_groups[0]["lr"] = run.hp["lr"] = 1e38  # the second epoch overflows
+    with pytest.raises(TrainError, match="the loss became nan in epoch 2"):
+        run.fit()
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert state["epoch"] == 1 and all(torch.isfinite(v).all() for v in state["model"].values())
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["lam=-1"], "lam must be >= 0"),
+    (["epochs=0"], "epochs must be >= 1"),
+    (["device=tpu"], "unknown device 'tpu'"),
+    (["method=logsum", "+method.params.epsilon=1"], "method.params for logsum"),  # forced past Hydra
+    (["method=magnitude_pruning", "method.params.scope=row"], "scope must be"),
+    (["data.root=/nonexistent", "data.download=false", "dataset=mnist"], "4 data file(s) missing in /nonexistent"),
+])
+def test_bad_settings_fail_with_a_message(overrides, message, tmp_path):
+    with pytest.raises((TrainError, ValueError), match=message.replace("(", r"\(").replace(")", r"\)")):
+        Run(config("dataset=synthetic", "model=mlp", "device=cpu", *overrides), tmp_path).fit()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_is_a_clear_error(tmp_path):
+    with pytest.raises(TrainError, match="CUDA is not available"):
+        Run(config("dataset=synthetic", "model=mlp", "device=cuda"), tmp_path)
+
+
+def adrop_train(*args, cwd):
+    env = {**os.environ, "HYDRA_FULL_ERROR": ""}
+    return subprocess.run([sys.executable, "-m", "adrop", "train", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=300)
+
+
+def test_command_line_run_typo_and_unknown_method(tmp_path):
+    ok = adrop_train("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", cwd=tmp_path)
+    assert ok.returncode == 0 and "dense: test error" in ok.stdout
+    (run_dir,) = (tmp_path / "outputs" / "runs").iterdir()
+    assert {"metrics.csv", "layers.csv", "summary.json", "weights.npz", "checkpoint.pt"} <= {p.name for p in run_dir.iterdir()}
+    again = adrop_train("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", f"hydra.run.dir={run_dir}",
+                        cwd=tmp_path)
+    assert again.returncode == 0 and "already holds a completed run" in again.stdout
+    typo = adrop_train("epoch=3", cwd=tmp_path)
+    assert typo.returncode != 0 and "epoch" in typo.stderr and "Traceback" not in typo.stderr
+    unknown = adrop_train("method=lasso", cwd=tmp_path)
+    assert unknown.returncode != 0 and "Available options in 'method'" in unknown.stderr
+    assert "vardrop_lr_ar" in unknown.stderr and "Traceback" not in unknown.stderr
+    bad = adrop_train("dataset=synthetic", "model=mlp", "lam=-1", cwd=tmp_path)
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines()[-1] == "adrop train: error: lam must be >= 0, got -1.0"
+
+
+def test_short_multirun_writes_one_folder_per_job_and_records_failures(tmp_path):
+    out = adrop_train("-m", "dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "method=dense,logsum",
+                      "lam=0.001,-1", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (sweep,) = (tmp_path / "outputs" / "multirun").iterdir()
+    jobs = {p.name: json.loads((p / "summary.json").read_text()) for p in sweep.iterdir() if p.is_dir() and
+            (p / "summary.json").exists()}
+    common = "dataset=synthetic,device=cpu,epochs=1,{},model=mlp"  # named by all its overrides, sorted
+    names = {key: common.format(key) for key in ("lam=0.001,method=dense", "lam=0.001,method=logsum",
+                                                   "lam=-1,method=dense", "lam=-1,method=logsum")}
+    assert set(jobs) == set(names.values())
+    assert jobs[names["lam=0.001,method=logsum"]]["status"] == "completed"
+    failed = jobs[names["lam=-1,method=dense"]]
+    assert failed["status"] == "failed" and "lam must be >= 0" in failed["error"]
