@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .solvers import relative_change, tikhonov_prox
+from .solvers import iterate, tikhonov_prox
 
 MASKS = ("gaussian", "bernoulli")
 
@@ -50,22 +50,15 @@ def adaptive_dropout(problem, penalty, lam, w0, max_iter=20000, tol=0.0, step=No
     rho0 = step or 0.5 / problem.lipschitz
     decay = decay or max(max_iter / 20, 1.0)
     X, y, n = problem.X, problem.y, problem.n
-    w = w0.copy()
-    record(0, w, np.nan, force=True)
-    for t in range(1, max_iter + 1):
+    record(0, w0, np.nan, force=True)
+
+    def dropout_step(t, w):
         rho = rho0 / (1.0 + t / decay)
-        eta = penalty.eta_hat(w)
-        s = sample_mask(keep_probability(eta, lam), mask, rng)
-        u = s * w  # = w + (s - 1) * v with v = w
-        grad_u = X.T @ (X @ u - y) / n
+        s = sample_mask(keep_probability(penalty.eta_hat(w), lam), mask, rng)
+        grad_u = X.T @ (X @ (s * w) - y) / n  # grad L at u = s * w = w + (s - 1) * v with v = w
         if additive:
             v = w - rho * grad_u
-            new = tikhonov_prox(v, penalty.eta_hat(v), rho * lam)  # Algorithm 1: eta at the stepped point
-        else:
-            new = w - rho * s * grad_u
-        change = relative_change(new, w)
-        w = new
-        record(t, w, change)
-        if change < tol:
-            break
-    return w
+            return tikhonov_prox(v, penalty.eta_hat(v), rho * lam)  # Algorithm 1: eta at the stepped point
+        return w - rho * s * grad_u
+
+    return iterate(dropout_step, w0.copy(), max_iter, tol, record)[0]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from .solvers import omega_prime, prune_small, relative_change, revive_zeros, slope_at_zero
+from .solvers import iterate, omega_prime, prune_small, relative_change, revive_zeros, slope_at_zero
 from .tikhonov_solve import TikhonovSolver
 
 
@@ -65,17 +65,12 @@ def ridge_start(problem, lam: float, cols=None) -> np.ndarray:
 
 def _irls(problem, solver, penalty, w, cols, max_iter, tol, prune, record, t0):
     """IRLS on the columns `cols` (the others stay 0); returns (w, last iteration number)."""
-    t = t0
-    for t in range(t0 + 1, t0 + max_iter + 1):
+    def reweighted_solve(t, w):
         eta = np.zeros(problem.d)
         eta[cols] = penalty.eta_hat(w[cols])
-        new = prune_small(solver.solve(eta), prune)
-        change = relative_change(new, w)
-        w = new
-        record(t, w, change)
-        if change < tol:
-            break
-    return w, t
+        return prune_small(solver.solve(eta), prune)
+
+    return iterate(reweighted_solve, w, max_iter, tol, record, t0)
 
 
 def newton_polish(problem, penalty, lam, w, tol, record, t, max_steps: int = 30):

@@ -62,6 +62,24 @@ def relative_change(new, old) -> float:
     return float(np.max(np.abs(new - old)) / scale) if scale > 0 else float(np.max(np.abs(new - old)))
 
 
+def iterate(step, w, max_iter, tol, record, t0=0, on_small_change=None):
+    """w <- step(t, w) for t = t0+1, ... until the relative change is below `tol` (and `on_small_change(w)`, if
+    given, returns (w, True)) or max_iter steps; every iteration is recorded. Returns (w, last t)."""
+    t = t0
+    for t in range(t0 + 1, t0 + max_iter + 1):
+        new = step(t, w)
+        change = relative_change(new, w)
+        w = new
+        record(t, w, change)
+        if change < tol:
+            if on_small_change is None:
+                break
+            w, done = on_small_change(w)
+            if done:
+                break
+    return w, t
+
+
 def prune_small(w, prune):
     if prune > 0:
         w = np.where(np.abs(w) < prune * np.max(np.abs(w), initial=0.0), 0.0, w)
@@ -128,34 +146,25 @@ def adaprox(problem, penalty, lam, w0, max_iter=20000, tol=1e-8, prune=1e-10, st
     pruned zeros that violate their optimality condition rejoin."""
     rho = step or 1.0 / problem.lipschitz
     slope = slope_at_zero(penalty)
-    w = w0.copy()
-    record(0, w, np.nan, force=True)
-    for t in range(1, max_iter + 1):
-        new = prune_small(tikhonov_prox(w - rho * problem.gradient(w), penalty.eta_hat(w), rho * lam), prune)
-        change = relative_change(new, w)
-        w = new
-        record(t, w, change)
-        if change < tol:
-            w, revived = revive_zeros(problem, lam, w, slope)
-            if revived.size == 0 and stationarity(problem, penalty, lam, w) < np.sqrt(tol):
-                break
-    return w
+    record(0, w0, np.nan, force=True)
+
+    def prox_step(t, w):
+        return prune_small(tikhonov_prox(w - rho * problem.gradient(w), penalty.eta_hat(w), rho * lam), prune)
+
+    def stationary(w):
+        w, revived = revive_zeros(problem, lam, w, slope)
+        return w, revived.size == 0 and stationarity(problem, penalty, lam, w) < np.sqrt(tol)
+
+    return iterate(prox_step, w0.copy(), max_iter, tol, record, on_small_change=stationary)[0]
 
 
 def gradient(problem, penalty, lam, w0, max_iter=20000, tol=1e-8, step=None, record=None, **_):
     if not penalty.separable or penalty.name in ("l0", "hard_thresh", "magnitude_pruning"):
         raise ValueError(f"solver 'gradient' needs a differentiable penalty; {penalty.name} is not")
     rho = step or 1.0 / problem.lipschitz
-    w = w0.copy()
-    record(0, w, np.nan, force=True)
-    for t in range(1, max_iter + 1):
-        eta = penalty.eta_hat(w)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            grad_omega = np.where((w == 0) | np.isinf(eta), 0.0, w / eta)  # = sign(w) Omega'(|w|)
-        new = w - rho * (problem.gradient(w) + lam * grad_omega)
-        change = relative_change(new, w)
-        w = new
-        record(t, w, change)
-        if change < tol:
-            break
-    return w
+    record(0, w0, np.nan, force=True)
+
+    def gradient_step(t, w):
+        return w - rho * (problem.gradient(w) + lam * omega_prime(penalty, w))  # grad Omega = w / eta_hat(w)
+
+    return iterate(gradient_step, w0.copy(), max_iter, tol, record)[0]

@@ -14,6 +14,12 @@ from .array_ops import ops
 from .base import Penalty, as_float, nonzero_where_w_is, positive, register, require
 
 
+def exponents(p):
+    """p in (0, 2) and the dual exponent q = p / (2 - p) of ell_p and ell_p^p."""
+    require(0 < p < 2, "p", p, "must lie in (0, 2)")
+    return float(p), float(p) / (2.0 - float(p))
+
+
 @register
 class L1(Penalty):
     name = "l1"
@@ -35,10 +41,8 @@ class LpPowerP(Penalty):
     summary = "|w|^p / p, 0 < p < 2 (separable)"
 
     def __init__(self, p: float = 0.5):
-        require(0 < p < 2, "p", p, "must lie in (0, 2)")
         super().__init__(p=float(p))
-        self.p = float(p)
-        self.q = self.p / (2.0 - self.p)
+        self.p, self.q = exponents(p)
 
     def _omega(self, x):
         return x**self.p / self.p
@@ -217,10 +221,8 @@ class Lp(_NotSeparable):
     summary = "the norm ||w||_p, 0 < p < 2 (not separable); f = ||eta||_q, q = p/(2-p)"
 
     def __init__(self, p: float = 0.5):
-        require(0 < p < 2, "p", p, "must lie in (0, 2)")
         super().__init__(p=float(p))
-        self.p = float(p)
-        self.q = self.p / (2.0 - self.p)
+        self.p, self.q = exponents(p)
 
     def omega(self, w):
         x = np.abs(np.atleast_1d(as_float(w)))
