@@ -3,6 +3,7 @@
     adrop penalty --plot           Figure 1 of the paper, into a new folder under outputs/
     adrop penalty --list           the penalties and their parameters
     adrop train method=logsum      train with a sparsification method (a Hydra app)
+    adrop report outputs/multirun/...   tables and figures from runs and sweeps
     adrop <command> --help         help for one command
 
 Each subcommand owns the rest of the command line (Hydra apps must see their own argv untouched), so the dispatcher
@@ -16,6 +17,7 @@ import sys
 COMMANDS = {
     "penalty": ("adrop.penalty_command", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
     "train": ("adrop.train.app", "train a network with a sparsification method (Hydra: key=value overrides, -m)"),
+    "report": ("adrop.report_command", "turn runs and sweeps into the paper's tables and figures"),
 }
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import random
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
@@ -41,6 +43,16 @@ def resolve_device(name: str) -> torch.device:
     if name == "cpu":
         return torch.device("cpu")
     raise TrainError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:N")
+
+
+def reset_state(seed: int, device: torch.device) -> None:
+    """Every job starts from the same state, whatever ran before it in the process (sweeps run jobs in one)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
 
 
 def method_params(cfg):
@@ -80,7 +92,7 @@ class Run:
         self.folder.mkdir(parents=True, exist_ok=True)
         method_cls, params = method_params(cfg)
         self.device = resolve_device(cfg.device)
-        torch.manual_seed(cfg.seed)
+        reset_state(cfg.seed, self.device)
         try:
             self.data = data_mod.load(cfg.dataset, cfg.data, self.device)
         except data_mod.DataError as err:

@@ -1,0 +1,87 @@
+"""Read every run folder under a directory into one table (one row per run).
+
+A run folder is one that holds summary.json, metrics.csv or .hydra/overrides.yaml. Its status is the summary's
+(completed, failed, running); a folder with metrics but no summary, or a summary that says running, is reported as
+running (it may also have been interrupted: rerun it to resume). Figures and tables read only files the runs wrote.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+RUN_FILES = ("summary.json", "metrics.csv", ".hydra/overrides.yaml")
+
+
+def run_folders(root: Path) -> list[Path]:
+    root = Path(root)
+    found = {p.parent for name in ("summary.json", "metrics.csv") for p in root.rglob(name)}
+    found |= {p.parent.parent for p in root.rglob(".hydra/overrides.yaml")}
+    return sorted(f for f in found if not any(part.startswith("report") for part in f.relative_to(root).parts))
+
+
+def overrides(folder: Path) -> dict:
+    path = folder / ".hydra" / "overrides.yaml"
+    if not path.exists():
+        return {}
+    out = {}
+    for item in yaml.safe_load(path.read_text()) or []:
+        key, _, value = str(item).partition("=")
+        out[key.lstrip("+~")] = value
+    return out
+
+
+def read_run(root: Path, folder: Path) -> dict:
+    summary = {}
+    if (folder / "summary.json").exists():
+        summary = json.loads((folder / "summary.json").read_text())
+    metrics = pd.read_csv(folder / "metrics.csv") if (folder / "metrics.csv").exists() else None
+    over = overrides(folder)
+    status = summary.get("status") or ("running" if metrics is not None else "pending")
+    row = {"run": str(folder.relative_to(root)) if folder != root else ".",
+           "overrides": " ".join(f"{k}={v}" for k, v in over.items()), "status": status,
+           "method": summary.get("method") or over.get("method"),
+           "lam": summary.get("lam"), "lr": summary.get("lr"), "seed": summary.get("seed", _int(over.get("seed"))),
+           "epochs": summary.get("epochs", 0 if metrics is None else int(metrics.epoch.max())),
+           "epochs_planned": summary.get("epochs_planned"),
+           "test_error": summary.get("test_error"), "val_error": summary.get("val_error"),
+           "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
+           "device": summary.get("device"), "error": summary.get("error")}
+    if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
+        last = metrics.iloc[-1]
+        row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)
+    for name, layer in (summary.get("layers") or {}).items():
+        row[f"nonzero_{name}"] = layer["fraction"]
+    if not summary.get("layers") and (folder / "layers.csv").exists():
+        layers = pd.read_csv(folder / "layers.csv")
+        for _, r in layers[layers.epoch == layers.epoch.max()].iterrows():
+            row[f"nonzero_{r.layer}"] = r.nonzero_fraction
+    return row
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def results(root: Path) -> pd.DataFrame:
+    root = Path(root)
+    folders = run_folders(root)
+    if not folders:
+        raise FileNotFoundError(f"no run folders under {root} (looked for {', '.join(RUN_FILES)})")
+    return pd.DataFrame([read_run(root, f) for f in folders])
+
+
+def histories(root: Path, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:
+    """run -> (metrics.csv, layers.csv) as DataFrames (None where missing)."""
+    out = {}
+    for run in table.run:
+        folder = Path(root) / run
+        m = pd.read_csv(folder / "metrics.csv") if (folder / "metrics.csv").exists() else None
+        l = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").exists() else None
+        out[run] = (m, l)
+    return out

@@ -1,0 +1,90 @@
+"""The report's figures, drawn from the runs' own files.
+
+- figure2: validation error against fraction of nonzero weights over training, one trajectory per run, coloured
+  by method (the paper's Figure 2); the last point of each run is marked.
+- pareto: final test error against fraction nonzero, one point per completed run (mean over seeds as a larger mark).
+- layers: per-layer fraction of nonzero weights over epochs, one panel per method.
+"""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _colors(methods):
+    cmap = plt.cm.tab10(np.linspace(0, 1, 10))
+    return {m: cmap[i % 10] for i, m in enumerate(sorted(methods))}
+
+
+def figure2(table, histories, path):
+    colors = _colors(table.method.dropna().unique())
+    fig, ax = plt.subplots(figsize=(7, 5))
+    seen = set()
+    for _, r in table.iterrows():
+        metrics = histories[r.run][0]
+        if metrics is None or metrics.empty or r.method is None:
+            continue
+        label = r.method if r.method not in seen else None
+        seen.add(r.method)
+        ax.plot(metrics.nonzero_fraction, metrics.val_error * 100, "-", color=colors[r.method], lw=1.2, alpha=0.85,
+                label=label)
+        ax.plot(metrics.nonzero_fraction.iloc[-1], metrics.val_error.iloc[-1] * 100, "o", color=colors[r.method],
+                ms=5)
+    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="validation error (%)",
+           title="validation error against sparsity over training (masked)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=140)
+    plt.close(fig)
+
+
+def pareto(table, path, reference=None):
+    done = table[table.status == "completed"]
+    colors = _colors(table.method.dropna().unique())
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for method, rows in done.groupby("method"):
+        ax.plot(rows.nonzero_fraction, rows.test_error * 100, "o", color=colors[method], alpha=0.5, ms=4)
+        ax.plot(rows.nonzero_fraction.mean(), rows.test_error.mean() * 100, "o", color=colors[method], ms=9,
+                label=method, markeredgecolor="k")
+    if reference is not None:  # published points, for comparison
+        for _, r in reference.iterrows():
+            ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=colors.get(r.method, "gray"), ms=8)
+        ax.plot([], [], "x", color="gray", label="paper (x)")
+    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="test error (%)",
+           title="final test error against sparsity (masked; lower left is better)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=140)
+    plt.close(fig)
+
+
+def layers(table, histories, path):
+    methods = sorted(table.method.dropna().unique())
+    cols = min(3, max(len(methods), 1))
+    rows_n = int(np.ceil(len(methods) / cols)) or 1
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.2 * rows_n), squeeze=False, sharey=True)
+    for ax, method in zip(axes.flat, methods):
+        colors = {}
+        for _, r in table[table.method == method].iterrows():
+            layer_table = histories[r.run][1]
+            if layer_table is None:
+                continue
+            for name, rows in layer_table.groupby("layer"):
+                first = name not in colors  # one legend entry and one colour per layer, over the method's runs
+                line, = ax.plot(rows.epoch, rows.nonzero_fraction, color=colors.get(name), label=name if first else None)
+                colors.setdefault(name, line.get_color())
+        ax.set(title=method, yscale="log", xlabel="epoch")
+        ax.grid(alpha=0.3, which="both")
+        if colors:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(methods):]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("fraction nonzero")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)

@@ -1,0 +1,79 @@
+"""results.csv and the markdown table in the layout of the paper's Tables 4 and 5.
+
+Completed runs are grouped by (method, lam, lr); with several seeds a cell reads mean ± standard deviation. Runs that
+are not completed are listed below the table with their status (and, for failed ones, the error).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from adrop import markdown
+
+from . import paper
+
+LAYER_COLUMNS_PREFIX = "nonzero_"
+
+
+def layer_columns(table: pd.DataFrame) -> list[str]:
+    return sorted(c for c in table.columns if c.startswith(LAYER_COLUMNS_PREFIX) and c != "nonzero_fraction")
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (method, lam, lr) over completed runs: count, mean and std of the figures."""
+    done = table[table.status == "completed"]
+    if done.empty:
+        return pd.DataFrame()
+    figures = ["test_error", "val_error", "nonzero_fraction", *layer_columns(done)]
+    grouped = done.groupby(["method", "lam", "lr"], dropna=False)
+    out = grouped[figures].agg(["mean", "std"])
+    out.columns = [f"{a}_{b}" for a, b in out.columns]
+    out.insert(0, "runs", grouped.size())
+    out.insert(1, "seeds", grouped.seed.apply(lambda s: ",".join(str(int(v)) for v in sorted(s.dropna()))))
+    out.insert(2, "epochs", grouped.epochs.max())
+    return out.reset_index()
+
+
+def _cell(mean, std, percent=False, digits=3):
+    if pd.isna(mean):
+        return "-"
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    text = f"{mean * scale:.2f}{unit}" if percent else f"{mean:.{digits}f}"
+    if not pd.isna(std):
+        text += f" ± {std * scale:.2f}" if percent else f" ± {std:.{digits}f}"
+    return text
+
+
+def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
+    agg = summary(table)
+    lines = []
+    if not agg.empty:
+        layers = [c.removesuffix("_mean") for c in agg.columns if c.startswith(LAYER_COLUMNS_PREFIX)
+                  and c.endswith("_mean") and not c.startswith("nonzero_fraction")]
+        rows = []
+        ref = paper.table().set_index("method") if with_paper else None
+        for _, r in agg.iterrows():
+            row = {"method": r.method, "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
+                   "epochs": int(r.epochs),
+                   "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
+                   "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std)}
+            for c in layers:
+                row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
+            if with_paper:
+                known = ref is not None and r.method in ref.index
+                row["paper test error"] = f"{ref.loc[r.method, 'test_error'] * 100:.2f}%" if known else "-"
+                row["paper nonzero"] = f"{ref.loc[r.method, 'nonzero_fraction']:.3f}" if known else "-"
+                if known:
+                    row["paper per layer"] = " / ".join(f"{ref.loc[r.method, f'nonzero_{l}']:.3f}" for l in paper.LAYERS)
+            rows.append(row)
+        lines.append(markdown.table(pd.DataFrame(rows)))
+    else:
+        lines.append("No completed runs yet.\n")
+    rest = table[table.status != "completed"]
+    if len(rest):
+        lines.append("\nNot completed:\n")
+        for _, r in rest.iterrows():
+            so_far = (f" (so far: {int(r.epochs)} epochs, val error {r.val_error:.4f}, nonzero "
+                      f"{r.nonzero_fraction:.4f})" if pd.notna(r.val_error) and pd.notna(r.nonzero_fraction) else "")
+            error = f": {r.error}" if isinstance(r.error, str) and r.error else ""
+            lines.append(f"- `{r.run}`: {r.status}{error}{so_far}\n")
+    return "".join(lines)

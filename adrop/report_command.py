@@ -1,0 +1,66 @@
+"""`adrop report DIR`: every run under DIR (a run, a multirun, or several) into a table and figures.
+
+    adrop report outputs/multirun/paper_lenet300_e200            results.csv, results.md, figures
+    adrop report outputs/multirun/... --paper --out docs/results  with the paper's numbers beside ours
+
+Writes into --out (default: a new folder DIR/report-<time>/), never over existing files:
+  results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
+                 val_error, nonzero_fraction, nonzero_<layer>, wall_time_s, device, error
+  results.md     the table in the layout of the paper's Tables 4 and 5 (mean ± std over seeds), unfinished runs below
+  figure2.png    validation error against fraction nonzero over training (the paper's Figure 2)
+  pareto.png     final test error against fraction nonzero
+  layers.png     per-layer fraction nonzero over epochs
+Unfinished sweeps are fine: running and failed jobs are reported as such.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from adrop.outputs import claim
+
+FILES = ["results.csv", "results.md", "figure2.png", "pareto.png", "layers.png"]
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="adrop report", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p.add_argument("dir", type=Path, help="a run folder, a sweep folder, or any folder above runs")
+    p.add_argument("--out", type=Path, help="output folder (default: DIR/report-<time>/)")
+    p.add_argument("--paper", action="store_true", help="set the paper's LeNet-300-100 numbers beside ours")
+    return p
+
+
+def run(args) -> list[Path]:
+    from adrop.report import collect, figures, paper, tables
+
+    if not args.dir.is_dir():
+        raise FileNotFoundError(f"{args.dir} is not a folder")
+    table = collect.results(args.dir)
+    out = args.out or args.dir / f"report-{dt.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}"
+    out = claim(out, FILES)
+    table.to_csv(out / "results.csv", index=False)
+    (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
+    history = collect.histories(args.dir, table)
+    figures.figure2(table, history, out / "figure2.png")
+    figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper else None)
+    figures.layers(table, history, out / "layers.png")
+    counts = table.status.value_counts().to_dict()
+    print(f"{len(table)} runs under {args.dir}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return [out / name for name in FILES]
+
+
+def main(argv=None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        written = run(args)
+    except (FileNotFoundError, FileExistsError, ValueError) as err:
+        print(f"adrop report: error: {err}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,56 @@
+"""`adrop report` on a tiny multirun: two methods, one epoch, small data, and one job that fails on purpose."""
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from adrop import report_command
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("sweep")
+    run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
+                          "device=cpu", "method=dense,logsum", "lam=0.01,-1", "hydra.sweep.dir=sweep"],
+                         capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=300)
+    assert run.returncode == 0, run.stderr
+    return cwd / "sweep"
+
+
+def test_report_writes_csv_table_and_figures(sweep, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert report_command.main([str(sweep), "--out", str(out), "--paper"]) == 0
+    printed = capsys.readouterr().out
+    for name in report_command.FILES:
+        assert (out / name).exists() and (out / name).stat().st_size > 0
+        assert f"wrote {out / name}" in printed
+    table = pd.read_csv(out / "results.csv")
+    assert len(table) == 4
+    assert {"method", "lam", "lr", "seed", "epochs", "test_error", "val_error", "nonzero_fraction",
+            "nonzero_fc1", "nonzero_fc2", "status", "overrides"} <= set(table.columns)
+    failed = table[table.status == "failed"]
+    assert len(failed) == 2 and failed.error.str.contains("lam must be >= 0").all()
+    done = table[table.status == "completed"]
+    assert set(done.method) == {"dense", "logsum"} and done.test_error.between(0, 1).all()
+    md = (out / "results.md").read_text()
+    assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | fc1 | fc2 |")
+    assert "Not completed" in md and "failed: lam must be >= 0" in md
+    assert "paper test error" in md  # logsum has a paper row; dense does not ("-")
+
+
+def test_report_marks_an_unfinished_run_as_running(sweep, tmp_path):
+    job = next(p for p in sweep.iterdir() if p.is_dir() and "method=logsum" in p.name and "lam=0.01" in p.name)
+    (job / "summary.json").unlink()  # as if the job were still training: metrics.csv but no summary yet
+    assert report_command.main([str(sweep), "--out", str(tmp_path / "r")]) == 0
+    table = pd.read_csv(tmp_path / "r" / "results.csv")
+    row = table[table.run == job.name].iloc[0]
+    assert row.status == "running" and row.epochs == 2 and 0 <= row.val_error <= 1
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    assert report_command.main([str(tmp_path / "missing")]) == 2
+    assert report_command.main([str(tmp_path)]) == 2  # an empty folder: no runs
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("adrop report: error:") and "no run folders" in err[1]
