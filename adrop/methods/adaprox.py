@@ -2,24 +2,13 @@
 
     w <- w eta / (eta + rho lam),
 
-rho being the optimiser's effective step for that coordinate (for Adam, lr / (sqrt(v_hat) + eps)); the deterministic
-form of the paper's Algorithm 1 (Appendix B), as in its LeNet experiment."""
+rho being the optimiser's effective step for that coordinate (for Adam, lr / (sqrt(v_hat) + eps), from
+adrop.train.optim.FlatAdam.effective_step); the deterministic form of the paper's Algorithm 1 (Appendix B), as in
+its LeNet experiment."""
 import torch
 
 from .base import register
 from .eta_hat_layer import EtaHatMethod
-
-
-def effective_step(optimizer, param) -> torch.Tensor | float:
-    """Per-coordinate step of the last update: lr / (sqrt(v / (1 - beta2^t)) + eps) for Adam, lr otherwise."""
-    group = next(g for g in optimizer.param_groups if any(p is param for p in g["params"]))
-    state = optimizer.state.get(param, {})
-    if "exp_avg_sq" not in state:
-        return group["lr"]
-    step = float(state["step"])
-    _, beta2 = group["betas"]
-    v_hat = state["exp_avg_sq"] / (1 - beta2**step)
-    return group["lr"] / (v_hat.sqrt() + group["eps"])
 
 
 @register
@@ -31,5 +20,5 @@ class AdaProx(EtaHatMethod):
         for layer in layers:
             w = layer.weight
             eta = self.pen.eta_hat(w)
-            rho = effective_step(optimizer, w)
+            rho = optimizer.effective_step(w)  # lr / (sqrt(v_hat) + eps) for Adam
             w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * self.lam)))

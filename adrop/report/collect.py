@@ -48,7 +48,7 @@ def read_run(root: Path, folder: Path) -> dict:
            "epochs_planned": summary.get("epochs_planned"),
            "test_error": summary.get("test_error"), "val_error": summary.get("val_error"),
            "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
-           "device": summary.get("device"), "error": summary.get("error")}
+           "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error")}
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
         last = metrics.iloc[-1]
         row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)

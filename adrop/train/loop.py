@@ -21,9 +21,11 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 
 from adrop import methods
+from adrop.provenance import code_version
 
 from . import data as data_mod
 from . import evaluate, model as model_mod, run_files
+from .optim import FlatAdam
 
 log = logging.getLogger("adrop.train")
 
@@ -104,7 +106,7 @@ class Run:
         except ValueError as err:
             raise TrainError(str(err)) from None
         self.model.to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.hp["lr"])
+        self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
         self.epoch, self.metrics, self.layer_rows, self.elapsed = 0, [], [], 0.0
         self.identity = {"method": cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"], "seed": cfg.seed,
                          "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
@@ -158,7 +160,7 @@ class Run:
             data_term = F.cross_entropy(self.model(train.x[idx]), train.y[idx])
             penalty = self.method.penalty(layers)
             loss = data_term + lam * penalty
-            self.optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
             self.method.after_step(layers, self.optimizer, step0 + b + 1)
@@ -226,5 +228,6 @@ class Run:
                "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
                                                               "fraction": nz / n} for name, shape, nz, n in layers},
                "wall_time_s": self.elapsed, "device": str(self.device), "dataset": self.cfg.dataset.name,
+               "code": code_version(),
                "batch_size": self.cfg.batch_size, "train_limit": self.cfg.data.train_limit}
         return out

@@ -4,7 +4,8 @@
                    seconds
     layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction
     summary.json   test_error, val_error (fractions, final, masked), nonzero_fraction, layers, epochs, wall_time_s,
-                   device, method, lam, lr, seed, status (completed | failed | running), error (when failed)
+                   device, method, lam, lr, seed, status (completed | failed | running), error (when failed),
+                   code (the git commit that ran, or the installed version)
     weights.npz    <layer>.weight (out x in) and <layer>.bias of every Linear layer in forward order, exactly the
                    arrays evaluation uses (ReLU between layers; inputs normalised as the dataset says)
     checkpoint.pt  the state after the last finished epoch (tensors and plain containers: loads with weights_only)

@@ -1,0 +1,56 @@
+"""Adam over one flat buffer: every parameter (and its gradient) is a view into a single tensor.
+
+torch.optim.Adam on the CPU runs its ~7 elementwise kernels once per parameter tensor; LeNet-300-100 with a method's
+extra parameters has 6 to 12 of them, each too small to amortise a kernel launch, so the optimiser took ~40% of a
+dense epoch. Here the same Adam runs once on the flat tensor: the same arithmetic on every element (Adam is
+elementwise), so the same result bit for bit, in a fraction of the kernel launches.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class FlatAdam:
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        params = [p for p in params if p.requires_grad]
+        first = params[0]
+        total = sum(p.numel() for p in params)
+        self.flat = torch.empty(total, dtype=first.dtype, device=first.device)
+        self.flat_grad = torch.zeros_like(self.flat)
+        self.index = {}  # parameter -> (offset, numel)
+        offset = 0
+        for p in params:
+            n = p.numel()
+            self.flat[offset:offset + n].copy_(p.detach().reshape(-1))
+            p.data = self.flat[offset:offset + n].view_as(p)
+            p.grad = self.flat_grad[offset:offset + n].view_as(p)  # backward accumulates into the flat gradient
+            self.index[p] = (offset, n)
+            offset += n
+        self.param = nn.Parameter(self.flat)
+        self.param.grad = self.flat_grad
+        self.adam = torch.optim.Adam([self.param], lr=lr, betas=betas, eps=eps)
+        self.param_groups = self.adam.param_groups
+
+    def zero_grad(self) -> None:
+        self.flat_grad.zero_()
+
+    def step(self) -> None:
+        self.adam.step()
+
+    def state_dict(self) -> dict:
+        return self.adam.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.adam.load_state_dict(state)
+
+    def effective_step(self, param) -> torch.Tensor | float:
+        """Per-coordinate step of the last update for `param`: lr / (sqrt(v / (1 - beta2^t)) + eps)."""
+        group = self.param_groups[0]
+        state = self.adam.state.get(self.param)
+        if not state:
+            return group["lr"]
+        offset, n = self.index[param]
+        _, beta2 = group["betas"]
+        v_hat = state["exp_avg_sq"][offset:offset + n].view_as(param) / (1 - beta2 ** float(state["step"]))
+        return group["lr"] / (v_hat.sqrt() + group["eps"])

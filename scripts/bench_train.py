@@ -1,0 +1,156 @@
+"""Benchmark: seconds per training epoch of every `adrop train` method against the usual PyTorch loop.
+
+    python scripts/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3]
+
+Contenders, all at batch 128 on the same 48k MNIST training split and device, measured in one process, alternating
+(one epoch each per round, after a warm-up epoch each), median over rounds:
+  usual loop   torchvision MNIST (ToTensor, Normalize) + DataLoader(batch 128, shuffle) + nn.Sequential 784-300-100-10
+               + Adam: the textbook loop
+  adrop <m>    one training epoch of `adrop train method=<m>` (data on the device, the method's layers and hooks)
+Also printed: the FLOPs of an epoch (forward + backward of the three matmuls, 6 * 266,200 * 48,000), the rate of a
+large float32 matrix product on the same device, the fraction of that rate each contender reaches, the time of one
+masked evaluation of the 12k validation set, and peak memory (CUDA: per contender; CPU: the process's peak RSS,
+which only grows, after each contender's warm-up).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from hydra import compose, initialize_config_module
+
+from adrop import methods
+from adrop.train import schema
+from adrop.train.loop import Run
+
+BATCH = 128
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_rate(device, n=4096, repeat=5) -> float:
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    a @ b
+    sync(device)
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best
+
+
+class UsualLoop:
+    """The textbook loop: a torchvision dataset through a DataLoader."""
+
+    def __init__(self, root, train_idx, device):
+        import torchvision
+        from torchvision import transforms
+
+        tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+        full = torchvision.datasets.MNIST(root, train=True, download=False, transform=tf)
+        self.loader = torch.utils.data.DataLoader(torch.utils.data.Subset(full, train_idx.tolist()),
+                                                  batch_size=BATCH, shuffle=True)
+        self.device = device
+        self.model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 300), torch.nn.ReLU(),
+                                         torch.nn.Linear(300, 100), torch.nn.ReLU(), torch.nn.Linear(100, 10)).to(device)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+
+    def epoch(self):
+        self.model.train()
+        for x, y in self.loader:
+            x, y = x.to(self.device), y.to(self.device)
+            loss = F.cross_entropy(self.model(x), y)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+
+def adrop_run(method, root, device, folder):
+    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
+        cfg = compose("config", overrides=[f"method={method}", f"data.root={root}", f"device={device}",
+                                           "epochs=1000", "progress=never", "data.download=false"])
+    return Run(cfg, folder)
+
+
+def peak_memory(device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.max_memory_allocated(device) / 2**20:8.0f} MiB (GPU)"
+    return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:8.0f} MiB (process RSS)"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "../shared/data"))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--methods", default=",".join(["dense"] + [m for m in methods.names() if m != "dense"]))
+    parser.add_argument("--folder", default="outputs/bench_train", help="scratch folder for the runs' files")
+    args = parser.parse_args()
+    schema.register()
+    device = torch.device(args.device)
+    scratch = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
+
+    contenders = {}
+    wanted = args.methods.split(",")
+    if "dense" not in wanted:
+        parser.error("--methods must include dense (the ratios are to it)")
+    for m in wanted:
+        run = adrop_run(m, args.data, args.device, scratch / m)
+        contenders[f"adrop {m}"] = run.train_epoch
+        if m == "dense":
+            dense_run = run
+    g = torch.Generator().manual_seed(42)
+    order = torch.randperm(60000, generator=g)
+    contenders = {"usual loop": UsualLoop(args.data, order[12000:], device).epoch, **contenders}
+
+    memory, times = {}, {name: [] for name in contenders}
+    for name, fn in contenders.items():  # warm-up
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        sync(device)
+        memory[name] = peak_memory(device)
+    for _ in range(args.rounds):
+        for name, fn in contenders.items():
+            t = time.perf_counter()
+            fn()
+            sync(device)
+            times[name].append(time.perf_counter() - t)
+
+    t = time.perf_counter()
+    dense_run.evaluate(dense_run.data.val)
+    sync(device)
+    eval_s = time.perf_counter() - t
+    flops = 6 * 266_200 * 48_000
+    rate = matmul_rate(device)
+    limit = flops / rate
+    med = {name: statistics.median(v) for name, v in times.items()}
+    dense_s, usual_s = med["adrop dense"], med["usual loop"]
+    name_dev = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    print(f"device: {device} ({name_dev}), {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+          f"threads {torch.get_num_threads()}")
+    print(f"epoch: 48,000 examples, batch {BATCH}, {flops / 1e9:.1f} GFLOP; large float32 matmul {rate / 1e9:.1f} "
+          f"GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch")
+    print(f"{'contender':26s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  memory")
+    for name in contenders:
+        s = med[name]
+        print(f"{name:26s} {s:8.3f} {s / dense_s:8.2f} {s / usual_s:8.3f} {s / limit:8.2f} {100 * limit / s:8.1f}%  "
+              f"{memory[name]}")
+    print(f"masked evaluation of the 12k validation set: {eval_s:.3f} s ({100 * eval_s / dense_s:.1f}% of a dense epoch)")
+    print(f"rounds: {args.rounds}, median seconds; every contender ran once as warm-up first")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""FlatAdam (one flat buffer) trains every method bit for bit as torch.optim.Adam on the separate parameters."""
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from adrop import methods
+from adrop.train.model import MLP
+from adrop.train.optim import FlatAdam
+
+
+class ReferenceAdam(torch.optim.Adam):
+    """torch's Adam with the effective step AdaProx asks for, computed per parameter."""
+
+    def effective_step(self, param):
+        group, state = self.param_groups[0], self.state[param]
+        v_hat = state["exp_avg_sq"] / (1 - group["betas"][1] ** float(state["step"]))
+        return group["lr"] / (v_hat.sqrt() + group["eps"])
+
+
+def train(method_name, flat: bool, steps=12):
+    torch.manual_seed(0)
+    cls = methods.get(method_name)
+    method = cls(1e-3, cls.Params(), steps_per_epoch=steps, epochs=1)
+    model = MLP([20, 16, 8, 4], method)
+    opt = FlatAdam(model.parameters(), lr=1e-2) if flat else ReferenceAdam(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(1)
+    for step in range(1, steps + 1):
+        x, y = torch.randn(32, 20, generator=g), torch.randint(4, (32,), generator=g)
+        opt.param_groups[0]["lr"] = 1e-2 * (1 - step / (2 * steps))
+        loss = F.cross_entropy(model(x), y) + 1e-3 * method.penalty(model.layers)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        method.after_step(model.layers, opt, step)
+    return [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_flat_adam_is_bitwise_torch_adam(name):
+    reference, flat = train(name, flat=False), train(name, flat=True)
+    assert all(torch.equal(a, b) for a, b in zip(reference, flat))
+
+
+def test_parameters_are_views_of_one_buffer():
+    cls = methods.get("vardrop_lr_ar")
+    model = MLP([5, 3, 2], cls(1.0, cls.Params(), 1, 1))
+    opt = FlatAdam(model.parameters(), lr=1e-3)
+    assert sum(p.numel() for p in model.parameters()) == opt.flat.numel()
+    assert all(p.untyped_storage().data_ptr() == opt.flat.untyped_storage().data_ptr() for p in model.parameters())
