@@ -107,6 +107,7 @@ class Run:
             raise TrainError(str(err)) from None
         self.model.to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
+        self.loss = torch.compile(self.step_loss) if cfg.compile else self.step_loss
         self.epoch, self.metrics, self.layer_rows, self.elapsed = 0, [], [], 0.0
         self.identity = {"method": cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"], "seed": cfg.seed,
                          "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
@@ -145,8 +146,14 @@ class Run:
             return self.hp["lr"]
         return self.hp["lr"] * max(0.0, 1.0 - step / (self.steps_per_epoch * self.cfg.epochs))
 
+    def step_loss(self, x, y):
+        """data term + lam * penalty for one batch, and its two parts."""
+        data_term = F.cross_entropy(self.model(x), y)
+        penalty = torch.as_tensor(self.method.penalty(self.model.layers))
+        return data_term + self.hp["lam"] * penalty, data_term, penalty
+
     def train_epoch(self):
-        cfg, train, lam = self.cfg, self.data.train, self.hp["lam"]
+        cfg, train = self.cfg, self.data.train
         g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + self.epoch)
         order = torch.randperm(len(train), generator=g).to(self.device)
         layers = self.model.layers
@@ -157,14 +164,12 @@ class Run:
             idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr_at(step0 + b)
-            data_term = F.cross_entropy(self.model(train.x[idx]), train.y[idx])
-            penalty = self.method.penalty(layers)
-            loss = data_term + lam * penalty
+            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx])
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
             self.method.after_step(layers, self.optimizer, step0 + b + 1)
-            sums += torch.stack([loss.detach(), data_term.detach(), torch.as_tensor(penalty).detach()])
+            sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()])
         return (sums / self.steps_per_epoch).tolist()  # the one host sync of the epoch
 
     def evaluate(self, split):

@@ -62,6 +62,7 @@ class Config:
     device: str = "auto"               # auto | cpu | cuda | cuda:N
     schedule: str = "linear"           # linear: lr decays linearly to 0; constant
     eval_batch_size: int = 8192
+    compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
 
 
