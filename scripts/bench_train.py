@@ -7,6 +7,7 @@ Contenders, all at batch 128 on the same 48k MNIST training split and device, me
   usual loop   torchvision MNIST (ToTensor, Normalize) + DataLoader(batch 128, shuffle) + nn.Sequential 784-300-100-10
                + Adam: the textbook loop
   adrop <m>    one training epoch of `adrop train method=<m>` (data on the device, the method's layers and hooks)
+With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
 Also printed: the FLOPs of an epoch (forward + backward of the three matmuls, 6 * 266,200 * 48,000), the rate of a
 large float32 matrix product on the same device, the fraction of that rate each contender reaches, the time of one
 masked evaluation of the 12k validation set, and peak memory (CUDA: per contender; CPU: the process's peak RSS,
@@ -77,10 +78,11 @@ class UsualLoop:
             self.opt.step()
 
 
-def adrop_run(method, root, device, folder):
+def adrop_run(method, root, device, folder, compiled=False):
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config", overrides=[f"method={method}", f"data.root={root}", f"device={device}",
-                                           "epochs=1000", "progress=never", "data.download=false"])
+                                           "epochs=1000", "progress=never", "data.download=false",
+                                           f"compile={str(compiled).lower()}"])
     return Run(cfg, folder)
 
 
@@ -97,6 +99,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--methods", default=",".join(["dense"] + [m for m in methods.names() if m != "dense"]))
     parser.add_argument("--folder", default="outputs/bench_train", help="scratch folder for the runs' files")
+    parser.add_argument("--compile", action="store_true", help="also measure each method with compile=true")
     args = parser.parse_args()
     schema.register()
     device = torch.device(args.device)
@@ -111,6 +114,8 @@ def main():
         contenders[f"adrop {m}"] = run.train_epoch
         if m == "dense":
             dense_run = run
+        if args.compile:
+            contenders[f"adrop {m} (compiled)"] = adrop_run(m, args.data, args.device, scratch / f"{m}_c", True).train_epoch
     g = torch.Generator().manual_seed(42)
     order = torch.randperm(60000, generator=g)
     contenders = {"usual loop": UsualLoop(args.data, order[12000:], device).epoch, **contenders}
