@@ -54,3 +54,19 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert report_command.main([str(tmp_path)]) == 2  # an empty folder: no runs
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("adrop report: error:") and "no run folders" in err[1]
+
+
+def test_table_aggregates_seeds_as_mean_and_spread(tmp_path):
+    import json
+
+    for seed, err, nz in [(0, 0.020, 0.05), (1, 0.030, 0.07)]:
+        folder = tmp_path / f"method=logsum,seed={seed}"
+        folder.mkdir()
+        (folder / "summary.json").write_text(json.dumps({
+            "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-4, "seed": seed, "epochs": 3,
+            "test_error": err, "val_error": err, "nonzero_fraction": nz,
+            "layers": {"fc1": {"fraction": nz}, "fc2": {"fraction": 2 * nz}}}))
+    assert report_command.main([str(tmp_path), "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "results.md").read_text().splitlines()
+    row = md[2].split(" | ")
+    assert row[3:7] == ["2", "3", "2.50% ± 0.71", "0.060 ± 0.014"]  # mean ± sample std over the two seeds

@@ -36,7 +36,10 @@ def figure2(table, histories, path):
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="validation error (%)",
            title="validation error against sparsity over training (masked)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if seen:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no training histories (metrics.csv) yet", transform=ax.transAxes, ha="center")
     fig.tight_layout()
     fig.savefig(path, dpi=140)
     plt.close(fig)
@@ -57,7 +60,8 @@ def pareto(table, path, reference=None):
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="test error (%)",
            title="final test error against sparsity (masked; lower left is better)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=140)
     plt.close(fig)
