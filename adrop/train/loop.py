@@ -52,6 +52,10 @@ def reset_state(seed: int, device: torch.device) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
+    if device.type == "cpu":
+        # Weights on their way to zero get gradients whose squares and averages fall below 1.2e-38 (subnormal floats),
+        # where x86 arithmetic is ~100x slower: an eta_trick epoch went from 6 s to 38 s. Flush them to zero.
+        torch.set_flush_denormal(True)
     if device.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
