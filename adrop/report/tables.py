@@ -62,8 +62,8 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                 known = ref is not None and r.method in ref.index
                 row["paper test error"] = f"{ref.loc[r.method, 'test_error'] * 100:.2f}%" if known else "-"
                 row["paper nonzero"] = f"{ref.loc[r.method, 'nonzero_fraction']:.3f}" if known else "-"
-                if known:
-                    row["paper per layer"] = " / ".join(f"{ref.loc[r.method, f'nonzero_{l}']:.3f}" for l in paper.LAYERS)
+                row["paper per layer"] = (" / ".join(f"{ref.loc[r.method, f'nonzero_{l}']:.3f}" for l in paper.LAYERS)
+                                          if known else "-")
             rows.append(row)
         lines.append(markdown.table(pd.DataFrame(rows)))
     else:
