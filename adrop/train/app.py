@@ -60,7 +60,7 @@ def failed(folder: Path, cfg, message: str, multirun: bool):
     summary = dict(run_files.read_summary(folder) or {})
     summary.update({"status": "failed", "error": message, "method": cfg.method.name})
     run_files.write_summary(folder, summary)
-    log.error("failed: %s", message)
+    log.info("failed: %s", message)  # the job's log file; the user gets the one line below
     print(f"adrop train: error: {message}", file=sys.stderr)
     if not multirun:
         sys.exit(1)

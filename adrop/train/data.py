@@ -79,7 +79,9 @@ def torchvision_split(dataset, data):
             cls(data.root, train=True, download=True)
             cls(data.root, train=False, download=True)
         except Exception as err:  # no network, a proxy, a mirror down: say what is missing and how to fix it
-            raise DataError(_missing_message(raw, missing, f"the download failed ({type(err).__name__}: {err})")) from None
+            reason = " ".join(str(err).split())  # torchvision's message spans lines; keep ours on one
+            reason = reason if len(reason) <= 160 else reason[:157] + "..."
+            raise DataError(_missing_message(raw, missing, f"the download failed ({type(err).__name__}: {reason})")) from None
         missing = [name for name in names if not (raw / name).exists()]
     if missing:
         raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))

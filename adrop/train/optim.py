@@ -30,7 +30,11 @@ class FlatAdam:
         self.param = nn.Parameter(self.flat)
         self.param.grad = self.flat_grad
         self.adam = torch.optim.Adam([self.param], lr=lr, betas=betas, eps=eps)
-        self.param_groups = self.adam.param_groups
+
+    @property
+    def param_groups(self):
+        # a property, not a copy: Adam.load_state_dict replaces the list (a stale copy lost the lr schedule on resume)
+        return self.adam.param_groups
 
     def zero_grad(self) -> None:
         self.flat_grad.zero_()
