@@ -158,7 +158,7 @@ def main():
           f"threads {torch.get_num_threads()}")
     print(f"epoch: 48,000 examples, batch {BATCH}, {flops / 1e9:.1f} GFLOP; large float32 matmul {rate / 1e9:.1f} "
           f"GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch")
-    print(f"{'contender':26s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  memory")
+    print(f"{'contender':32s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  memory")
     for name in contenders:
         s = med[name]
         print(f"{name:32s} {s:8.3f} {s / dense_s:8.2f} {s / usual_s:8.3f} {s / limit:8.2f} {100 * limit / s:8.1f}%  "
