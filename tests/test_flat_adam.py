@@ -1,5 +1,4 @@
 """FlatAdam (one flat buffer) trains every method bit for bit as torch.optim.Adam on the separate parameters."""
-import dataclasses
 
 import pytest
 import torch

@@ -82,7 +82,7 @@ def settings(cfg) -> dict:
               (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
               (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
               (cfg.schedule in ("linear", "constant"), f"schedule must be linear or constant, got {cfg.schedule!r}"),
-              (cfg.progress in ("auto", "always", "never"), f"progress must be auto, always or never")]
+              (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never")]
     for ok, message in checks:
         if not ok:
             raise TrainError(message)
