@@ -70,3 +70,27 @@ def test_table_aggregates_seeds_as_mean_and_spread(tmp_path):
     md = (tmp_path / "r" / "results.md").read_text().splitlines()
     row = md[2].split(" | ")
     assert row[3:7] == ["2", "3", "2.50% ± 0.71", "0.060 ± 0.014"]  # mean ± sample std over the two seeds
+
+
+def test_runs_that_differ_in_another_override_are_rows_of_their_own(tmp_path):
+    import json
+
+    for end, seed, err in [(0.25, 0, 0.02), (0.5, 0, 0.03), (0.5, 1, 0.04)]:
+        folder = tmp_path / f"end={end},seed={seed}"
+        (folder / ".hydra").mkdir(parents=True)
+        (folder / ".hydra" / "overrides.yaml").write_text(
+            f"- method=magnitude_pruning\n- method.params.end={end}\n- seed={seed}\n- data.root=somewhere\n")
+        (folder / "summary.json").write_text(json.dumps({
+            "status": "completed", "method": "magnitude_pruning", "lam": 0.0, "lr": 1e-3, "seed": seed, "epochs": 3,
+            "test_error": err, "val_error": err, "nonzero_fraction": 0.1}))
+    assert report_command.main([str(tmp_path), "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "results.md").read_text().splitlines()
+    assert md[0].startswith("| method | setting | lam | lr | runs |")
+    rows = sorted(line.split(" | ")[1:5] for line in md[2:4])
+    assert rows == [["method.params.end=0.25", "0", "0.001", "1"], ["method.params.end=0.5", "0", "0.001", "2"]]
+    from adrop.report import collect
+
+    table = pd.read_csv(tmp_path / "r" / "results.csv")
+    assert set(collect.labels(table)) == {"magnitude_pruning (method.params.end=0.25)",
+                                          "magnitude_pruning (method.params.end=0.5)"}
+    assert all((tmp_path / "r" / name).stat().st_size > 0 for name in ("figure2.png", "pareto.png", "layers.png"))

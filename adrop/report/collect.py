@@ -13,6 +13,10 @@ import pandas as pd
 import yaml
 
 RUN_FILES = ("summary.json", "metrics.csv", ".hydra/overrides.yaml")
+# Overrides that do not make a different setting: columns of their own, or where the data lives and how it is shown.
+# Runs that differ only in these are repetitions of one setting (the table's mean ± std); any other override
+# (experiment=..., method.params.end=0.25) makes a setting of its own.
+NOT_A_SETTING = {"method", "lam", "lr", "seed", "epochs", "data.root", "data.download", "progress", "device"}
 
 
 def run_folders(root: Path) -> list[Path]:
@@ -41,7 +45,9 @@ def read_run(root: Path, folder: Path) -> dict:
     over = overrides(folder)
     status = summary.get("status") or ("running" if metrics is not None else "pending")
     row = {"run": str(folder.relative_to(root)) if folder != root else ".",
-           "overrides": " ".join(f"{k}={v}" for k, v in over.items()), "status": status,
+           "overrides": " ".join(f"{k}={v}" for k, v in over.items()),
+           "setting": " ".join(f"{k}={v}" for k, v in sorted(over.items()) if k not in NOT_A_SETTING),
+           "status": status,
            "method": summary.get("method") or over.get("method"),
            "lam": summary.get("lam"), "lr": summary.get("lr"), "seed": summary.get("seed", _int(over.get("seed"))),
            "epochs": summary.get("epochs", 0 if metrics is None else int(metrics.epoch.max())),
@@ -74,6 +80,13 @@ def results(root: Path) -> pd.DataFrame:
     if not folders:
         raise FileNotFoundError(f"no run folders under {root} (looked for {', '.join(RUN_FILES)})")
     return pd.DataFrame([read_run(root, f) for f in folders])
+
+
+def labels(table: pd.DataFrame) -> pd.Series:
+    """A name per run for legends: the method, with its setting where the method ran under more than one."""
+    setting = table.setting.fillna("") if "setting" in table else pd.Series("", index=table.index)
+    several = setting.groupby(table.method).transform("nunique") > 1
+    return table.method.where(~several, table.method + " (" + setting + ")")
 
 
 def histories(root: Path, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:

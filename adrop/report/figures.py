@@ -4,6 +4,7 @@
   by method (the paper's Figure 2); the last point of each run is marked.
 - pareto: final test error against fraction nonzero, one point per completed run (mean over seeds as a larger mark).
 - layers: per-layer fraction of nonzero weights over epochs, one panel per method.
+A method that ran under several settings (other overrides) gets one colour and one panel per setting.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .collect import labels as run_labels  # noqa: E402
+
 
 def _colors(methods):
     cmap = plt.cm.tab10(np.linspace(0, 1, 10))
@@ -20,6 +23,7 @@ def _colors(methods):
 
 
 def figure2(table, histories, path):
+    table = table.assign(method=run_labels(table))
     colors = _colors(table.method.dropna().unique())
     fig, ax = plt.subplots(figsize=(7, 5))
     seen = set()
@@ -46,6 +50,7 @@ def figure2(table, histories, path):
 
 
 def pareto(table, path, reference=None):
+    table = table.assign(method=run_labels(table))
     done = table[table.status == "completed"]
     colors = _colors(table.method.dropna().unique())
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -68,6 +73,7 @@ def pareto(table, path, reference=None):
 
 
 def layers(table, histories, path):
+    table = table.assign(method=run_labels(table))
     methods = sorted(table.method.dropna().unique())
     cols = min(3, max(len(methods), 1))
     rows_n = int(np.ceil(len(methods) / cols)) or 1

@@ -1,7 +1,9 @@
 """results.csv and the markdown table in the layout of the paper's Tables 4 and 5.
 
-Completed runs are grouped by (method, lam, lr); with several seeds a cell reads mean ± standard deviation. Runs that
-are not completed are listed below the table with their status (and, for failed ones, the error).
+Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
+seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. The table has a setting column
+when the runs have more than one. Runs that are not completed are listed below the table with their status (and, for
+failed ones, the error).
 """
 from __future__ import annotations
 
@@ -19,12 +21,15 @@ def layer_columns(table: pd.DataFrame) -> list[str]:
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, lam, lr) over completed runs: count, mean and std of the figures."""
+    """One row per (method, lam, lr, setting) over completed runs: count, mean and std of the figures."""
     done = table[table.status == "completed"]
+    if "setting" not in done:
+        done = done.assign(setting="")
+    done = done.assign(setting=done.setting.fillna(""))
     if done.empty:
         return pd.DataFrame()
     figures = ["test_error", "val_error", "nonzero_fraction", *layer_columns(done)]
-    grouped = done.groupby(["method", "lam", "lr"], dropna=False)
+    grouped = done.groupby(["method", "lam", "lr", "setting"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out.insert(0, "runs", grouped.size())
@@ -51,8 +56,10 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                   and c.endswith("_mean") and not c.startswith("nonzero_fraction")]
         rows = []
         ref = paper.table().set_index("method") if with_paper else None
+        several_settings = agg.setting.nunique() > 1
         for _, r in agg.iterrows():
-            row = {"method": r.method, "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
+            row = {"method": r.method, **({"setting": r.setting or "-"} if several_settings else {}),
+                   "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
                    "epochs": int(r.epochs),
                    "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
                    "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std)}
