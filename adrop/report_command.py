@@ -1,9 +1,10 @@
-"""`adrop report DIR`: every run under DIR (a run, a multirun, or several) into a table and figures.
+"""`adrop report DIR [DIR ...]`: every run under the DIRs (runs, multiruns, folders of them) into a table and figures.
 
     adrop report outputs/multirun/paper_lenet300_e200            results.csv, results.md, figures
     adrop report outputs/multirun/... --paper --out docs/results  with the paper's numbers beside ours
+    adrop report outputs/multirun/sweep_a outputs/multirun/sweep_b   two sweeps in one table
 
-Writes into --out (default: a new folder DIR/report-<time>/), never over existing files:
+Writes into --out (default: a new folder DIR/report-<time>/, or in the DIRs' common parent), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
                  val_error, nonzero_fraction, nonzero_<layer>, wall_time_s, device, error
   results.md     the table in the layout of the paper's Tables 4 and 5 (mean ± std over seeds), unfinished runs below
@@ -28,7 +29,7 @@ def parser():
     p = argparse.ArgumentParser(prog="adrop report", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
-    p.add_argument("dir", type=Path, help="a run folder, a sweep folder, or any folder above runs")
+    p.add_argument("dir", type=Path, nargs="+", help="run folders, sweep folders, or any folders above runs")
     p.add_argument("--out", type=Path, help="output folder (default: DIR/report-<time>/)")
     p.add_argument("--paper", action="store_true", help="set the paper's LeNet-300-100 numbers beside ours")
     return p
@@ -37,10 +38,11 @@ def parser():
 def run(args) -> list[Path]:
     from adrop.report import collect, figures, paper, tables
 
-    if not args.dir.is_dir():
-        raise FileNotFoundError(f"{args.dir} is not a folder")
+    for folder in args.dir:
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{folder} is not a folder")
     table = collect.results(args.dir)
-    out = args.out or args.dir / f"report-{dt.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}"
+    out = args.out or collect.base(args.dir) / f"report-{dt.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}"
     out = claim(out, FILES)
     table.to_csv(out / "results.csv", index=False)
     (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
@@ -49,7 +51,8 @@ def run(args) -> list[Path]:
     figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper else None)
     figures.layers(table, history, out / "layers.png")
     counts = table.status.value_counts().to_dict()
-    print(f"{len(table)} runs under {args.dir}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"{len(table)} runs under {', '.join(map(str, args.dir))}: "
+          + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return [out / name for name in FILES]
 
 

@@ -94,3 +94,16 @@ def test_runs_that_differ_in_another_override_are_rows_of_their_own(tmp_path):
     assert set(collect.labels(table)) == {"magnitude_pruning (method.params.end=0.25)",
                                           "magnitude_pruning (method.params.end=0.5)"}
     assert all((tmp_path / "r" / name).stat().st_size > 0 for name in ("figure2.png", "pareto.png", "layers.png"))
+
+
+def test_two_sweeps_in_one_report(sweep, tmp_path):
+    import shutil
+
+    other = tmp_path / "other_sweep"
+    job = next(p for p in sweep.iterdir() if p.is_dir() and "method=dense" in p.name and "lam=0.01" in p.name)
+    shutil.copytree(job, other / job.name)
+    assert report_command.main([str(sweep), str(other), "--out", str(tmp_path / "r")]) == 0
+    table = pd.read_csv(tmp_path / "r" / "results.csv")
+    # run names are relative to the folders' common parent, so each keeps the name of its sweep
+    assert len(table) == 5 and table.run.str.endswith(f"other_sweep/{job.name}").sum() == 1
+    assert table.run.str.contains(f"{sweep.parent.name}/{sweep.name}/").sum() == 4

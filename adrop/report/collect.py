@@ -1,4 +1,4 @@
-"""Read every run folder under a directory into one table (one row per run).
+"""Read every run folder under one or several directories into one table (one row per run).
 
 A run folder is one that holds summary.json, metrics.csv or .hydra/overrides.yaml. Its status is the summary's
 (completed, failed, running); a folder with metrics but no summary, or a summary that says running, is reported as
@@ -7,6 +7,7 @@ running (it may also have been interrupted: rerun it to resume). Figures and tab
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -74,12 +75,23 @@ def _int(value):
         return None
 
 
-def results(root: Path) -> pd.DataFrame:
-    root = Path(root)
-    folders = run_folders(root)
+def base(roots) -> Path:
+    """The folder that run names are relative to: the one root, or the roots' common parent."""
+    roots = [Path(r) for r in ([roots] if isinstance(roots, (str, Path)) else roots)]
+    if len(roots) == 1:
+        return roots[0]
+    return Path(os.path.commonpath([r.resolve() for r in roots]))
+
+
+def results(roots) -> pd.DataFrame:
+    """Every run under `roots` (a folder or a list of folders), its name relative to base(roots)."""
+    roots = [Path(r) for r in ([roots] if isinstance(roots, (str, Path)) else roots)]
+    several = len(roots) > 1
+    folders = sorted({f for r in roots for f in run_folders(r.resolve() if several else r)})
     if not folders:
-        raise FileNotFoundError(f"no run folders under {root} (looked for {', '.join(RUN_FILES)})")
-    return pd.DataFrame([read_run(root, f) for f in folders])
+        raise FileNotFoundError(f"no run folders under {', '.join(map(str, roots))} "
+                                f"(looked for {', '.join(RUN_FILES)})")
+    return pd.DataFrame([read_run(base(roots), f) for f in folders])
 
 
 def labels(table: pd.DataFrame) -> pd.Series:
@@ -89,11 +101,11 @@ def labels(table: pd.DataFrame) -> pd.Series:
     return table.method.where(~several, table.method + " (" + setting + ")")
 
 
-def histories(root: Path, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:
+def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:
     """run -> (metrics.csv, layers.csv) as DataFrames (None where missing)."""
     out = {}
     for run in table.run:
-        folder = Path(root) / run
+        folder = base(roots) / run
         m = pd.read_csv(folder / "metrics.csv") if (folder / "metrics.csv").exists() else None
         l = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").exists() else None
         out[run] = (m, l)
