@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce the paper's LeNet-300-100 comparison (its Figure 2 and Tables 4-5), plus MagnitudePruning and
-# HardConcrete, and the "beat it" setting (conf/experiment/beat_sparse_vd.yaml); then one report of both sweeps.
+# HardConcrete, and plain magnitude pruning at Sparse VD's budget (conf/experiment/pruning_at_sparse_vd_budget.yaml);
+# then one report of both sweeps.
 #
 #   scripts/reproduce_paper.sh                      200 epochs, as the paper (hours on a 2-core CPU)
 #   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
@@ -8,8 +9,8 @@
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
 #
 # Writes: $SWEEP_DIR (default outputs/multirun/paper_lenet300_e$EPOCHS), one folder per method and seed;
-# ${SWEEP_DIR}_beat, experiment=beat_sparse_vd per seed; and the report (results.csv, results.md with the paper's
-# numbers beside ours, figures) in a new folder beside them, or in REPORT_DIR.
+# ${SWEEP_DIR}_pruning, experiment=pruning_at_sparse_vd_budget per seed; and the report (results.csv, results.md with
+# the paper's numbers beside ours, figures) in a new folder beside them, or in REPORT_DIR.
 # A sweep that is interrupted can be continued: run the same command with SWEEP_DIR set to its folder; every job
 # resumes from its last checkpoint and finished jobs are skipped.
 set -euo pipefail
@@ -26,5 +27,5 @@ REPORT=()
 if [ -n "${REPORT_DIR:-}" ]; then REPORT+=(--out "${REPORT_DIR}"); fi
 
 adrop train -m experiment=paper_lenet300 "method=${METHODS}" "hydra.sweep.dir=${SWEEP_DIR}" "${COMMON[@]}"
-adrop train -m experiment=beat_sparse_vd "hydra.sweep.dir=${SWEEP_DIR}_beat" "${COMMON[@]}"
-adrop report "${SWEEP_DIR}" "${SWEEP_DIR}_beat" --paper "${REPORT[@]}"
+adrop train -m experiment=pruning_at_sparse_vd_budget "hydra.sweep.dir=${SWEEP_DIR}_pruning" "${COMMON[@]}"
+adrop report "${SWEEP_DIR}" "${SWEEP_DIR}_pruning" --paper "${REPORT[@]}"
