@@ -176,3 +176,10 @@ def test_short_multirun_writes_one_folder_per_job_and_records_failures(tmp_path)
     assert jobs[names["lam=0.001,method=logsum"]]["status"] == "completed"
     failed = jobs[names["lam=-1,method=dense"]]
     assert failed["status"] == "failed" and "lam must be >= 0" in failed["error"]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml")))
+def test_every_experiment_config_composes_with_the_paper_setting(name):
+    cfg = config(f"experiment={name}")
+    assert (cfg.epochs, cfg.batch_size, cfg.schedule, cfg.dataset.name) == (200, 128, "linear", "mnist")
+    methods.get(cfg.method.name)  # a registered method
