@@ -126,6 +126,8 @@ def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     (["device=tpu"], "unknown device 'tpu'"),
     (["method=logsum", "+method.params.epsilon=1"], "method.params for logsum"),  # forced past Hydra
     (["method=magnitude_pruning", "method.params.scope=row"], "scope must be"),
+    (["decay_start=1"], "decay_start must be in"),
+    (["penalty_warmup=[5,2]"], "penalty_warmup must be"),
     (["data.root=/nonexistent", "data.download=false", "dataset=mnist"], "4 data file(s) missing in /nonexistent"),
 ])
 def test_bad_settings_fail_with_a_message(overrides, message, tmp_path):
@@ -183,3 +185,20 @@ def test_every_experiment_config_composes_with_the_paper_setting(name):
     cfg = config(f"experiment={name}")
     assert (cfg.epochs, cfg.batch_size, cfg.schedule, cfg.dataset.name) == (200, 128, "linear", "mnist")
     methods.get(cfg.method.name)  # a registered method
+
+
+def test_flat_then_linear_lr_and_penalty_warmup(tmp_path):
+    """Molchanov et al.'s recipe: lr flat for the first half, then linear to 0; the penalty weight 0, then a ramp."""
+    run = Run(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu", "method=vardrop_lr_ar",
+                     "decay_start=0.5", "penalty_warmup=[1,3]"), tmp_path)
+    n, lr, lam = run.steps_per_epoch, run.hp["lr"], run.hp["lam"]
+    assert [run.lr_at(s) for s in (0, 2 * n)] == [lr, lr] and run.lr_at(3 * n) == pytest.approx(lr / 2)
+    assert run.lr_at(4 * n) == 0
+    assert [run.lam_at(s) for s in (0, n - 1, 2 * n, 3 * n, 4 * n)] == [0, 0, lam / 2, lam, lam]
+    run.fit()
+    metrics = pd.DataFrame(run.metrics)
+    assert metrics.train_loss[0] == metrics.data_term[0]  # no penalty in the first epoch
+    assert metrics.train_loss[3] == pytest.approx(metrics.data_term[3] + lam * metrics.penalty_term[3], rel=1e-5)
+    # the defaults leave the paper's schedule as it was: linear from the start, the full penalty throughout
+    plain = Run(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu"), tmp_path / "plain")
+    assert plain.lr_at(2 * plain.steps_per_epoch) == plain.hp["lr"] / 2 and plain.lam_at(0) == plain.hp["lam"]

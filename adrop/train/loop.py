@@ -82,6 +82,9 @@ def settings(cfg) -> dict:
               (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
               (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
               (cfg.schedule in ("linear", "constant"), f"schedule must be linear or constant, got {cfg.schedule!r}"),
+              (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
+              (len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
+               f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
               (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never")]
     for ok, message in checks:
         if not ok:
@@ -116,6 +119,11 @@ class Run:
         self.identity = {"method": cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"], "seed": cfg.seed,
                          "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
                          "train_limit": cfg.data.train_limit}
+        # schedule settings enter the identity only when set, so checkpoints written before they existed resume
+        if cfg.decay_start:
+            self.identity["decay_start"] = cfg.decay_start
+        if any(cfg.penalty_warmup):
+            self.identity["penalty_warmup"] = list(cfg.penalty_warmup)
         self.resume()
 
     # -- checkpoint ---------------------------------------------------------------------------------------------
@@ -148,13 +156,27 @@ class Run:
     def lr_at(self, step: int) -> float:
         if self.cfg.schedule == "constant":
             return self.hp["lr"]
-        return self.hp["lr"] * max(0.0, 1.0 - step / (self.steps_per_epoch * self.cfg.epochs))
+        left = max(0.0, 1.0 - step / (self.steps_per_epoch * self.cfg.epochs))  # fraction of training left
+        if self.cfg.decay_start:  # flat, then linear to 0 (Molchanov et al.'s schedule with decay_start = 0.5)
+            return self.hp["lr"] * min(1.0, left / (1.0 - self.cfg.decay_start))
+        return self.hp["lr"] * left
 
-    def step_loss(self, x, y):
+    def lam_at(self, step: int) -> float:
+        weight = self.penalty_weight(step)
+        return self.hp["lam"] if weight == 1.0 else self.hp["lam"] * weight
+
+    def penalty_weight(self, step: int) -> float:
+        """The penalty term's weight in [0, 1]: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
+        a, b = (e * self.steps_per_epoch for e in self.cfg.penalty_warmup)
+        if step >= b:
+            return 1.0
+        return 0.0 if step < a else (step - a) / (b - a)
+
+    def step_loss(self, x, y, lam):
         """data term + lam * penalty for one batch, and its two parts."""
         data_term = F.cross_entropy(self.model(x), y)
         penalty = torch.as_tensor(self.method.penalty(self.model.layers))
-        return data_term + self.hp["lam"] * penalty, data_term, penalty
+        return data_term + lam * penalty, data_term, penalty
 
     def train_epoch(self):
         cfg, train = self.cfg, self.data.train
@@ -168,7 +190,7 @@ class Run:
             idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr_at(step0 + b)
-            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx])
+            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], self.lam_at(step0 + b))
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
