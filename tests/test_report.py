@@ -107,3 +107,13 @@ def test_two_sweeps_in_one_report(sweep, tmp_path):
     # run names are relative to the folders' common parent, so each keeps the name of its sweep
     assert len(table) == 5 and table.run.str.endswith(f"other_sweep/{job.name}").sum() == 1
     assert table.run.str.contains(f"{sweep.parent.name}/{sweep.name}/").sum() == 4
+
+
+def test_legend_labels_name_what_tells_runs_apart():
+    from adrop.report import collect
+
+    table = pd.DataFrame({"method": ["vardrop_lr_ar", "vardrop_lr_ar", "logsum", "logsum"],
+                          "lam": [1.0, 1.0, 0.1, 0.1], "lr": [1e-4, 1e-3, 1e-4, 1e-4],
+                          "setting": ["experiment=x", "experiment=x", "", ""]})
+    assert collect.labels(table).tolist() == ["vardrop_lr_ar (lr=0.0001)", "vardrop_lr_ar (lr=0.001)",
+                                              "logsum", "logsum"]

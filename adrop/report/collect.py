@@ -95,10 +95,18 @@ def results(roots) -> pd.DataFrame:
 
 
 def labels(table: pd.DataFrame) -> pd.Series:
-    """A name per run for legends: the method, with its setting where the method ran under more than one."""
-    setting = table.setting.fillna("") if "setting" in table else pd.Series("", index=table.index)
-    several = setting.groupby(table.method).transform("nunique") > 1
-    return table.method.where(~several, table.method + " (" + setting + ")")
+    """A name per run for legends: the method, with what tells its runs apart (lam, lr, setting) where they differ."""
+    table = table.assign(setting=table.setting.fillna("") if "setting" in table else "")
+    out = table.method.copy()
+    for method, rows in table.groupby("method"):
+        parts = [(key, rows[key].astype(str)) for key in ("lam", "lr") if rows[key].nunique(dropna=False) > 1]
+        if rows.setting.nunique() > 1:
+            parts.append(("", rows.setting))
+        if parts:
+            text = [" ".join((f"{k}={v}" if k else v) for (k, _), v in zip(parts, values) if v)
+                    for values in zip(*(col for _, col in parts))]
+            out.loc[rows.index] = [f"{method} ({t})" for t in text]
+    return out
 
 
 def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:

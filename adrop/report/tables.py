@@ -7,6 +7,8 @@ failed ones, the error).
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from adrop import markdown
@@ -66,7 +68,9 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
             for c in layers:
                 row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
             if with_paper:
-                known = ref is not None and r.method in ref.index
+                known = (ref is not None and r.method in ref.index  # the paper's row only for the paper's lam and lr
+                         and math.isclose(r.lam, ref.loc[r.method, "lam"], rel_tol=1e-6)
+                         and math.isclose(r.lr, ref.loc[r.method, "lr"], rel_tol=1e-6))
                 row["paper test error"] = f"{ref.loc[r.method, 'test_error'] * 100:.2f}%" if known else "-"
                 row["paper nonzero"] = f"{ref.loc[r.method, 'nonzero_fraction']:.3f}" if known else "-"
                 row["paper per layer"] = (" / ".join(f"{ref.loc[r.method, f'nonzero_{l}']:.3f}" for l in paper.LAYERS)
