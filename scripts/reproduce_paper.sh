@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduce the paper's LeNet-300-100 comparison (its Figure 2 and Tables 4-5), plus MagnitudePruning and
-# HardConcrete, and plain magnitude pruning at Sparse VD's budget (conf/experiment/pruning_at_sparse_vd_budget.yaml);
+# HardConcrete; then two settings beyond the paper (conf/experiment/): sparse_vd_recipe (VarDrop+LR+AR trained as
+# Molchanov et al. trained Sparse VD) and pruning_at_sparse_vd_budget (plain magnitude pruning at Sparse VD's budget);
 # then one report of both sweeps.
 #
 #   scripts/reproduce_paper.sh                      200 epochs, as the paper (hours on a 2-core CPU)
@@ -9,8 +10,8 @@
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
 #
 # Writes: $SWEEP_DIR (default outputs/multirun/paper_lenet300_e$EPOCHS), one folder per method and seed;
-# ${SWEEP_DIR}_pruning, experiment=pruning_at_sparse_vd_budget per seed; and the report (results.csv, results.md with
-# the paper's numbers beside ours, figures) in a new folder beside them, or in REPORT_DIR.
+# ${SWEEP_DIR}_beyond, one folder per experiment and seed; and the report (results.csv, results.md with the paper's
+# numbers beside ours, figures) in a new folder beside them, or in REPORT_DIR.
 # A sweep that is interrupted can be continued: run the same command with SWEEP_DIR set to its folder; every job
 # resumes from its last checkpoint and finished jobs are skipped.
 set -euo pipefail
@@ -19,13 +20,14 @@ SEEDS=${SEEDS:-0}
 DATA=${DATA:-${ADROP_DATA:-data}}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/paper_lenet300_e${EPOCHS}}
 METHODS=vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,magnitude_pruning,hard_concrete
-COMMON=("seed=${SEEDS}" "epochs=${EPOCHS}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}"
-        "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs]")
+COMMON=("seed=${SEEDS}" "epochs=${EPOCHS}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}")
 if [ -n "${LAUNCHER:-}" ]; then COMMON+=("hydra/launcher=${LAUNCHER}"); fi
 COMMON+=("$@")
 REPORT=()
 if [ -n "${REPORT_DIR:-}" ]; then REPORT+=(--out "${REPORT_DIR}"); fi
 
-adrop train -m experiment=paper_lenet300 "method=${METHODS}" "hydra.sweep.dir=${SWEEP_DIR}" "${COMMON[@]}"
-adrop train -m experiment=pruning_at_sparse_vd_budget "hydra.sweep.dir=${SWEEP_DIR}_pruning" "${COMMON[@]}"
-adrop report "${SWEEP_DIR}" "${SWEEP_DIR}_pruning" --paper "${REPORT[@]}"
+adrop train -m experiment=paper_lenet300 "method=${METHODS}" "hydra.sweep.dir=${SWEEP_DIR}" "${COMMON[@]}" \
+  "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs]"
+adrop train -m experiment=sparse_vd_recipe,pruning_at_sparse_vd_budget "hydra.sweep.dir=${SWEEP_DIR}_beyond" \
+  "${COMMON[@]}" "hydra.job.config.override_dirname.exclude_keys=[data.root,epochs]"
+adrop report "${SWEEP_DIR}" "${SWEEP_DIR}_beyond" --paper "${REPORT[@]}"
