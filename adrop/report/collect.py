@@ -75,9 +75,13 @@ def _int(value):
         return None
 
 
+def _paths(roots) -> list[Path]:
+    return [Path(r) for r in ([roots] if isinstance(roots, (str, Path)) else roots)]
+
+
 def base(roots) -> Path:
     """The folder that run names are relative to: the one root, or the roots' common parent."""
-    roots = [Path(r) for r in ([roots] if isinstance(roots, (str, Path)) else roots)]
+    roots = _paths(roots)
     if len(roots) == 1:
         return roots[0]
     return Path(os.path.commonpath([r.resolve() for r in roots]))
@@ -85,7 +89,7 @@ def base(roots) -> Path:
 
 def results(roots) -> pd.DataFrame:
     """Every run under `roots` (a folder or a list of folders), its name relative to base(roots)."""
-    roots = [Path(r) for r in ([roots] if isinstance(roots, (str, Path)) else roots)]
+    roots = _paths(roots)
     several = len(roots) > 1
     folders = sorted({f for r in roots for f in run_folders(r.resolve() if several else r)})
     if not folders:

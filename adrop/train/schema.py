@@ -63,7 +63,8 @@ class Config:
     schedule: str = "linear"           # linear: lr decays linearly to 0; constant
     decay_start: float = 0.0           # linear: the lr stays flat for this fraction of training, then decays to 0
     penalty_warmup: List[float] = field(default_factory=lambda: [0.0, 0.0])  # epochs [a, b]: the penalty term's
-    #                                    weight is 0 before epoch a and ramps linearly to 1 at epoch b
+    #                                    weight in the loss is 0 before epoch a and ramps linearly to 1 at epoch b
+    #                                    (the loss only: AdaProx's proximal step and the keep rules use the full lam)
     eval_batch_size: int = 8192
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
