@@ -18,14 +18,17 @@ from .collect import labels as run_labels  # noqa: E402
 
 
 def _colors(methods):
-    cmap = plt.cm.tab10(np.linspace(0, 1, 10))
-    return {m: cmap[i % 10] for i, m in enumerate(sorted(methods))}
+    """One colour per label: tab10 for up to 10 labels, tab20 for up to 20 (beyond that, colours repeat)."""
+    names = sorted(methods)
+    n = 10 if len(names) <= 10 else 20
+    cmap = (plt.cm.tab10 if n == 10 else plt.cm.tab20)(np.arange(n))
+    return {m: cmap[i % n] for i, m in enumerate(names)}
 
 
 def figure2(table, histories, path):
     table = table.assign(method=run_labels(table))
     colors = _colors(table.method.dropna().unique())
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = plt.subplots(figsize=(11, 5))
     seen = set()
     for _, r in table.iterrows():
         metrics = histories[r.run][0]
@@ -41,7 +44,7 @@ def figure2(table, histories, path):
            title="validation error against sparsity over training (masked)")
     ax.grid(alpha=0.3, which="both")
     if seen:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     else:
         ax.text(0.5, 0.5, "no training histories (metrics.csv) yet", transform=ax.transAxes, ha="center")
     fig.tight_layout()
@@ -53,7 +56,7 @@ def pareto(table, path, reference=None):
     table = table.assign(method=run_labels(table))
     done = table[table.status == "completed"]
     colors = _colors(table.method.dropna().unique())
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = plt.subplots(figsize=(11, 5))
     for method, rows in done.groupby("method"):
         ax.plot(rows.nonzero_fraction, rows.test_error * 100, "o", color=colors[method], alpha=0.5, ms=4)
         ax.plot(rows.nonzero_fraction.mean(), rows.test_error.mean() * 100, "o", color=colors[method], ms=9,
@@ -66,7 +69,7 @@ def pareto(table, path, reference=None):
            title="final test error against sparsity (masked; lower left is better)")
     ax.grid(alpha=0.3, which="both")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=140)
     plt.close(fig)
