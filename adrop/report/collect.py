@@ -95,7 +95,8 @@ def results(roots) -> pd.DataFrame:
     if not folders:
         raise FileNotFoundError(f"no run folders under {', '.join(map(str, roots))} "
                                 f"(looked for {', '.join(RUN_FILES)})")
-    return pd.DataFrame([read_run(base(roots), f) for f in folders])
+    names_from = base(roots)
+    return pd.DataFrame([read_run(names_from, f) for f in folders])
 
 
 def labels(table: pd.DataFrame) -> pd.Series:
@@ -115,9 +116,9 @@ def labels(table: pd.DataFrame) -> pd.Series:
 
 def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:
     """run -> (metrics.csv, layers.csv) as DataFrames (None where missing)."""
-    out = {}
+    out, names_from = {}, base(roots)
     for run in table.run:
-        folder = base(roots) / run
+        folder = names_from / run
         m = pd.read_csv(folder / "metrics.csv") if (folder / "metrics.csv").exists() else None
         l = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").exists() else None
         out[run] = (m, l)

@@ -107,6 +107,7 @@ class Run:
         except data_mod.DataError as err:
             raise TrainError(str(err)) from None
         self.steps_per_epoch = math.ceil(len(self.data.train) / cfg.batch_size)
+        self.warmup_steps = tuple(e * self.steps_per_epoch for e in cfg.penalty_warmup)  # the ramp, in steps
         self.method = method_cls(self.hp["lam"], params, self.steps_per_epoch, cfg.epochs)
         try:
             self.model = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
@@ -162,15 +163,11 @@ class Run:
         return self.hp["lr"] * left
 
     def lam_at(self, step: int) -> float:
-        weight = self.penalty_weight(step)
-        return self.hp["lam"] if weight == 1.0 else self.hp["lam"] * weight
-
-    def penalty_weight(self, step: int) -> float:
-        """The penalty term's weight in [0, 1]: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
-        a, b = (e * self.steps_per_epoch for e in self.cfg.penalty_warmup)
+        """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
+        a, b = self.warmup_steps
         if step >= b:
-            return 1.0
-        return 0.0 if step < a else (step - a) / (b - a)
+            return self.hp["lam"]
+        return 0.0 if step < a else self.hp["lam"] * ((step - a) / (b - a))
 
     def step_loss(self, x, y, lam):
         """data term + lam * penalty for one batch, and its two parts."""
