@@ -48,3 +48,30 @@ def test_parameters_are_views_of_one_buffer():
     opt = FlatAdam(model.parameters(), lr=1e-3)
     assert sum(p.numel() for p in model.parameters()) == opt.flat.numel()
     assert all(p.untyped_storage().data_ptr() == opt.flat.untyped_storage().data_ptr() for p in model.parameters())
+
+
+def test_state_dict_is_torch_adams():
+    """Checkpoints keep torch.optim.Adam's format: a run written before FlatAdam stepped by itself resumes."""
+    torch.manual_seed(0)
+    flat_model = torch.nn.Linear(6, 3)
+    opt = FlatAdam(flat_model.parameters(), lr=1e-2)
+    torch_param = torch.nn.Parameter(opt.flat.detach().clone())
+    reference = torch.optim.Adam([torch_param], lr=1e-2)
+    for _ in range(3):
+        g = torch.randn_like(opt.flat)
+        opt.flat_grad.copy_(g)
+        torch_param.grad = g.clone()
+        opt.step()
+        reference.step()
+    mine, theirs = opt.state_dict(), reference.state_dict()
+    assert mine["param_groups"] == theirs["param_groups"]
+    for key, value in theirs["state"][0].items():
+        assert value.dtype == mine["state"][0][key].dtype and torch.equal(value, mine["state"][0][key])
+    resumed = FlatAdam(torch.nn.Linear(6, 3).parameters(), lr=1e-2)
+    resumed.flat.copy_(opt.flat)
+    resumed.load_state_dict(theirs)
+    g = torch.randn_like(opt.flat)
+    for o in (opt, resumed):
+        o.flat_grad.copy_(g)
+        o.step()
+    assert torch.equal(opt.flat, resumed.flat)

@@ -4,6 +4,11 @@ torch.optim.Adam on the CPU runs its ~7 elementwise kernels once per parameter t
 extra parameters has 6 to 12 of them, each too small to amortise a kernel launch, so the optimiser took ~40% of a
 dense epoch. Here the same Adam runs once on the flat tensor: the same arithmetic on every element (Adam is
 elementwise), so the same result bit for bit, in a fraction of the kernel launches.
+
+The step itself is torch's single-tensor Adam (torch/optim/adam.py, the path the CPU takes) written out without the
+framework around it (hooks, argument checks, profiler records: a third of the optimiser's time at 375 steps an
+epoch), with the square-root buffer allocated once. torch.optim.Adam stays the holder of the state, so checkpoints
+keep its format.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ class FlatAdam:
         self.param = nn.Parameter(self.flat)
         self.param.grad = self.flat_grad
         self.adam = torch.optim.Adam([self.param], lr=lr, betas=betas, eps=eps)
+        self.denom = torch.empty_like(self.flat)
 
     @property
     def param_groups(self):
@@ -39,8 +45,29 @@ class FlatAdam:
     def zero_grad(self) -> None:
         self.flat_grad.zero_()
 
+    @torch.no_grad()
     def step(self) -> None:
-        self.adam.step()
+        # the operations and scalars of torch.optim.adam._single_tensor_adam (amsgrad, weight decay and maximize off),
+        # in its order, so the result is bitwise the same as Adam.step()
+        group, state = self.adam.param_groups[0], self.adam.state[self.param]
+        if not state:  # as Adam initialises it, so state_dict() is the same
+            scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
+            state["step"] = torch.tensor(0.0, dtype=scalar)
+            state["exp_avg"] = torch.zeros_like(self.flat, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(self.flat, memory_format=torch.preserve_format)
+        beta1, beta2 = group["betas"]
+        lr, eps, grad = group["lr"], group["eps"], self.flat_grad
+        exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+        step_t += 1
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = step_t.item()
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        torch.sqrt(exp_avg_sq, out=self.denom).div_(bias_correction2_sqrt).add_(eps)
+        self.flat.addcdiv_(exp_avg, self.denom, value=-step_size)
 
     def state_dict(self) -> dict:
         return self.adam.state_dict()
