@@ -166,15 +166,16 @@ def test_command_line_run_typo_and_unknown_method(tmp_path):
 
 def test_short_multirun_writes_one_folder_per_job_and_records_failures(tmp_path):
     out = adrop_train("-m", "dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "method=dense,logsum",
-                      "lam=0.001,-1", cwd=tmp_path)
+                      "lam=0.001,-1", "data.root=some/where", "progress=never", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     (sweep,) = (tmp_path / "outputs" / "multirun").iterdir()
     jobs = {p.name: json.loads((p / "summary.json").read_text()) for p in sweep.iterdir() if p.is_dir() and
             (p / "summary.json").exists()}
-    common = "dataset=synthetic,device=cpu,epochs=1,{},model=mlp"  # named by all its overrides, sorted
+    common = "dataset=synthetic,device=cpu,epochs=1,{},model=mlp"  # named by its overrides, sorted, but data.root
+    # and progress
     names = {key: common.format(key) for key in ("lam=0.001,method=dense", "lam=0.001,method=logsum",
                                                    "lam=-1,method=dense", "lam=-1,method=logsum")}
-    assert set(jobs) == set(names.values())
+    assert set(jobs) == set(names.values()) and {p.name for p in sweep.iterdir() if p.is_dir()} == set(names.values())
     assert jobs[names["lam=0.001,method=logsum"]]["status"] == "completed"
     failed = jobs[names["lam=-1,method=dense"]]
     assert failed["status"] == "failed" and "lam must be >= 0" in failed["error"]
