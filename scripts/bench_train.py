@@ -7,8 +7,11 @@ Contenders, all at batch 128 on the same 48k MNIST training split and device, me
   usual loop   torchvision MNIST (ToTensor, Normalize) + DataLoader(batch 128, shuffle) + nn.Sequential 784-300-100-10
                + Adam: the textbook loop
   adrop <m>    one training epoch of `adrop train method=<m>` (data on the device, the method's layers and hooks)
+  matmuls only the epoch's matrix products alone (the shapes of a dense step's forward and backward, 375 times): the
+               floor of any batch-128 epoch on this device, with no model, optimiser or data around them
 With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
-Also printed: the FLOPs of an epoch (forward + backward of the three matmuls, 6 * 266,200 * 48,000), the rate of a
+Also printed: the FLOPs of an epoch (FLOPS_PER_EXAMPLE * 48,000: forward and weight gradient of the three matmuls,
+and the input gradients of the second and third layer; the first layer's input gradient is never computed), the rate of a
 large float32 matrix product on the same device, the fraction of that rate each contender reaches, the time of one
 masked evaluation of the 12k validation set, and memory (CUDA: each contender's peak allocation; CPU: its training
 state, i.e. parameters, gradients, Adam's two moments and buffers; the data, 188 MB of float32 for all MNIST, is
@@ -32,6 +35,9 @@ from adrop.train import schema
 from adrop.train.loop import Run
 
 BATCH = 128
+LAYERS = [(784, 300), (300, 100), (100, 10)]
+# 2 FLOPs per multiply-add: forward and weight gradient of every layer, input gradient of all but the first
+FLOPS_PER_EXAMPLE = 4 * sum(i * o for i, o in LAYERS) + 2 * sum(i * o for i, o in LAYERS[1:])  # 1,126,800
 
 
 def sync(device):
@@ -78,6 +84,28 @@ class UsualLoop:
             self.opt.step()
 
 
+class MatmulsOnly:
+    """The matrix products of a dense epoch and nothing else: the floor for any batch-128 epoch."""
+
+    def __init__(self, device, steps=48_000 // BATCH):
+        self.steps = steps
+        self.x = torch.randn(BATCH, LAYERS[0][0], device=device)
+        self.w = [torch.randn(o, i, device=device) for i, o in LAYERS]
+        self.b = [torch.randn(o, device=device) for _, o in LAYERS]
+
+    def epoch(self):
+        for _ in range(self.steps):
+            h, inputs = self.x, []
+            for w, b in zip(self.w, self.b):  # forward
+                inputs.append(h)
+                h = torch.addmm(b, h, w.t())
+            delta = h
+            for k in reversed(range(len(self.w))):  # backward: weight gradient, and the input gradient but for x
+                delta.t() @ inputs[k]
+                if k:
+                    delta = delta @ self.w[k]
+
+
 def adrop_run(method, root, device, folder, compiled=False):
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config", overrides=[f"method={method}", f"data.root={root}", f"device={device}",
@@ -94,6 +122,8 @@ def state_mib(model, extra=0) -> float:
 
 
 def peak_memory(device, model) -> str:
+    if model is None:
+        return "-"
     if device.type == "cuda":
         return f"{torch.cuda.max_memory_allocated(device) / 2**20:7.1f} MiB GPU peak"
     return f"{state_mib(model):7.1f} MiB state"
@@ -128,7 +158,9 @@ def main():
     g = torch.Generator().manual_seed(42)
     order = torch.randperm(60000, generator=g)
     usual = UsualLoop(args.data, order[12000:], device)
-    contenders, models = {"usual loop": usual.epoch, **contenders}, {"usual loop": usual.model, **models}
+    floor = MatmulsOnly(device)
+    contenders = {"usual loop": usual.epoch, **contenders, "matmuls only": floor.epoch}
+    models = {"usual loop": usual.model, **models, "matmuls only": None}
 
     memory, times = {}, {name: [] for name in contenders}
     for name, fn in contenders.items():  # warm-up
@@ -148,7 +180,7 @@ def main():
     dense_run.evaluate(dense_run.data.val)
     sync(device)
     eval_s = time.perf_counter() - t
-    flops = 6 * 266_200 * 48_000
+    flops = FLOPS_PER_EXAMPLE * 48_000
     rate = matmul_rate(device)
     limit = flops / rate
     med = {name: statistics.median(v) for name, v in times.items()}
