@@ -46,7 +46,7 @@ def objective(run):
 
 
 @needs_mnist
-@pytest.mark.parametrize("method", methods.names())
+@pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])  # its own: test_fixed_mask.py
 def test_each_method_trains_one_epoch_and_its_files_agree(method, tmp_path):
     # pruning to the default 98% within 16 steps leaves nothing to learn with: half of the weights here
     extra = ["method.params.final_sparsity=0.5"] if method == "magnitude_pruning" else []
@@ -184,8 +184,14 @@ def test_short_multirun_writes_one_folder_per_job_and_records_failures(tmp_path)
 @pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml")))
 def test_every_experiment_config_composes_with_the_paper_setting(name):
     cfg = config(f"experiment={name}")
-    assert (cfg.epochs, cfg.batch_size, cfg.schedule, cfg.dataset.name) == (200, 128, "linear", "mnist")
+    epochs = 10 if name == "finetune_kept_weights" else 200  # a second stage, after a 200-epoch run
+    assert (cfg.epochs, cfg.batch_size, cfg.schedule, cfg.dataset.name) == (epochs, 128, "linear", "mnist")
     methods.get(cfg.method.name)  # a registered method
+
+
+def test_sparser_recipe_is_the_recipe_with_lam_times_1_5():
+    """The stage-1 runs in docs/results.md ran as experiment=sparse_vd_recipe lam=2.5e-05: the same configuration."""
+    assert config("experiment=sparse_vd_recipe_sparser") == config("experiment=sparse_vd_recipe", "lam=2.5e-05")
 
 
 def test_flat_then_linear_lr_and_penalty_warmup(tmp_path):

@@ -4,6 +4,7 @@ A method makes the network's Linear layers (`SparseLinear` subclasses) and may a
 The loop only ever calls:
 
     layer(x)                   training forward (noise, gates, masks) or, in eval mode, x W_eff^T + b
+    method.start(layers)       once, before the first step of a new run (not on resume)
     method.penalty(layers)     the regulariser R; the loop minimises  data term + lam * R
     method.after_step(...)     e.g. a proximal step or a pruning schedule
     layer.keep_mask()          which weights count as nonzero (the paper's rule: keep probability >= 0.05)
@@ -89,6 +90,9 @@ class Method:
 
     def build_layer(self, in_features: int, out_features: int) -> SparseLinear:
         return self.layer(in_features, out_features, self)
+
+    def start(self, layers) -> None:
+        """Called once before the first training step of a new run (after init_from), not when one resumes."""
 
     def penalty(self, layers) -> torch.Tensor:
         return sum(layer.penalty() for layer in layers)

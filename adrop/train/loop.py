@@ -113,6 +113,8 @@ class Run:
             self.model = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
         except ValueError as err:
             raise TrainError(str(err)) from None
+        if cfg.init_from:
+            self.start_from(Path(cfg.init_from))
         self.model.to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
         self.loss = torch.compile(self.step_loss) if cfg.compile else self.step_loss
@@ -125,13 +127,32 @@ class Run:
             self.identity["decay_start"] = cfg.decay_start
         if any(cfg.penalty_warmup):
             self.identity["penalty_warmup"] = list(cfg.penalty_warmup)
-        self.resume()
+        if cfg.init_from:
+            self.identity["init_from"] = str(cfg.init_from)
+        if not self.resume():
+            self.method.start(self.model.layers)
+
+    def start_from(self, source: Path) -> None:
+        """Weights and biases from another run's weights.npz (its folder or the file); method parameters start fresh."""
+        path = source / "weights.npz" if source.is_dir() else source
+        if not path.is_file():
+            raise TrainError(f"init_from={source}: no weights.npz there (a run writes it when it completes)")
+        with np.load(path) as arrays:
+            saved = {key: arrays[key] for key in arrays.files}
+        with torch.no_grad():
+            for name, layer in zip(self.model.names, self.model.layers):
+                for part in ("weight", "bias"):
+                    key, target = f"{name}.{part}", getattr(layer, part)
+                    if key not in saved or saved[key].shape != tuple(target.shape):
+                        found = saved[key].shape if key in saved else "nothing"
+                        raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {found}")
+                    target.copy_(torch.from_numpy(saved[key]))
 
     # -- checkpoint ---------------------------------------------------------------------------------------------
-    def resume(self):
+    def resume(self) -> bool:
         state = run_files.load_checkpoint(self.folder, self.device)
         if state is None:
-            return
+            return False
         if state["identity"] != self.identity:
             raise TrainError(f"{self.folder} holds a different run ({state['identity']}); adrop never overwrites "
                              "an earlier run: choose another hydra.run.dir")
@@ -144,6 +165,7 @@ class Run:
         self.epoch, self.metrics, self.layer_rows = state["epoch"], state["metrics"], state["layers"]
         self.elapsed = state["elapsed"]
         log.info("resumed %s after epoch %d", self.folder, self.epoch)
+        return True
 
     def checkpoint(self):
         run_files.save_checkpoint(self.folder, {

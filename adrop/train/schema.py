@@ -65,6 +65,7 @@ class Config:
     penalty_warmup: List[float] = field(default_factory=lambda: [0.0, 0.0])  # epochs [a, b]: the penalty term's
     #                                    weight in the loss is 0 before epoch a and ramps linearly to 1 at epoch b
     #                                    (the loss only: AdaProx's proximal step and the keep rules use the full lam)
+    init_from: Optional[str] = None    # a finished run's folder (or weights.npz): start from its weights and biases
     eval_batch_size: int = 8192
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
