@@ -164,6 +164,7 @@ def main():
     contenders = {"usual loop": usual.epoch, **contenders, "matmuls only": floor.epoch}
     models = {"usual loop": usual.model, **models, "matmuls only": None}
 
+    torch.set_flush_denormal(device.type == "cpu")  # as Run.fit trains (adrop.train.loop.denormals_flushed)
     memory, times = {}, {name: [] for name in contenders}
     for name, fn in contenders.items():  # warm-up
         if device.type == "cuda":

@@ -10,6 +10,7 @@ import argparse
 import tempfile
 import time
 
+import torch
 from hydra import compose, initialize_config_module
 from torch.profiler import ProfilerActivity, profile
 
@@ -29,6 +30,7 @@ def main():
         cfg = compose("config", overrides=[f"method={args.method}", f"data.root={args.data}", f"device={args.device}",
                                            "epochs=1000", "progress=never", "data.download=false"])
     run = Run(cfg, tempfile.mkdtemp(prefix="adrop-profile-"))
+    torch.set_flush_denormal(args.device == "cpu")  # as Run.fit trains (adrop.train.loop.denormals_flushed)
     for i in range(2):
         t = time.perf_counter()
         run.train_epoch()

@@ -209,3 +209,11 @@ def test_flat_then_linear_lr_and_penalty_warmup(tmp_path):
     # the defaults leave the paper's schedule as it was: linear from the start, the full penalty throughout
     plain = Run(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu"), tmp_path / "plain")
     assert plain.lr_at(2 * plain.steps_per_epoch) == plain.hp["lr"] / 2 and plain.lam_at(0) == plain.hp["lam"]
+
+
+def test_training_leaves_the_processor_flags_as_it_found_them(tmp_path):
+    """Subnormals are flushed while training on the CPU only: the flag is the process's, NumPy shares it."""
+    tiny = np.float32(1e-40)  # a subnormal float32
+    assert tiny * np.float32(1.0) != 0
+    Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never"), tmp_path).fit()
+    assert tiny * np.float32(1.0) != 0

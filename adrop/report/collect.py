@@ -104,14 +104,25 @@ def labels(table: pd.DataFrame) -> pd.Series:
     table = table.assign(setting=table.setting.fillna("") if "setting" in table else "")
     out = table.method.copy()
     for method, rows in table.groupby("method"):
-        parts = [(key, rows[key].astype(str)) for key in ("lam", "lr") if rows[key].nunique(dropna=False) > 1]
+        parts = [(key, rows[key].map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)))
+                 for key in ("lam", "lr") if rows[key].nunique(dropna=False) > 1]
         if rows.setting.nunique() > 1:
-            parts.append(("", rows.setting))
+            short = rows.setting.map(_short_paths)
+            parts.append(("", short if short.nunique() == rows.setting.nunique() else rows.setting))
         if parts:
             text = [" ".join((f"{k}={v}" if k else v) for (k, _), v in zip(parts, values) if v)
                     for values in zip(*(col for _, col in parts))]
             out.loc[rows.index] = [f"{method} ({t})" for t in text]
     return out
+
+
+def _short_paths(setting: str) -> str:
+    """A setting with every path value (init_from=a/b/c) cut to its last folder, for legends."""
+    def cut(item):
+        key, eq, value = item.partition("=")
+        value = value.strip("'\"").rstrip("/")
+        return f"{key}=.../{value.rsplit('/', 1)[1]}" if eq and "/" in value else item
+    return " ".join(cut(item) for item in setting.split(" "))
 
 
 def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:

@@ -13,7 +13,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from . import paper  # noqa: E402
 from .collect import labels as run_labels  # noqa: E402
 
 
@@ -25,10 +27,22 @@ def _colors(methods):
     return {m: cmap[i % n] for i, m in enumerate(names)}
 
 
+def _finish(fig, ax, path, dpi=140):
+    """Log x axis labelled at 1, 2, 5 x 10^k; the legend right of the axes, the image grown to hold it (the axes
+    keep their size however long the labels are)."""
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+
+
 def figure2(table, histories, path):
     table = table.assign(method=run_labels(table))
     colors = _colors(table.method.dropna().unique())
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = plt.subplots(figsize=(8, 5))
     seen = set()
     for _, r in table.iterrows():
         metrics = histories[r.run][0]
@@ -43,20 +57,16 @@ def figure2(table, histories, path):
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="validation error (%)",
            title="validation error against sparsity over training (masked)")
     ax.grid(alpha=0.3, which="both")
-    if seen:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    else:
+    if not seen:
         ax.text(0.5, 0.5, "no training histories (metrics.csv) yet", transform=ax.transAxes, ha="center")
-    fig.tight_layout()
-    fig.savefig(path, dpi=140)
-    plt.close(fig)
+    _finish(fig, ax, path)
 
 
 def pareto(table, path, reference=None):
     table = table.assign(method=run_labels(table))
     done = table[table.status == "completed"]
     colors = _colors(table.method.dropna().unique())
-    fig, ax = plt.subplots(figsize=(11, 5))
+    fig, ax = plt.subplots(figsize=(8, 5))
     for method, rows in done.groupby("method"):
         ax.plot(rows.nonzero_fraction, rows.test_error * 100, "o", color=colors[method], alpha=0.5, ms=4)
         ax.plot(rows.nonzero_fraction.mean(), rows.test_error.mean() * 100, "o", color=colors[method], ms=9,
@@ -65,14 +75,12 @@ def pareto(table, path, reference=None):
         for _, r in reference.iterrows():
             ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=colors.get(r.method, "gray"), ms=8)
         ax.plot([], [], "x", color="gray", label="paper (x)")
+        name, err, nonzero = paper.SPARSE_VD
+        ax.plot(nonzero, err * 100, "*", color="k", ms=12, label=f"{name}, published")
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="test error (%)",
            title="final test error against sparsity (masked; lower left is better)")
     ax.grid(alpha=0.3, which="both")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=140)
-    plt.close(fig)
+    _finish(fig, ax, path)
 
 
 def layers(table, histories, path):
