@@ -34,13 +34,13 @@ adrop train -m experiment=sparse_vd_recipe,sparse_vd_recipe_sparser,pruning_at_s
   "hydra.sweep.dir=${SWEEP_DIR}_beyond" "${COMMON[@]}" "hydra.job.config.override_dirname.exclude_keys=[data.root,epochs]"
 
 # stage 2: fine-tune what each finished sparse_vd_recipe_sparser run kept (its own seed for the batch order)
-for src in "${SWEEP_DIR}_beyond"/experiment=sparse_vd_recipe_sparser,seed=*; do
+for src in "${SWEEP_DIR}_beyond"/*experiment=sparse_vd_recipe_sparser*; do  # named by overrides, extra ones too
   if [ ! -f "${src}/weights.npz" ]; then echo "skipped (not finished): ${src}"; continue; fi
-  seed=${src##*seed=}
+  seed=$(sed -n 's/^- seed=//p' "${src}/.hydra/overrides.yaml")
   FINETUNE=("seed=${seed}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}")
   if [ -n "${LAUNCHER:-}" ]; then FINETUNE+=("hydra/launcher=${LAUNCHER}"); fi
   adrop train -m experiment=finetune_kept_weights "init_from='${src}'" "${FINETUNE[@]}" "$@" \
-    "hydra.sweep.dir=${SWEEP_DIR}_finetuned/$(basename "${src}")" \
+    "hydra.sweep.dir='${SWEEP_DIR}_finetuned/$(basename "${src}")'" \
     "hydra.job.config.override_dirname.exclude_keys=[experiment,init_from,data.root]"
 done
 SWEEPS=("${SWEEP_DIR}" "${SWEEP_DIR}_beyond")
