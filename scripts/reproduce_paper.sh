@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Reproduce the paper's LeNet-300-100 comparison (its Figure 2 and Tables 4-5), plus MagnitudePruning and
 # HardConcrete; then settings beyond the paper (conf/experiment/): sparse_vd_recipe (VarDrop+LR+AR trained as
-# Molchanov et al. trained Sparse VD), sparse_vd_recipe_sparser (the same with lam x 1.5) and
-# pruning_at_sparse_vd_budget (plain magnitude pruning at Sparse VD's budget); then 10 epochs of fine-tuning what each
-# sparse_vd_recipe_sparser run kept (experiment=finetune_kept_weights: the point that beats Sparse VD in
-# docs/results.md); then one report of everything.
+# Molchanov et al. trained Sparse VD), sparse_vd_recipe_sparser (the same with lam x 1.5),
+# sparse_vd_recipe_b100_sparser (batch 100, lam x 1.75) and pruning_at_sparse_vd_budget (plain magnitude pruning at
+# Sparse VD's budget); then 10 epochs of fine-tuning what each of the two *_sparser runs kept
+# (experiment=finetune_kept_weights: the points that beat Sparse VD in docs/results.md); then one report of everything.
 #
 #   scripts/reproduce_paper.sh                      200 epochs, as the paper (hours on a 2-core CPU)
 #   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
@@ -30,11 +30,11 @@ if [ -n "${REPORT_DIR:-}" ]; then REPORT+=(--out "${REPORT_DIR}"); fi
 
 adrop train -m experiment=paper_lenet300 "method=${METHODS}" "hydra.sweep.dir=${SWEEP_DIR}" "${COMMON[@]}" \
   "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs]"
-adrop train -m experiment=sparse_vd_recipe,sparse_vd_recipe_sparser,pruning_at_sparse_vd_budget \
+adrop train -m experiment=sparse_vd_recipe,sparse_vd_recipe_sparser,sparse_vd_recipe_b100_sparser,pruning_at_sparse_vd_budget \
   "hydra.sweep.dir=${SWEEP_DIR}_beyond" "${COMMON[@]}" "hydra.job.config.override_dirname.exclude_keys=[data.root,epochs]"
 
-# stage 2: fine-tune what each finished sparse_vd_recipe_sparser run kept (its own seed for the batch order)
-for src in "${SWEEP_DIR}_beyond"/*experiment=sparse_vd_recipe_sparser*; do  # named by overrides, extra ones too
+# stage 2: fine-tune what each finished *_sparser run kept (its own seed for the batch order)
+for src in "${SWEEP_DIR}_beyond"/*experiment=sparse_vd_recipe*_sparser*; do  # named by overrides, extra ones too
   if [ ! -f "${src}/weights.npz" ]; then echo "skipped (not finished): ${src}"; continue; fi
   seed=$(sed -n 's/^- seed=//p' "${src}/.hydra/overrides.yaml")
   FINETUNE=("seed=${seed}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}")
