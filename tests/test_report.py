@@ -117,3 +117,13 @@ def test_legend_labels_name_what_tells_runs_apart():
                           "setting": ["experiment=x", "experiment=x", "", ""]})
     assert collect.labels(table).tolist() == ["vardrop_lr_ar (lr=0.0001)", "vardrop_lr_ar (lr=0.001)",
                                               "logsum", "logsum"]
+
+
+def test_every_label_of_a_large_report_looks_different():
+    """Past tab20's 20 colours a label is told apart by its marker and line style (the docs report has 27 labels)."""
+    from adrop.report.figures import _styles
+
+    styles = _styles([f"label{i}" for i in range(45)])
+    looks = {(tuple(s["color"]), s["marker"], str(s["ls"])) for s in styles.values()}
+    assert len(looks) == 45
+    assert len({tuple(s["color"]) for s in styles.values()}) == 20

@@ -19,12 +19,18 @@ from . import paper  # noqa: E402
 from .collect import labels as run_labels  # noqa: E402
 
 
-def _colors(methods):
-    """One colour per label: tab10 for up to 10 labels, tab20 for up to 20 (beyond that, colours repeat)."""
+MARKERS = "osD^vP"   # past 20 labels the colours come round again, each time with the next marker and line style
+LINES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
+
+
+def _styles(methods):
+    """One look per label: a colour from tab10 (up to 10 labels) or tab20, and, where colours repeat, a marker and
+    line style of its own, so that no two labels look alike (up to 120)."""
     names = sorted(methods)
     n = 10 if len(names) <= 10 else 20
     cmap = (plt.cm.tab10 if n == 10 else plt.cm.tab20)(np.arange(n))
-    return {m: cmap[i % n] for i, m in enumerate(names)}
+    return {m: {"color": cmap[i % n], "marker": MARKERS[i // n % len(MARKERS)], "ls": LINES[i // n % len(LINES)]}
+            for i, m in enumerate(names)}
 
 
 def _finish(fig, ax, path, dpi=140):
@@ -41,7 +47,7 @@ def _finish(fig, ax, path, dpi=140):
 
 def figure2(table, histories, path):
     table = table.assign(method=run_labels(table))
-    colors = _colors(table.method.dropna().unique())
+    styles = _styles(table.method.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
     seen = set()
     for _, r in table.iterrows():
@@ -50,10 +56,11 @@ def figure2(table, histories, path):
             continue
         label = r.method if r.method not in seen else None
         seen.add(r.method)
-        ax.plot(metrics.nonzero_fraction, metrics.val_error * 100, "-", color=colors[r.method], lw=1.2, alpha=0.85,
-                label=label)
-        ax.plot(metrics.nonzero_fraction.iloc[-1], metrics.val_error.iloc[-1] * 100, "o", color=colors[r.method],
-                ms=5)
+        style = styles[r.method]
+        ax.plot(metrics.nonzero_fraction, metrics.val_error * 100, color=style["color"], ls=style["ls"], lw=1.2,
+                alpha=0.85, label=label)
+        ax.plot(metrics.nonzero_fraction.iloc[-1], metrics.val_error.iloc[-1] * 100, style["marker"],
+                color=style["color"], ms=5)
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="validation error (%)",
            title="validation error against sparsity over training (masked)")
     ax.grid(alpha=0.3, which="both")
@@ -65,15 +72,17 @@ def figure2(table, histories, path):
 def pareto(table, path, reference=None):
     table = table.assign(method=run_labels(table))
     done = table[table.status == "completed"]
-    colors = _colors(table.method.dropna().unique())
+    styles = _styles(table.method.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
     for method, rows in done.groupby("method"):
-        ax.plot(rows.nonzero_fraction, rows.test_error * 100, "o", color=colors[method], alpha=0.5, ms=4)
-        ax.plot(rows.nonzero_fraction.mean(), rows.test_error.mean() * 100, "o", color=colors[method], ms=9,
+        color, marker = styles[method]["color"], styles[method]["marker"]
+        ax.plot(rows.nonzero_fraction, rows.test_error * 100, marker, color=color, alpha=0.5, ms=4)
+        ax.plot(rows.nonzero_fraction.mean(), rows.test_error.mean() * 100, marker, color=color, ms=9,
                 label=method, markeredgecolor="k")
     if reference is not None:  # published points, for comparison
         for _, r in reference.iterrows():
-            ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=colors.get(r.method, "gray"), ms=8)
+            ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=styles.get(r.method, {"color": "gray"})["color"],
+                    ms=8)
         ax.plot([], [], "x", color="gray", label="paper (x)")
         name, err, nonzero = paper.SPARSE_VD
         ax.plot(nonzero, err * 100, "*", color="k", ms=12, label=f"{name}, published")
