@@ -32,7 +32,7 @@ from hydra import compose, initialize_config_module
 
 from adrop import methods
 from adrop.train import schema
-from adrop.train.loop import Run
+from adrop.train.loop import Run, denormals_flushed
 
 BATCH = 128
 LAYERS = [(784, 300), (300, 100), (100, 10)]
@@ -164,25 +164,25 @@ def main():
     contenders = {"usual loop": usual.epoch, **contenders, "matmuls only": floor.epoch}
     models = {"usual loop": usual.model, **models, "matmuls only": None}
 
-    torch.set_flush_denormal(device.type == "cpu")  # as Run.fit trains (adrop.train.loop.denormals_flushed)
-    memory, times = {}, {name: [] for name in contenders}
-    for name, fn in contenders.items():  # warm-up
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        fn()
-        sync(device)
-        memory[name] = peak_memory(device, models[name])
-    for _ in range(args.rounds):
-        for name, fn in contenders.items():
-            t = time.perf_counter()
+    with denormals_flushed(device):  # as Run.fit trains
+        memory, times = {}, {name: [] for name in contenders}
+        for name, fn in contenders.items():  # warm-up
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
             fn()
             sync(device)
-            times[name].append(time.perf_counter() - t)
+            memory[name] = peak_memory(device, models[name])
+        for _ in range(args.rounds):
+            for name, fn in contenders.items():
+                t = time.perf_counter()
+                fn()
+                sync(device)
+                times[name].append(time.perf_counter() - t)
 
-    t = time.perf_counter()
-    dense_run.evaluate(dense_run.data.val)
-    sync(device)
-    eval_s = time.perf_counter() - t
+        t = time.perf_counter()
+        dense_run.evaluate(dense_run.data.val)
+        sync(device)
+        eval_s = time.perf_counter() - t
     flops = FLOPS_PER_EXAMPLE * 48_000
     rate = matmul_rate(device)
     limit = flops / rate

@@ -10,12 +10,11 @@ import argparse
 import tempfile
 import time
 
-import torch
 from hydra import compose, initialize_config_module
 from torch.profiler import ProfilerActivity, profile
 
 from adrop.train import schema
-from adrop.train.loop import Run
+from adrop.train.loop import Run, denormals_flushed
 
 
 def main():
@@ -30,14 +29,14 @@ def main():
         cfg = compose("config", overrides=[f"method={args.method}", f"data.root={args.data}", f"device={args.device}",
                                            "epochs=1000", "progress=never", "data.download=false"])
     run = Run(cfg, tempfile.mkdtemp(prefix="adrop-profile-"))
-    torch.set_flush_denormal(args.device == "cpu")  # as Run.fit trains (adrop.train.loop.denormals_flushed)
-    for i in range(2):
-        t = time.perf_counter()
-        run.train_epoch()
-        print(f"epoch {i + 1}: {time.perf_counter() - t:.3f} s")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
-    with profile(activities=activities) as prof:
-        run.train_epoch()
+    with denormals_flushed(run.device):  # as Run.fit trains
+        for i in range(2):
+            t = time.perf_counter()
+            run.train_epoch()
+            print(f"epoch {i + 1}: {time.perf_counter() - t:.3f} s")
+        with profile(activities=activities) as prof:
+            run.train_epoch()
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
 
 
