@@ -41,11 +41,28 @@ class UsageError(Exception):
     """Bad input from the command line: reported in one line, exit status 2."""
 
 
-def numbers(text: str) -> np.ndarray:
+def numbers(text: str, allow_inf: bool = False) -> np.ndarray:
+    """Comma-separated finite numbers (NaN never; +inf only where it is a value of the calculus: eta = inf)."""
     try:
-        return np.array([float(v) for v in text.split(",") if v.strip()], dtype=np.float64)
+        values = np.array([float(v) for v in text.split(",") if v.strip()], dtype=np.float64)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    bad = np.isnan(values) | (np.isinf(values) & ~(allow_inf & (values > 0)))
+    if bad.any():
+        allowed = "finite numbers or inf" if allow_inf else "finite numbers"
+        raise argparse.ArgumentTypeError(f"expected {allowed}, got {values[bad][0]:g} in {text!r}")
+    return values
+
+
+def etas(text: str) -> np.ndarray:
+    return numbers(text, allow_inf=True)
+
+
+def finite(text: str) -> float:
+    value = float(text)
+    if not np.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,11 +73,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--method", help="comma-separated penalty names (default: those of Figure 1)")
     p.add_argument("--w", type=numbers, default=numbers("0,0.1,0.5,1,2,5"), help="scalar weights to evaluate")
     p.add_argument("--vector", type=numbers, help="one vector w (comma-separated) to evaluate as a whole")
-    p.add_argument("--eta", type=numbers, help="values of eta at which to print the dual f")
-    p.add_argument("--weight", type=float, default=1.0, help="lambda multiplying Omega in the figure (default 1)")
+    p.add_argument("--eta", type=etas, help="values of eta at which to print the dual f")
+    p.add_argument("--weight", type=finite, default=1.0, help="lambda multiplying Omega in the figure (default 1)")
     p.add_argument("--approx", action="store_true", help="variational_dropout: Molchanov's KL approximation")
     for name, (kind, text) in PARAMETERS.items():
-        p.add_argument(f"--{name}", type=kind, help=text)
+        p.add_argument(f"--{name}", type=finite if kind is float else kind, help=text)
     p.add_argument("--plot", action="store_true", help="draw Figure 1 (PNG and PDF) and write penalties.csv")
     p.add_argument("--out", type=Path, help="folder for the files (default: a new folder under outputs/penalty/)")
     return p

@@ -52,3 +52,26 @@ def test_console_entry_point_fails_cleanly_without_traceback():
 def test_dispatcher_lists_subcommands_and_rejects_unknown(capsys):
     assert cli.main(["--help"]) == 0 and "penalty" in capsys.readouterr().out
     assert cli.main(["frobnicate"]) == 2 and "valid commands: penalty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--w", "nan"], "argument --w: expected finite numbers, got nan"),
+    (["--w", "0,1,inf"], "argument --w: expected finite numbers, got inf"),
+    (["--method", "l1", "--vector", "1,nan"], "argument --vector: expected finite numbers"),
+    (["--method", "l1", "--eta=-inf"], "argument --eta: expected finite numbers or inf, got -inf"),
+    (["--method", "l1", "--eta", "nan"], "argument --eta: expected finite numbers or inf, got nan"),
+    (["--method", "logsum", "--eps", "nan"], "argument --eps: expected a finite number"),
+    (["--weight", "inf", "--plot"], "argument --weight: expected a finite number"),
+])
+def test_nan_and_inf_inputs_are_refused_with_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        penalty_command.main(argv)
+    assert stop.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage, then its one-line message
+    assert last.startswith("adrop penalty: error: ") and message in last
+
+
+def test_eta_inf_is_a_value_of_the_calculus(capsys):
+    assert penalty_command.main(["--method", "l1,l0", "--eta", "0,inf"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert ["l1", "inf", "inf"] in rows and ["l0", "inf", "2"] in rows

@@ -1,7 +1,7 @@
 """The eta-trick identities for every closed-form penalty, as properties (paper eq. 5, eq. 6, Appendix A)."""
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from adrop import penalties
@@ -148,3 +148,26 @@ def test_documented_edge_values(name, params, omega0, f0, finf):
     pen = penalties.get(name, **params)
     assert close(pen.omega_elementwise(0.0), omega0)
     assert close(pen.f_elementwise(np.array([0.0, np.inf])), [f0, finf])
+
+
+ALL_WITH_PARAMS = [(name, {}) for name in penalties.names()] + [
+    ("elastic_net", {"theta": 0.5}), ("huber", {"eps": 2.0}), ("lp", {"p": 1.5}), ("lpp", {"p": 0.5})]
+
+
+@pytest.mark.parametrize("name,params", ALL_WITH_PARAMS)
+@settings(max_examples=15)  # the numerical duals (standout, vd) cost ~0.1 s an example
+@given(below=st.floats(1e-12, 1e6), above=st.floats(1e-12, 1e6), inside=st.floats(0.0, 1.0))
+def test_f_is_inf_outside_the_domain(name, params, below, above, inside):
+    """f(eta) = +inf for eta outside H, for every penalty (whatever its formula would give there), finite or inf
+    but never NaN inside; non-separable penalties are inf for a vector with any coordinate outside."""
+    pen = penalties.get(name, **params)
+    lo, hi = pen.domain()
+    out = [lo - below, -np.inf] + ([hi + above, hi * (1 + 1e-9) + above] if np.isfinite(hi) else [])
+    inner = lo + inside * (min(hi, lo + 10.0) - lo)
+    if pen.separable:
+        assert np.all(pen.f_elementwise(np.array(out)) == np.inf)
+        assert not np.isnan(pen.f_elementwise(np.array([inner]))).any()
+    else:
+        for eta in out:
+            assert pen.f(np.array([inner, eta])) == np.inf
+        assert not np.isnan(pen.f(np.array([inner, inner])))

@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import duality
-from .array_ops import is_tensor
+from .array_ops import is_tensor, ops
 from .duality import quiet
 
 REGISTRY: dict[str, type["Penalty"]] = {}
@@ -96,6 +96,12 @@ class Penalty:
         """H for one coordinate, as (lo, hi); f is inf outside it."""
         return 0.0, np.inf
 
+    def outside(self, eta):
+        """Where eta lies outside H (NaN is not: it stays NaN). f is +inf there, for every penalty, whatever its
+        formula would give (a closed form read off on H may return -1, 0, -inf or NaN outside it)."""
+        lo, hi = self.domain()
+        return (eta < lo) | (eta > hi)
+
     # Separable penalties: the vector functions are sums (omega, f) or maps (eta_hat) of the scalar ones.
     def omega(self, w) -> np.ndarray:
         return self.omega_elementwise(w).sum(axis=-1)
@@ -111,9 +117,10 @@ class Penalty:
 
     def f_elementwise(self, eta) -> np.ndarray:
         if is_tensor(eta):
-            return self._closed("_f")(eta)
+            return ops(eta).where(self.outside(eta), np.inf, self._closed("_f")(eta))
+        eta = np.atleast_1d(as_float(eta))
         with quiet():
-            return self._f(np.atleast_1d(as_float(eta)))
+            return np.where(self.outside(eta), np.inf, self._f(eta))
 
     def eta_hat(self, w) -> np.ndarray:
         if is_tensor(w):

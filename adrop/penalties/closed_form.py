@@ -230,7 +230,9 @@ class Lp(_NotSeparable):
 
     def f(self, eta):
         eta = np.atleast_1d(as_float(eta))
-        return np.sum(eta**self.q, axis=-1) ** (1.0 / self.q)
+        with np.errstate(invalid="ignore"):
+            norm = np.sum(eta**self.q, axis=-1) ** (1.0 / self.q)
+        return np.where(self.outside(eta).any(axis=-1), np.inf, norm)
 
     def eta_hat(self, w):
         x = np.abs(np.atleast_1d(as_float(w)))
@@ -257,7 +259,7 @@ class HardThresh(_NotSeparable):
 
     def f(self, eta):
         eta = np.atleast_1d(as_float(eta))
-        return np.where(np.count_nonzero(eta, axis=-1) > self.k, np.inf, 0.0)
+        return np.where((np.count_nonzero(eta, axis=-1) > self.k) | self.outside(eta).any(axis=-1), np.inf, 0.0)
 
     def eta_hat(self, w):
         x = np.abs(np.atleast_1d(as_float(w)))

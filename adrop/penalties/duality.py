@@ -123,6 +123,7 @@ def f_from_omega(omega, eta):
     eta = np.asarray(eta, dtype=np.float64)
     flat, back = np.unique(eta, return_inverse=True)
     inv = np.where(np.isinf(flat), 0.0, 1.0 / np.where(flat == 0.0, 1.0, flat))[:, None]
+    inv = np.minimum(inv, np.finfo(np.float64).max)  # 1/eta overflows for subnormal eta: inf * (x^2 = 0) was NaN
 
     def negative(r):
         x = np.exp(r)
