@@ -1,6 +1,64 @@
-"""Shared test settings: hypothesis stays fast and deterministic on 2 cores."""
+"""Shared test settings and fixtures.
+
+- hypothesis stays fast and deterministic on 2 cores;
+- `config(...)`, `synthetic(...)`, `mnist(...)`: `adrop train`'s configuration composed with Hydra's compose API
+  (the same files the command reads), the latter two on small data on the CPU;
+- `adrop(...)`: the real command line in a subprocess, in the test's own folder;
+- `@pytest.mark.slow`: tests that start subprocesses or train on MNIST; `pytest -m "not slow"` is the fast loop.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
 from hypothesis import HealthCheck, settings
+
+from adrop.train import schema
 
 settings.register_profile("adrop", max_examples=60, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("adrop")
+schema.register()
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def compose_config(*overrides):
+    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
+        return compose("config", overrides=list(overrides))
+
+
+@pytest.fixture(scope="session")
+def config():
+    return compose_config
+
+
+@pytest.fixture(scope="session")
+def synthetic():
+    """Synthetic data, a small MLP, the CPU, no progress bar: the cheapest configuration that trains."""
+    return lambda *overrides: compose_config("dataset=synthetic", "model=mlp", "device=cpu", "progress=never",
+                                             *overrides)
+
+
+@pytest.fixture(scope="session")
+def mnist():
+    """The first 1,024 MNIST training examples from ../shared/data (skipped where it is missing)."""
+    if not (DATA / "MNIST" / "raw").exists():
+        pytest.skip("MNIST not found at ../shared/data")
+    return lambda *overrides: compose_config(f"data.root={DATA}", "data.train_limit=1024", "data.download=false",
+                                             "device=cpu", "progress=never", *overrides)
+
+
+def run_adrop(*args, cwd, env=None):
+    env = {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "adrop", *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+
+
+@pytest.fixture
+def adrop(tmp_path):
+    """Run `adrop <args>` in a subprocess in tmp_path (or cwd=...); returns the CompletedProcess."""
+    return lambda *args, cwd=tmp_path, env=None: run_adrop(*args, cwd=cwd, env=env)

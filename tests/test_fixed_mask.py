@@ -2,36 +2,26 @@
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_module
 
-from adrop.train import schema
 from adrop.train.loop import Run, TrainError
-
-schema.register()
-
-
-def config(*overrides):
-    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        return compose("config", overrides=["dataset=synthetic", "model=mlp", "device=cpu", "progress=never",
-                                            *overrides])
 
 
 @pytest.fixture(scope="module")
-def pruned(tmp_path_factory):
+def pruned(tmp_path_factory, synthetic):
     """A finished run with half of its weights pruned: the first stage."""
     folder = tmp_path_factory.mktemp("pruned")
-    Run(config("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3"), folder).fit()
+    Run(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3"), folder).fit()
     return folder
 
 
-def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(pruned, tmp_path):
+def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(synthetic, pruned, tmp_path):
     start = np.load(pruned / "weights.npz")
-    run = Run(config("method=fixed_mask", "epochs=3", "lr=1e-2", f"init_from={pruned}"), tmp_path)
+    run = Run(synthetic("method=fixed_mask", "epochs=3", "lr=1e-2", f"init_from={pruned}"), tmp_path)
     for name, layer in zip(run.model.names, run.model.layers):
         assert np.array_equal(layer.weight.detach().numpy(), start[f"{name}.weight"])
         assert np.array_equal(layer.bias.detach().numpy(), start[f"{name}.bias"])
     first = run.evaluate(run.data.val)[1]
-    assert first == pytest.approx(Run(config("method=magnitude_pruning", "method.params.final_sparsity=0.5",
+    assert first == pytest.approx(Run(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5",
                                              "epochs=3"), pruned).evaluate(run.data.val)[1])
     summary = run.fit()
     end = np.load(tmp_path / "weights.npz")
@@ -42,18 +32,18 @@ def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(pruned, tmp
     assert summary["nonzero"] == sum(int(np.count_nonzero(start[k])) for k in start.files if k.endswith(".weight"))
 
 
-def test_a_resumed_fine_tuning_keeps_the_mask(pruned, tmp_path):
+def test_a_resumed_fine_tuning_keeps_the_mask(synthetic, pruned, tmp_path):
     overrides = ("method=fixed_mask", "epochs=2", f"init_from={pruned}")
-    straight = Run(config(*overrides), tmp_path / "a").fit()
-    Run(config(*overrides), tmp_path / "b").fit(stop_after=1)
-    resumed = Run(config(*overrides), tmp_path / "b").fit()
+    straight = Run(synthetic(*overrides), tmp_path / "a").fit()
+    Run(synthetic(*overrides), tmp_path / "b").fit(stop_after=1)
+    resumed = Run(synthetic(*overrides), tmp_path / "b").fit()
     assert (resumed["test_error"], resumed["nonzero"]) == (straight["test_error"], straight["nonzero"])
 
 
-def test_init_from_without_weights_or_with_other_shapes_is_a_clear_error(pruned, tmp_path):
+def test_init_from_without_weights_or_with_other_shapes_is_a_clear_error(synthetic, pruned, tmp_path):
     with pytest.raises(ValueError, match="set init_from="):  # nothing to keep fixed: refused, not trained dense
-        Run(config("method=fixed_mask"), tmp_path / "none")
+        Run(synthetic("method=fixed_mask"), tmp_path / "none")
     with pytest.raises(TrainError, match="no weights.npz there"):
-        Run(config("method=fixed_mask", f"init_from={tmp_path / 'nothing'}"), tmp_path / "a")
+        Run(synthetic("method=fixed_mask", f"init_from={tmp_path / 'nothing'}"), tmp_path / "a")
     with pytest.raises(TrainError, match=r"fc2.weight should be \(16, 64\), found \(4, 64\)"):
-        Run(config("method=fixed_mask", "model.hidden=[64,16]", f"init_from={pruned}"), tmp_path / "b")
+        Run(synthetic("method=fixed_mask", "model.hidden=[64,16]", f"init_from={pruned}"), tmp_path / "b")

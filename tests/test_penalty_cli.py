@@ -44,6 +44,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_console_entry_point_fails_cleanly_without_traceback():
     run = subprocess.run([sys.executable, "-m", "adrop", "penalty", "--method", "nope"], capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr and "valid names" in run.stderr

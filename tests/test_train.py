@@ -1,12 +1,9 @@
 """`adrop train`: every method trains, files agree with each other, resume is exact, bad input fails clearly.
 
-Most tests compose the config with Hydra's compose API and drive the Run object; a few run the real command line
-in a subprocess (never by calling the decorated function)."""
+Most tests compose the config with Hydra's compose API (the fixtures in conftest.py) and drive the Run object; the
+command line itself is tested in test_promises.py."""
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,26 +11,9 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
-from hydra import compose, initialize_config_module
 
 from adrop import methods
-from adrop.train import schema
 from adrop.train.loop import Run, TrainError
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-needs_mnist = pytest.mark.skipif(not (DATA / "MNIST" / "raw").exists(), reason="MNIST not found at ../shared/data")
-schema.register()
-
-
-def config(*overrides):
-    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        return compose("config", overrides=list(overrides))
-
-
-def mnist(*overrides):
-    return config(f"data.root={DATA}", "data.train_limit=1024", "data.download=false", "device=cpu",
-                  "progress=never", *overrides)
 
 
 def objective(run):
@@ -45,9 +25,9 @@ def objective(run):
         return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * run.method.penalty(run.model.layers))
 
 
-@needs_mnist
+@pytest.mark.slow
 @pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])  # its own: test_fixed_mask.py
-def test_each_method_trains_one_epoch_and_its_files_agree(method, tmp_path):
+def test_each_method_trains_one_epoch_and_its_files_agree(mnist, method, tmp_path):
     # pruning to the default 98% within 16 steps leaves nothing to learn with: half of the weights here
     extra = ["method.params.final_sparsity=0.5"] if method == "magnitude_pruning" else []
     cfg = mnist(f"method={method}", "epochs=1", "batch_size=64", "lr=1e-3", *extra)
@@ -78,7 +58,7 @@ def test_each_method_trains_one_epoch_and_its_files_agree(method, tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["test_error"] == summary["test_error"]
 
 
-def test_sparsifying_methods_make_zeros_on_synthetic_data(tmp_path):
+def test_sparsifying_methods_make_zeros_on_synthetic_data(config, tmp_path):
     """With a strong lam, the eta-hat methods and pruning reach real sparsity (and count it)."""
     for method, extra in [("logsum", ["lam=0.05", "lr=1e-2"]), ("adaprox", ["lam=0.05", "lr=1e-2"]),
                           ("magnitude_pruning", ["method.params.final_sparsity=0.9"])]:
@@ -88,8 +68,8 @@ def test_sparsifying_methods_make_zeros_on_synthetic_data(tmp_path):
         assert summary["nonzero_fraction"] < 0.5, method
 
 
-@needs_mnist
-def test_resume_matches_an_uninterrupted_run(tmp_path):
+@pytest.mark.slow
+def test_resume_matches_an_uninterrupted_run(mnist, tmp_path):
     overrides = ("method=vardrop_lr", "epochs=2", "batch_size=128")
     straight = Run(mnist(*overrides), tmp_path / "a").fit()
     Run(mnist(*overrides), tmp_path / "b").fit(stop_after=1)  # stopped after one epoch, as if killed there ...
@@ -103,13 +83,13 @@ def test_resume_matches_an_uninterrupted_run(tmp_path):
                                   pd.read_csv(tmp_path / "b" / "metrics.csv").drop(columns="seconds"))
 
 
-def test_a_folder_with_another_run_is_never_overwritten(tmp_path):
+def test_a_folder_with_another_run_is_never_overwritten(config, tmp_path):
     Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu"), tmp_path).fit()
     with pytest.raises(TrainError, match="holds a different run"):
         Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "seed=5"), tmp_path)
 
 
-def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(config, tmp_path):
     good = config("dataset=synthetic", "model=mlp", "epochs=3", "device=cpu")
     run = Run(good, tmp_path)
     run.fit(stop_after=1)
@@ -130,59 +110,19 @@ def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     (["penalty_warmup=[5,2]"], "penalty_warmup must be"),
     (["data.root=/nonexistent", "data.download=false", "dataset=mnist"], "4 data file(s) missing in /nonexistent"),
 ])
-def test_bad_settings_fail_with_a_message(overrides, message, tmp_path):
+def test_bad_settings_fail_with_a_message(config, overrides, message, tmp_path):
     with pytest.raises((TrainError, ValueError), match=message.replace("(", r"\(").replace(")", r"\)")):
         Run(config("dataset=synthetic", "model=mlp", "device=cpu", *overrides), tmp_path).fit()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_cuda_without_cuda_is_a_clear_error(tmp_path):
+def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
     with pytest.raises(TrainError, match="CUDA is not available"):
         Run(config("dataset=synthetic", "model=mlp", "device=cuda"), tmp_path)
 
 
-def adrop_train(*args, cwd):
-    env = {**os.environ, "HYDRA_FULL_ERROR": ""}
-    return subprocess.run([sys.executable, "-m", "adrop", "train", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300)
-
-
-def test_command_line_run_typo_and_unknown_method(tmp_path):
-    ok = adrop_train("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", cwd=tmp_path)
-    assert ok.returncode == 0 and "dense: test error" in ok.stdout
-    (run_dir,) = (tmp_path / "outputs" / "runs").iterdir()
-    assert {"metrics.csv", "layers.csv", "summary.json", "weights.npz", "checkpoint.pt"} <= {p.name for p in run_dir.iterdir()}
-    again = adrop_train("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", f"hydra.run.dir={run_dir}",
-                        cwd=tmp_path)
-    assert again.returncode == 0 and "already holds a completed run" in again.stdout
-    typo = adrop_train("epoch=3", cwd=tmp_path)
-    assert typo.returncode != 0 and "epoch" in typo.stderr and "Traceback" not in typo.stderr
-    unknown = adrop_train("method=lasso", cwd=tmp_path)
-    assert unknown.returncode != 0 and "Available options in 'method'" in unknown.stderr
-    assert "vardrop_lr_ar" in unknown.stderr and "Traceback" not in unknown.stderr
-    bad = adrop_train("dataset=synthetic", "model=mlp", "lam=-1", cwd=tmp_path)
-    assert bad.returncode != 0 and bad.stderr.strip().splitlines()[-1] == "adrop train: error: lam must be >= 0, got -1.0"
-
-
-def test_short_multirun_writes_one_folder_per_job_and_records_failures(tmp_path):
-    out = adrop_train("-m", "dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "method=dense,logsum",
-                      "lam=0.001,-1", "data.root=some/where", "progress=never", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    (sweep,) = (tmp_path / "outputs" / "multirun").iterdir()
-    jobs = {p.name: json.loads((p / "summary.json").read_text()) for p in sweep.iterdir() if p.is_dir() and
-            (p / "summary.json").exists()}
-    common = "dataset=synthetic,device=cpu,epochs=1,{},model=mlp"  # named by its overrides, sorted, but data.root
-    # and progress
-    names = {key: common.format(key) for key in ("lam=0.001,method=dense", "lam=0.001,method=logsum",
-                                                   "lam=-1,method=dense", "lam=-1,method=logsum")}
-    assert set(jobs) == set(names.values()) and {p.name for p in sweep.iterdir() if p.is_dir()} == set(names.values())
-    assert jobs[names["lam=0.001,method=logsum"]]["status"] == "completed"
-    failed = jobs[names["lam=-1,method=dense"]]
-    assert failed["status"] == "failed" and "lam must be >= 0" in failed["error"]
-
-
-@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml")))
-def test_every_experiment_config_composes_with_the_paper_setting(name):
+@pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
+def test_every_experiment_config_composes_with_the_paper_setting(config, name):
     cfg = config(f"experiment={name}")
     epochs = 10 if name == "finetune_kept_weights" else 200  # a second stage, after a 200-epoch run
     batch = 100 if "b100" in name else 128  # Molchanov et al.'s batch, said in the name
@@ -190,12 +130,12 @@ def test_every_experiment_config_composes_with_the_paper_setting(name):
     methods.get(cfg.method.name)  # a registered method
 
 
-def test_sparser_recipe_is_the_recipe_with_lam_times_1_5():
+def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):
     """The stage-1 runs in docs/results.md ran as experiment=sparse_vd_recipe lam=2.5e-05: the same configuration."""
     assert config("experiment=sparse_vd_recipe_sparser") == config("experiment=sparse_vd_recipe", "lam=2.5e-05")
 
 
-def test_flat_then_linear_lr_and_penalty_warmup(tmp_path):
+def test_flat_then_linear_lr_and_penalty_warmup(config, tmp_path):
     """Molchanov et al.'s recipe: lr flat for the first half, then linear to 0; the penalty weight 0, then a ramp."""
     run = Run(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu", "method=vardrop_lr_ar",
                      "decay_start=0.5", "penalty_warmup=[1,3]"), tmp_path)
@@ -212,7 +152,7 @@ def test_flat_then_linear_lr_and_penalty_warmup(tmp_path):
     assert plain.lr_at(2 * plain.steps_per_epoch) == plain.hp["lr"] / 2 and plain.lam_at(0) == plain.hp["lam"]
 
 
-def test_training_leaves_the_processor_flags_as_it_found_them(tmp_path):
+def test_training_leaves_the_processor_flags_as_it_found_them(config, tmp_path):
     """Subnormals are flushed while training on the CPU only: the flag is the process's, NumPy shares it."""
     tiny = np.float32(1e-40)  # a subnormal float32
     assert tiny * np.float32(1.0) != 0

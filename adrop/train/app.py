@@ -8,22 +8,36 @@
 
 Outputs go to outputs/runs/<time>/ (or outputs/multirun/<time>/<overrides>/): metrics.csv, layers.csv,
 summary.json, weights.npz, checkpoint.pt. Rerunning the same command with hydra.run.dir=<that folder> resumes it.
+
+Promises (each tested): a folder that holds another run is refused before anything in it is written; a refused or
+failed start of a single run leaves no folder behind; a sweep exits non-zero when any job failed; every error a
+user can cause is one line on stderr (exit 2: the command is wrong; exit 1: the run failed or was refused), with
+the traceback only under HYDRA_FULL_ERROR=1.
 """
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.plugins import Plugins
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from . import run_files, schema
+from . import errors, run_files, schema
+from .hooks import CREATED, StartRefused, start_checks
 from .loop import Run, TrainError
 
+# Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
+# it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
+Plugins.instance()
+from hydra_plugins.adrop_plugins import sweeper  # noqa: E402
+
+Plugins.instance().register(sweeper.AdropSweeper)
 log = logging.getLogger("adrop.train")
 schema.register()
 
@@ -34,34 +48,84 @@ def one_line(summary: dict) -> str:
             f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
 
 
+def report(message: str, multirun: bool, folder: Path) -> None:
+    where = f"{folder.name}: " if multirun else ""
+    print(f"adrop train: error: {where}{message}", file=sys.stderr)
+
+
 def task(cfg: DictConfig) -> dict | None:
     hc = HydraConfig.get()
     folder = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
-    previous = run_files.read_summary(folder)
-    if previous and previous.get("status") == "completed":
-        print(f"{folder} already holds a completed run; nothing to do ({one_line(previous)})")
+    try:
+        identity = start_checks(cfg)  # again in a sweep: each job has its own values
+        state = run_files.claim(folder, identity)
+    except TrainError as err:
+        return failed_start(folder, cfg, str(err), multirun)
+    except run_files.FolderTaken as err:  # nothing written: the folder is another run's
+        report(str(err), multirun, folder)
+        if not multirun:
+            sys.exit(1)
+        return {"status": "refused", "error": str(err), "method": cfg.method.name}
+    if state == "completed":
+        previous = run_files.read_summary(folder)
+        print(f"{folder} already holds this run, completed; nothing to do ({one_line(previous)})")
         return previous
     try:
         run = Run(cfg, folder, multirun=multirun)
+    except (TrainError, ValueError) as err:
+        return failed_start(folder, cfg, str(err), multirun, identity)
+    except Exception as err:  # a bug
+        return failed_start(folder, cfg, bug(err), multirun, identity)
+    run_files.write_config(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task)
+    try:
         summary = run.fit()
     except (TrainError, ValueError) as err:
-        return failed(folder, cfg, str(err), multirun)
-    except Exception as err:  # a bug: keep the traceback in the job log, one line for the user
-        log.error("%s", traceback.format_exc())
-        return failed(folder, cfg, f"{type(err).__name__}: {err}", multirun)
+        return failed(folder, cfg, str(err), multirun, identity)
+    except Exception as err:
+        return failed(folder, cfg, bug(err), multirun, identity)
     print(one_line(summary))
     log.info(one_line(summary))
     return summary
 
 
-def failed(folder: Path, cfg, message: str, multirun: bool):
-    """Record the failure in summary.json; a single run exits non-zero, a sweep goes on with its other jobs."""
+def bug(err: Exception) -> str:
+    """An error that is adrop's fault: one line for the user, the traceback in the job's log (and on stderr under
+    HYDRA_FULL_ERROR=1)."""
+    if errors.debugging():
+        traceback.print_exc()
+    log.error("%s", traceback.format_exc())
+    return f"{type(err).__name__}: {err}"
+
+
+def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None):
+    """A run that could not start. A single run leaves no new folder and an earlier run's folder untouched; a sweep's
+    job records why in its own folder (summary.json, .hydra/) and the sweep goes on."""
+    report(message, multirun, folder)
+    if not multirun:
+        top = CREATED.get(folder.absolute())
+        if top is not None and top.is_dir():  # made by this command: all of it goes, empty parents included
+            for path in sorted(top.rglob("*"), reverse=True):
+                path.unlink() if path.is_file() else path.rmdir()
+            top.rmdir()
+        sys.exit(1)
+    hc = HydraConfig.get()
+    if run_files.read_summary(folder) is None or identity is not None:
+        run_files.write_config(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task)
+        summary = {"status": "failed", "error": message, "method": cfg.method.name, "identity": identity}
+        run_files.write_summary(folder, summary)
+        return summary
+    return {"status": "failed", "error": message, "method": cfg.method.name}
+
+
+def failed(folder: Path, cfg, message: str, multirun: bool, identity: dict):
+    """A run that failed while training: summary.json says so (its last good checkpoint stays); a single run exits
+    non-zero, a sweep goes on with its other jobs."""
     summary = dict(run_files.read_summary(folder) or {})
-    summary.update({"status": "failed", "error": message, "method": cfg.method.name})
+    summary.update({"status": "failed", "error": message, "method": cfg.method.name, "identity": identity})
     run_files.write_summary(folder, summary)
     log.info("failed: %s", message)  # the job's log file; the user gets the one line below
-    print(f"adrop train: error: {message}", file=sys.stderr)
+    report(message, multirun, folder)
     if not multirun:
         sys.exit(1)
     return summary
@@ -73,7 +137,26 @@ def hydra_main(cfg: DictConfig):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point for the dispatcher: Hydra reads sys.argv, so hand it ours."""
-    sys.argv = ["adrop train", *(sys.argv[1:] if argv is None else argv)]
-    hydra_main()
+    """Entry point for the dispatcher: Hydra reads sys.argv, so hand it ours; Hydra raises, we report one line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    saved = {key: os.environ.get(key) for key in ("HYDRA_FULL_ERROR", errors.DEBUG)}
+    debug = saved["HYDRA_FULL_ERROR"] == "1" or saved[errors.DEBUG] == "1"
+    os.environ.update({"HYDRA_FULL_ERROR": "1", errors.DEBUG: "1" if debug else "0"})
+    sys.argv = ["adrop train", *argv]
+    sweeper.RESULT.clear()
+    try:
+        hydra_main()
+    except (StartRefused, Exception) as err:
+        if debug:
+            raise
+        print(f"adrop train: error: {errors.one_line(err)}", file=sys.stderr)
+        return 2
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    failures = sweeper.RESULT.get("failed")
+    if failures:
+        print(f"adrop train: error: {len(failures)} of {sweeper.RESULT['jobs']} jobs failed: see "
+              f"{sweeper.RESULT['dir']} (each failed job's summary.json says why)", file=sys.stderr)
+        return 1
     return 0

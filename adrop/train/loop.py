@@ -89,6 +89,29 @@ def settings(cfg) -> dict:
     return {"lam": float(lam), "lr": float(lr)}
 
 
+def run_identity(cfg, hp: dict | None = None) -> dict:
+    """What makes two commands the same run: a folder is resumed (or left alone, when finished) only by its own run.
+    Settings added after checkpoints existed enter only when they differ from their default, so those still resume."""
+    hp = settings(cfg) if hp is None else hp
+    identity = {"method": cfg.method.name, "lam": hp["lam"], "lr": hp["lr"], "seed": cfg.seed,
+                "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
+                "train_limit": cfg.data.train_limit}
+    if cfg.decay_start:
+        identity["decay_start"] = cfg.decay_start
+    if any(cfg.penalty_warmup):
+        identity["penalty_warmup"] = list(cfg.penalty_warmup)
+    if cfg.init_from:
+        identity["init_from"] = str(cfg.init_from)
+    if cfg.model.name != "lenet_300_100":
+        identity["model"] = f"{cfg.model.name}{list(cfg.model.hidden)}"
+    cls, params = method_params(cfg)
+    changed = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
+               if getattr(params, f.name) != getattr(cls.Params(), f.name)}
+    if changed:
+        identity["method_params"] = changed
+    return identity
+
+
 @contextlib.contextmanager
 def denormals_flushed(device: torch.device):
     """Subnormal floats read and written as zero while training on the CPU, and only then.
@@ -134,16 +157,7 @@ class Run:
         self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
         self.loss = torch.compile(self.step_loss) if cfg.compile else self.step_loss
         self.epoch, self.metrics, self.layer_rows, self.elapsed = 0, [], [], 0.0
-        self.identity = {"method": cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"], "seed": cfg.seed,
-                         "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
-                         "train_limit": cfg.data.train_limit}
-        # schedule settings enter the identity only when set, so checkpoints written before they existed resume
-        if cfg.decay_start:
-            self.identity["decay_start"] = cfg.decay_start
-        if any(cfg.penalty_warmup):
-            self.identity["penalty_warmup"] = list(cfg.penalty_warmup)
-        if cfg.init_from:
-            self.identity["init_from"] = str(cfg.init_from)
+        self.identity = run_identity(cfg, self.hp)
         if not self.resume():
             self.method.start(self.model.layers)
 
@@ -297,6 +311,7 @@ class Run:
                "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
                                                               "fraction": nz / n} for name, shape, nz, n in layers},
                "wall_time_s": self.elapsed, "device": str(self.device), "dataset": self.cfg.dataset.name,
-               "code": code_version(),
+               "code": code_version(), "model": self.cfg.model.name, "architecture": self.model.architecture,
+               "identity": self.identity,
                "batch_size": self.cfg.batch_size, "train_limit": self.cfg.data.train_limit}
         return out

@@ -1,14 +1,23 @@
 """The networks: a multilayer perceptron of the method's sparse Linear layers with ReLU between them.
-lenet_300_100 is 784-300-100-10; mlp takes any hidden widths (model.hidden)."""
+
+    lenet_300_100   784-300-100-10 (the input and output sizes come from the dataset)
+    mlp             any hidden widths (model.hidden), at least one hidden layer
+    linear          no hidden layer (multinomial logistic regression), only when asked for by this name
+
+A model records what it is (`architecture`, e.g. "784-300-100-10") in every run's summary.json.
+"""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+MODELS = ("lenet_300_100", "mlp", "linear")
+
 
 class MLP(nn.Module):
     def __init__(self, widths: list[int], method):
         super().__init__()
+        self.architecture = "-".join(map(str, widths))
         self.names = [f"fc{i + 1}" for i in range(len(widths) - 1)]
         self.layers = nn.ModuleList(method.build_layer(a, b) for a, b in zip(widths[:-1], widths[1:]))
 
@@ -20,10 +29,22 @@ class MLP(nn.Module):
         return x
 
 
-def build(model_cfg, in_features: int, classes: int, method) -> MLP:
-    if model_cfg.name not in ("lenet_300_100", "mlp"):
-        raise ValueError(f"unknown model {model_cfg.name!r}; valid models: lenet_300_100, mlp")
-    hidden = list(model_cfg.hidden)
+def hidden_widths(model_cfg) -> list[int]:
+    """The hidden widths a model config asks for, checked (ValueError with the fix in its message)."""
+    name, hidden = model_cfg.name, list(model_cfg.hidden)
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")
     if any(h < 1 for h in hidden):
         raise ValueError(f"model.hidden must be positive widths, got {hidden}")
-    return MLP([in_features, *hidden, classes], method)
+    if name == "linear" and hidden:
+        raise ValueError(f"model=linear has no hidden layer, got model.hidden={hidden}; use model=mlp for hidden layers")
+    if name != "linear" and not hidden:
+        raise ValueError(f"model={name} with model.hidden=[] has no hidden layer; ask for model=linear by name")
+    if name == "lenet_300_100" and hidden != [300, 100]:
+        raise ValueError(f"model=lenet_300_100 has hidden widths [300, 100], got {hidden}; use model=mlp "
+                         f"model.hidden={hidden} for other widths")
+    return hidden
+
+
+def build(model_cfg, in_features: int, classes: int, method) -> MLP:
+    return MLP([in_features, *hidden_widths(model_cfg), classes], method)

@@ -5,10 +5,15 @@
     layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction
     summary.json   test_error, val_error (fractions, final, masked), nonzero_fraction, layers, epochs, wall_time_s,
                    device, method, lam, lr, seed, status (completed | failed | running), error (when failed),
-                   code (the git commit that ran, or the installed version)
+                   code (the git commit that ran, or the installed version), model and architecture,
+                   identity (what makes two commands the same run; a folder is only ever resumed by its own run)
     weights.npz    <layer>.weight (out x in) and <layer>.bias of every Linear layer in forward order, exactly the
                    arrays evaluation uses (ReLU between layers; inputs normalised as the dataset says)
     checkpoint.pt  the state after the last finished epoch (tensors and plain containers: loads with weights_only)
+    .hydra/        config.yaml, hydra.yaml, overrides.yaml: the configuration, written once, when the run starts
+
+A folder belongs to the first run that starts in it: `claim` says whether a run may use a folder (new, resume,
+completed) before anything in it is written; a folder that holds another run, or files adrop cannot read, is refused.
 """
 from __future__ import annotations
 
@@ -23,6 +28,12 @@ import torch
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
 LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction"]
 CHECKPOINT = "checkpoint.pt"
+SUMMARY = "summary.json"
+HYDRA_DIR = ".hydra"
+
+
+class FolderTaken(Exception):
+    """A folder that this run may not use (it holds another run, or files that are not a readable run's)."""
 
 
 def _atomic(path: Path, write) -> None:
@@ -42,12 +53,70 @@ def write_csv(path: Path, columns, rows) -> None:
 
 
 def write_summary(folder: Path, summary: dict) -> None:
-    _atomic(Path(folder) / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
+    _atomic(Path(folder) / SUMMARY, lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
 
 
 def read_summary(folder: Path) -> dict | None:
-    path = Path(folder) / "summary.json"
+    path = Path(folder) / SUMMARY
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def write_config(folder: Path, config, hydra_config, overrides) -> None:
+    """The run's configuration as Hydra would write it (.hydra/config.yaml, hydra.yaml, overrides.yaml); adrop writes
+    it itself, once the folder is claimed, so that a refused command never touches an earlier run's copy."""
+    from omegaconf import OmegaConf
+
+    target = Path(folder) / HYDRA_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for name, node in (("config.yaml", config), ("hydra.yaml", hydra_config), ("overrides.yaml", overrides)):
+        if not (target / name).exists():
+            _atomic(target / name, lambda tmp, node=node: OmegaConf.save(node, tmp))
+
+
+def claim(folder: Path, identity: dict) -> str:
+    """May the run `identity` use `folder`? "new" (missing or empty), "resume" (its own checkpoint is there),
+    "completed" (its own finished run), "retry" (its own start that failed before a checkpoint). Anything else
+    raises FolderTaken with a message that says what is there and what to do. Reads only; writes nothing."""
+    folder = Path(folder)
+    if not folder.exists() or not any(folder.iterdir()):
+        return "new"
+    where = "move that folder aside or choose another folder (hydra.run.dir, or hydra.sweep.dir for a sweep)"
+    summary = None
+    try:
+        summary = read_summary(folder)
+    except (OSError, ValueError) as err:
+        raise FolderTaken(f"{folder / SUMMARY} cannot be read ({err}); {where}") from None
+    if (folder / CHECKPOINT).exists():
+        try:
+            state = load_checkpoint(folder, "cpu")
+        except Exception as err:  # truncated, corrupt, or a pickle that weights_only refuses
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise FolderTaken(f"{folder / CHECKPOINT} cannot be read: it is truncated or not an adrop checkpoint "
+                              f"({reason[:160]}); {where}") from None
+        found = state.get("identity") if isinstance(state, dict) else None
+        if found is None:
+            raise FolderTaken(f"{folder / CHECKPOINT} is not an adrop checkpoint (no run identity in it); {where}")
+        if found != identity:
+            raise FolderTaken(f"{folder} holds another run ({describe(found, summary)}); adrop never overwrites an "
+                              f"earlier run: {where}")
+        return "completed" if summary and summary.get("status") == "completed" else "resume"
+    if summary is not None:
+        found = summary.get("identity")
+        if found == identity:
+            return "completed" if summary.get("status") == "completed" else "retry"
+        raise FolderTaken(f"{folder} holds another run ({describe(found or summary, summary)}); adrop never "
+                          f"overwrites an earlier run: {where}")
+    names = sorted(p.name for p in folder.iterdir())
+    raise FolderTaken(f"{folder} is not empty and holds no adrop run ({', '.join(names[:5])}"
+                      f"{', ...' if len(names) > 5 else ''}); {where}")
+
+
+def describe(identity: dict, summary: dict | None) -> str:
+    """A run in a few words: method, lam, lr, seed, epochs, and its status."""
+    keys = ("method", "lam", "lr", "seed", "epochs")
+    text = " ".join(f"{k}={identity[k]}" for k in keys if k in identity)
+    status = (summary or {}).get("status")
+    return f"{text}, {status}" if status else text
 
 
 def write_weights(folder: Path, weights) -> None:

@@ -5,6 +5,9 @@ dataclass (adrop.methods.<name>.Params) when the run starts.
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -69,6 +72,35 @@ class Config:
     eval_batch_size: int = 8192
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
+
+
+def _keys(cls) -> dict:
+    """{key: sub-schema or None} of a dataclass schema; open nodes (Dict[str, Any]) are None."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: _keys(hints[f.name]) if dataclasses.is_dataclass(hints[f.name]) else None
+            for f in dataclasses.fields(cls)}
+
+
+def unknown_keys(cfg, schema: dict | None = None, prefix: str = "") -> list[tuple[str, str | None]]:
+    """Keys of a composed config that the schema does not have (Hydra lets `+key=value` add them), each with the
+    closest valid key (or None): [("epoch", "epochs")]. method.params is checked by the method's own dataclass."""
+    schema = _keys(Config) if schema is None else schema
+    out = []
+    for key in cfg.keys():
+        if key == "hydra" and not prefix:
+            continue
+        full = f"{prefix}{key}"
+        if key not in schema:
+            close = difflib.get_close_matches(str(key), list(schema), n=1, cutoff=0.6)
+            out.append((full, f"{prefix}{close[0]}" if close else None))
+        elif schema[key] is not None and hasattr(cfg[key], "keys"):
+            out += unknown_keys(cfg[key], schema[key], f"{full}.")
+    return out
+
+
+def unknown_key_message(key: str, close: str | None) -> str:
+    hint = f" (did you mean {close}?)" if close else ""
+    return f"unknown key {key}{hint}; `adrop train --help` lists the keys and groups"
 
 
 def register() -> None:

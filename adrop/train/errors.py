@@ -1,0 +1,54 @@
+"""Every error a user can cause, as one line: Hydra's multi-line messages shortened to what to fix.
+
+`adrop train` asks Hydra to raise instead of printing (HYDRA_FULL_ERROR=1 inside the process) and reports here;
+a user who sets HYDRA_FULL_ERROR=1 (Hydra's own switch) gets the full traceback instead.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+
+from hydra.errors import MissingConfigException
+
+from . import schema
+
+DEBUG = "ADROP_DEBUG"  # set by the entry point: "1" when the user asked for tracebacks
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG) == "1"
+
+
+def closest_key(path: str) -> str | None:
+    """The valid key nearest a mistyped dotted key ("data.rot" -> "data.root"), by the schema."""
+    node, parts = schema._keys(schema.Config), path.split(".")
+    for i, part in enumerate(parts):
+        if node is None:
+            return None
+        if part not in node:
+            close = difflib.get_close_matches(part, list(node), n=1, cutoff=0.6)
+            return ".".join(parts[:i] + close) if close else None
+        node = node[part]
+    return None
+
+
+def _meaningful(text: str) -> list[str]:
+    """The lines of a Hydra/OmegaConf message that say something (not its indented key dumps or links)."""
+    return [line.strip().rstrip(".") for line in text.splitlines()
+            if line.strip() and not line.startswith((" ", "\t")) and not line.startswith(("See http", "Config search"))
+            and not line.startswith("To append to your config")]  # Hydra's `+key` hint: the schema is closed
+
+
+def one_line(err: BaseException) -> str:
+    text = str(err)
+    if isinstance(err, MissingConfigException) and err.options is not None:
+        found = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+        if found:
+            group, name = found.groups()
+            return f"unknown {group} {name!r}; valid {group} options: {', '.join(err.options)}"
+    found = re.match(r"Could not override '([^']+)'", text)
+    if found and "not in" in str(err.__cause__ or ""):
+        return schema.unknown_key_message(found.group(1), closest_key(found.group(1)))
+    lines = _meaningful(text) + _meaningful(str(err.__cause__ or ""))
+    return ": ".join(lines[:2]) if lines else type(err).__name__

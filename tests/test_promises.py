@@ -1,0 +1,175 @@
+"""The promises of `adrop train` under misuse (issue: nothing lost, nothing silent), each tried as a user would.
+
+- a folder that holds another run is refused before anything in it is written, Hydra's own files included;
+- a refused or failed start of a single run leaves no new folder behind;
+- a sweep exits non-zero when any job failed, with a one-line count, and never rewrites its multirun.yaml;
+- unknown keys are refused even with `+`, naming the closest valid key; Hydra's errors are one line;
+- a model with no hidden layer only by name; summary.json records the architecture.
+The command line runs in subprocesses (marked slow); the rules behind it are also tested in-process (fast).
+"""
+import json
+
+import pytest
+import torch
+
+from adrop.train import errors, hooks, run_files, schema
+from adrop.train.loop import Run, TrainError, run_identity
+
+SMALL = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never")
+
+
+def files(folder):
+    """Every file under folder with its bytes: what must not change."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def last_line(process):
+    lines = process.stderr.strip().splitlines()
+    assert lines, process.stdout
+    return lines[-1]
+
+
+# -- the rules, in-process ------------------------------------------------------------------------------------------
+
+def test_claim_says_new_resume_completed_or_refuses(synthetic, tmp_path):
+    cfg = synthetic("epochs=2")
+    assert run_files.claim(tmp_path / "missing", run_identity(cfg)) == "new"
+    Run(cfg, tmp_path / "a").fit(stop_after=1)
+    assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "resume"
+    Run(cfg, tmp_path / "a").fit()
+    assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "completed"
+    for other in ("seed=1", "lam=0.5", "method=logsum", "model.hidden=[32]", "epochs=3"):
+        with pytest.raises(run_files.FolderTaken, match="holds another run"):
+            run_files.claim(tmp_path / "a", run_identity(synthetic("epochs=2", other)))
+
+
+def test_a_truncated_or_foreign_checkpoint_is_named_with_what_to_do(synthetic, tmp_path):
+    cfg = synthetic()
+    Run(cfg, tmp_path / "a").fit()
+    data = (tmp_path / "a" / "checkpoint.pt").read_bytes()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "checkpoint.pt").write_bytes(data[:1000])
+    with pytest.raises(run_files.FolderTaken, match="cannot be read: it is truncated or not an adrop checkpoint"):
+        run_files.claim(tmp_path / "b", run_identity(cfg))
+    (tmp_path / "c").mkdir()
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "c" / "checkpoint.pt")
+    with pytest.raises(run_files.FolderTaken, match="not an adrop checkpoint.*move that folder aside"):
+        run_files.claim(tmp_path / "c", run_identity(cfg))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes.txt").write_text("mine")
+    with pytest.raises(run_files.FolderTaken, match="holds no adrop run"):
+        run_files.claim(tmp_path / "d", run_identity(cfg))
+
+
+def test_unknown_keys_are_refused_even_when_added_with_plus(config):
+    cfg = config("+epoch=3", "+data.rot=1", "+dataset.colour=red")
+    assert sorted(schema.unknown_keys(cfg)) == [("data.rot", "data.root"), ("dataset.colour", None),
+                                                 ("epoch", "epochs")]
+    with pytest.raises(TrainError, match=r"unknown key epoch \(did you mean epochs\?\)"):
+        hooks.start_checks(config("method=logsum", "+epoch=3"))
+    assert schema.unknown_keys(config("method=logsum", "lam=0.1")) == []
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["model.hidden=[]"], "model=lenet_300_100 with model.hidden=[] has no hidden layer; ask for model=linear"),
+    (["model=mlp", "model.hidden=[]"], "model=mlp with model.hidden=[] has no hidden layer"),
+    (["model.hidden=[50]"], "model=lenet_300_100 has hidden widths [300, 100], got [50]"),
+    (["model=linear", "model.hidden=[5]"], "model=linear has no hidden layer"),
+])
+def test_a_model_without_hidden_layers_only_by_name(config, overrides, message):
+    with pytest.raises(TrainError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        hooks.start_checks(config(*overrides))
+
+
+def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
+    summary = Run(synthetic("model=linear"), tmp_path / "linear").fit()
+    assert (summary["model"], summary["architecture"]) == ("linear", "20-4")
+    summary = Run(synthetic("model.hidden=[16,8]"), tmp_path / "mlp").fit()
+    assert (summary["model"], summary["architecture"]) == ("mlp", "20-16-8-4")
+    assert json.loads((tmp_path / "mlp" / "summary.json").read_text())["identity"]["model"] == "mlp[16, 8]"
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["method=lasso"], "unknown method 'lasso'; valid method options: adaprox, adatikhonov, dense,"),
+    (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
+    (["data.rot=x"], "unknown key data.rot (did you mean data.root?)"),
+    (["epochs=abc"], "Error merging override epochs=abc: Value 'abc' of type 'str' could not be converted"),
+])
+def test_hydra_errors_become_one_line(config, overrides, message):
+    with pytest.raises(Exception) as caught:
+        config(*overrides)
+    line = errors.one_line(caught.value)
+    assert message in line and "\n" not in line
+
+
+# -- the command line -----------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_folder_with_another_run_is_never_touched(adrop, tmp_path):
+    """Case 1: a different command into a completed run's folder and into a killed run's folder; the same command."""
+    done = tmp_path / "done"
+    assert adrop("train", *SMALL, "method=hard_concrete", f"hydra.run.dir={done}").returncode == 0
+    killed = tmp_path / "killed"
+    assert adrop("train", *SMALL, "method=logsum", "epochs=3", f"hydra.run.dir={killed}").returncode == 0
+    summary = json.loads((killed / "summary.json").read_text())
+    (killed / "summary.json").write_text(json.dumps({**summary, "status": "running", "epochs": 1}))  # as if killed
+    before = {folder: files(folder) for folder in (done, killed)}
+    assert {".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml"} <= set(before[done])
+    for folder in (done, killed):
+        other = adrop("train", *SMALL, "method=vardrop_lr_ar", "lam=0.5", f"hydra.run.dir={folder}")
+        assert other.returncode == 1 and "Traceback" not in other.stderr
+        assert last_line(other).startswith(f"adrop train: error: {folder} holds another run (method=")
+        assert "choose another folder" in last_line(other) and len(other.stderr.strip().splitlines()) == 1
+        assert files(folder) == before[folder]
+    same = adrop("train", *SMALL, "method=hard_concrete", f"hydra.run.dir={done}")
+    assert same.returncode == 0 and "already holds this run, completed; nothing to do" in same.stdout
+    assert files(done) == before[done]
+
+
+@pytest.mark.slow
+def test_a_truncated_checkpoint_is_one_line_and_left_alone(adrop, tmp_path):
+    folder = tmp_path / "run"
+    assert adrop("train", *SMALL, f"hydra.run.dir={folder}").returncode == 0
+    (folder / "checkpoint.pt").write_bytes((folder / "checkpoint.pt").read_bytes()[:2000])
+    before = files(folder)
+    again = adrop("train", *SMALL, f"hydra.run.dir={folder}")
+    assert again.returncode == 1 and "Traceback" not in again.stderr and len(again.stderr.strip().splitlines()) == 1
+    assert "checkpoint.pt cannot be read: it is truncated or not an adrop checkpoint" in last_line(again)
+    assert "move that folder aside" in last_line(again) and files(folder) == before
+
+
+@pytest.mark.slow
+def test_refused_or_failed_starts_leave_no_folder(adrop, tmp_path):
+    """Cases 3, 4 and 6: a `+` typo, Hydra's errors, bad values, missing data: one line, no folder, no traceback."""
+    cases = [
+        (["method=logsum", "+epoch=3"], 2, "adrop train: error: unknown key epoch (did you mean epochs?)"),
+        (["epoch=3"], 2, "adrop train: error: unknown key epoch (did you mean epochs?)"),
+        (["method=lasso"], 2, "adrop train: error: unknown method 'lasso'; valid method options: adaprox"),
+        (["lam=-1"], 2, "adrop train: error: lam must be >= 0, got -1.0"),
+        (["model.hidden=[]"], 2, "adrop train: error: model=lenet_300_100 with model.hidden=[] has no hidden"),
+        (["data.root=nowhere", "data.download=false"], 1, "adrop train: error: 4 data file(s) missing in "),
+    ]
+    for overrides, code, message in cases:
+        out = adrop("train", "device=cpu", *overrides)
+        assert out.returncode == code, (overrides, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1 and last_line(out).startswith(message), out.stderr
+        assert not (tmp_path / "outputs").exists(), overrides
+    full = adrop("train", "method=lasso", env={"HYDRA_FULL_ERROR": "1"})  # the documented way to a traceback
+    assert full.returncode != 0 and "Traceback" in full.stderr
+
+
+@pytest.mark.slow
+def test_a_sweep_with_failed_jobs_exits_non_zero_and_keeps_its_record(adrop, tmp_path):
+    """Case 2: every job runs, the failed ones say why in their folders, the exit status and one line count them;
+    a second command into the sweep folder leaves the first one's multirun.yaml as it was."""
+    out = adrop("train", "-m", *SMALL, "method=dense,logsum", "lam=0.001,-1", "hydra.sweep.dir=sweep")
+    assert out.returncode == 1
+    assert last_line(out) == ("adrop train: error: 2 of 4 jobs failed: see sweep (each failed job's summary.json "
+                              "says why)")
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/summary.json")]
+    assert sorted(s["status"] for s in summaries) == ["completed", "completed", "failed", "failed"]
+    record = (tmp_path / "sweep" / "multirun.yaml").read_bytes()
+    again = adrop("train", "-m", *SMALL, "method=dense,logsum", "lam=0.001", "hydra.sweep.dir=sweep")
+    assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
+    assert (tmp_path / "sweep" / "multirun.yaml").read_bytes() == record
+    assert (tmp_path / "sweep" / "multirun.2.yaml").exists()
