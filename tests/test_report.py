@@ -130,3 +130,63 @@ def test_every_label_of_a_large_report_looks_different():
     looks = {(tuple(s["color"]), s["marker"], str(s["ls"])) for s in styles.values()}
     assert len(looks) == 45
     assert len({tuple(s["color"]) for s in styles.values()}) == 20
+
+
+def test_log_axes_are_labelled_at_any_range():
+    """figure2's axis from 0.86 to 1 was labelled only '1': a narrow range gets plain ticks, a wide one 1-2-5."""
+    import matplotlib.pyplot as plt
+
+    from adrop.report.figures import log_ticks
+
+    for lo, hi, at_least in [(0.86, 1.0, 3), (0.97, 1.0, 3), (0.01, 1.0, 5), (1e-4, 1.0, 5)]:
+        fig, ax = plt.subplots()
+        ax.set(xscale="log", xlim=(lo, hi))
+        log_ticks(ax.xaxis, lo, hi)
+        fig.canvas.draw()
+        shown = [t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi and t.get_text()]
+        plt.close(fig)
+        assert len(shown) >= at_least, (lo, hi, shown)
+
+
+def test_paper_points_take_their_methods_colour_and_paths_group_runs():
+    from adrop.report import collect, figures, paper
+
+    table = pd.DataFrame({"method": ["logsum", "logsum", "vardrop_lr_ar", "fixed_mask", "fixed_mask"],
+                          "lam": [1e-3, 2e-3, 1 / 60000, 0.0, 0.0], "lr": [1e-4, 1e-4, 1e-3, 1e-3, 1e-3],
+                          "setting": ["", "", "", "init_from=/a/run1", "init_from=/a/run2"]})
+    groups = collect.groups(table)
+    assert groups.tolist() == ["logsum (lam=0.001)", "logsum (lam=0.002)", "vardrop_lr_ar", "fixed_mask",
+                               "fixed_mask"]
+    assert collect.labels(table).nunique() == 5  # the settings stay apart in the table
+    styles = figures._styles(groups.unique())
+    table = table.assign(group=groups, method_name=table.method)
+    row = paper.table().query("method == 'logsum'").iloc[0]  # lam 1e-3: the colour of our runs at the paper's lam
+    assert (figures.paper_colour(table, styles, row) == styles["logsum (lam=0.001)"]["color"]).all()
+    # the paper's VarDrop+LR+AR ran at lr 1e-4; ours at 1e-3 still takes its method's colour, not grey
+    row = paper.table().query("method == 'vardrop_lr_ar'").iloc[0]
+    assert (figures.paper_colour(table, styles, row) == styles["vardrop_lr_ar"]["color"]).all()
+    assert figures.paper_colour(table, styles, paper.table().query("method == 'adaprox'").iloc[0]) == "gray"
+
+
+def test_layer_figure_has_integer_epoch_ticks(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from adrop.report import figures
+
+    table = pd.DataFrame({"run": ["a"], "method": ["logsum"], "lam": [1e-3], "lr": [1e-4], "setting": [""]})
+    layers = pd.DataFrame({"epoch": [1, 2, 3] * 2, "layer": ["fc1"] * 3 + ["fc2"] * 3,
+                           "nonzero_fraction": [1.0, 0.5, 0.2, 1.0, 0.8, 0.6]})
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        fig.canvas.draw()
+        seen["ticks"] = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+        return real_savefig(fig, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        figures.layers(table, {"a": (None, layers)}, tmp_path / "layers.png")
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert seen["ticks"] and all(t.lstrip("−-").isdigit() for t in seen["ticks"]), seen["ticks"]

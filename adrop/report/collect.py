@@ -116,6 +116,17 @@ def labels(table: pd.DataFrame) -> pd.Series:
     return out
 
 
+def groups(table: pd.DataFrame) -> pd.Series:
+    """A legend entry per run that groups runs by method and setting: the label without path values (init_from=...),
+    so that fine-tuning runs started from many folders share one entry instead of listing every path."""
+    table = table.assign(setting=table.setting.fillna("") if "setting" in table else "")
+    return labels(table.assign(setting=table.setting.map(_without_paths)))
+
+
+def _without_paths(setting: str) -> str:
+    return " ".join(item for item in setting.split(" ") if "/" not in item.partition("=")[2])
+
+
 def _short_paths(setting: str) -> str:
     """A setting with every path value (init_from=a/b/c) cut to its last folder, for legends."""
     def cut(item):

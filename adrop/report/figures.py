@@ -4,7 +4,10 @@
   by method (the paper's Figure 2); the last point of each run is marked.
 - pareto: final test error against fraction nonzero, one point per completed run (mean over seeds as a larger mark).
 - layers: per-layer fraction of nonzero weights over epochs, one panel per method.
-A method that ran under several settings (other overrides) gets one colour and one panel per setting.
+A method that ran under several settings (other overrides) gets one colour and one panel per setting; runs that
+differ only in a path (init_from=...) share their setting's colour, legend entry and panel (collect.groups).
+Log axes are labelled at any range (a narrow one gets plain ticks), epochs are integers, and the paper's points
+take the colour of their method.
 """
 from __future__ import annotations
 
@@ -13,10 +16,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from . import paper  # noqa: E402
-from .collect import labels as run_labels  # noqa: E402
+from .collect import groups, labels as run_labels  # noqa: E402
 
 
 MARKERS = "osD^vP"   # past 20 labels the colours come round again, each time with the next marker and line style
@@ -33,12 +36,21 @@ def _styles(methods):
             for i, m in enumerate(names)}
 
 
+def log_ticks(axis, lo: float, hi: float) -> None:
+    """Labels on a log axis at any range: 1, 2, 5 x 10^k over more than a decade; inside one (0.86 to 1, where
+    those give a single tick or none) about five plain ticks."""
+    if lo > 0 and hi / lo < 10:
+        axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+    else:
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _finish(fig, ax, path, dpi=140):
-    """Log x axis labelled at 1, 2, 5 x 10^k; the legend right of the axes, the image grown to hold it (the axes
-    keep their size however long the labels are)."""
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    """Log x axis labelled at any range; the legend right of the axes, the image grown to hold it (the axes keep
+    their size however long the labels are)."""
+    log_ticks(ax.xaxis, *ax.get_xlim())
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
@@ -46,7 +58,7 @@ def _finish(fig, ax, path, dpi=140):
 
 
 def figure2(table, histories, path):
-    table = table.assign(method=run_labels(table))
+    table = table.assign(method=groups(table))
     styles = _styles(table.method.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
     seen = set()
@@ -70,20 +82,20 @@ def figure2(table, histories, path):
 
 
 def pareto(table, path, reference=None):
-    table = table.assign(method=run_labels(table))
+    table = table.assign(group=groups(table), method_name=table.method, method=run_labels(table))
     done = table[table.status == "completed"]
-    styles = _styles(table.method.dropna().unique())
+    styles = _styles(table.group.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
-    for method, rows in done.groupby("method"):
-        color, marker = styles[method]["color"], styles[method]["marker"]
+    for group, rows in done.groupby("group"):
+        color, marker = styles[group]["color"], styles[group]["marker"]
         ax.plot(rows.nonzero_fraction, rows.test_error * 100, marker, color=color, alpha=0.5, ms=4)
-        ax.plot(rows.nonzero_fraction.mean(), rows.test_error.mean() * 100, marker, color=color, ms=9,
-                label=method, markeredgecolor="k")
-    if reference is not None:  # published points, for comparison
+        for i, (_, setting) in enumerate(rows.groupby("method")):  # the mean over seeds of each setting
+            ax.plot(setting.nonzero_fraction.mean(), setting.test_error.mean() * 100, marker, color=color, ms=9,
+                    label=group if i == 0 else None, markeredgecolor="k")
+    if reference is not None:  # published points, for comparison, in the colour of their method
         for _, r in reference.iterrows():
-            ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=styles.get(r.method, {"color": "gray"})["color"],
-                    ms=8)
-        ax.plot([], [], "x", color="gray", label="paper (x)")
+            ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=paper_colour(table, styles, r), ms=8, mew=2)
+        ax.plot([], [], "x", color="gray", mew=2, label="paper (x, the colour of its method)")
         name, err, nonzero = paper.SPARSE_VD
         ax.plot(nonzero, err * 100, "*", color="k", ms=12, label=f"{name}, published")
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="test error (%)",
@@ -92,8 +104,18 @@ def pareto(table, path, reference=None):
     _finish(fig, ax, path)
 
 
+def paper_colour(table, styles, row):
+    """The colour of the runs of the paper's method: those with the paper's lam and lr first, any of it else."""
+    same = table[table.method_name == row.method]
+    exact = same[same.lam.sub(row.lam).abs().le(1e-3 * row.lam) & same.lr.sub(row.lr).abs().le(1e-3 * row.lr)]
+    for rows in (exact, same):
+        if len(rows):
+            return styles[rows.group.iloc[0]]["color"]
+    return "gray"
+
+
 def layers(table, histories, path):
-    table = table.assign(method=run_labels(table))
+    table = table.assign(method=groups(table))
     methods = sorted(table.method.dropna().unique())
     cols = min(3, max(len(methods), 1))
     rows_n = int(np.ceil(len(methods) / cols)) or 1
@@ -109,12 +131,15 @@ def layers(table, histories, path):
                 line, = ax.plot(rows.epoch, rows.nonzero_fraction, color=colors.get(name), label=name if first else None)
                 colors.setdefault(name, line.get_color())
         ax.set(title=method, yscale="log", xlabel="epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3, which="both")
         if colors:
             ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(methods):]:
         ax.axis("off")
     axes[0, 0].set_ylabel("fraction nonzero")
+    if methods:
+        log_ticks(axes[0, 0].yaxis, *axes[0, 0].get_ylim())  # shared by every panel
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
