@@ -173,3 +173,36 @@ def test_a_sweep_with_failed_jobs_exits_non_zero_and_keeps_its_record(adrop, tmp
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
     assert (tmp_path / "sweep" / "multirun.yaml").read_bytes() == record
     assert (tmp_path / "sweep" / "multirun.2.yaml").exists()
+
+
+def test_each_method_config_names_its_own_file_and_writes_no_default_twice(config):
+    """conf/method/<name>.yaml runs method <name> (a mismatch would silently run another) and holds lam and lr only:
+    the parameters' defaults are the method's Params dataclass, which the composed config carries."""
+    import dataclasses
+    from pathlib import Path
+
+    import yaml
+
+    from adrop import methods
+
+    files = sorted((Path(__file__).resolve().parents[1] / "conf" / "method").glob("*.yaml"))
+    assert {f.stem for f in files} == set(methods.names())
+    for path in files:
+        content = yaml.safe_load(path.read_text())
+        assert content["name"] == path.stem and set(content) == {"name", "lam", "lr"}, path
+        params = config(f"method={path.stem}").method.params
+        cls = methods.get(path.stem).Params
+        assert {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls)} == dict(params)
+    with pytest.raises(TrainError, match="conf/method/logsum.yaml says name: dense"):
+        hooks.start_checks(config("method=dense"), "logsum")
+
+
+def test_method_parameters_are_typed_and_closed(config):
+    assert config("method=magnitude_pruning", "method.params.final_sparsity=0.5").method.params.final_sparsity == 0.5
+    with pytest.raises(Exception) as caught:
+        config("method=magnitude_pruning", "method.params.final_sparsty=0.5")
+    assert errors.one_line(caught.value) == ("unknown key method.params.final_sparsty (did you mean "
+                                             "method.params.final_sparsity?); `adrop train --help` lists the keys "
+                                             "and groups")
+    with pytest.raises(TrainError, match="method.params for logsum: Key 'epsilon' not in 'PenaltyParams'"):
+        hooks.start_checks(config("method=logsum", "+method.params.epsilon=1"))  # `+` passes Hydra, not the start

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from adrop import keep_rule
+
 
 
 class Recorder:
@@ -43,18 +45,15 @@ class Recorder:
             self(t, w, change, force=True)
 
 
-def kept(penalty, lam, w, threshold: float = 0.05) -> int:
-    """Weights whose keep probability alpha = eta_hat / (eta_hat + lam) is at least 0.05 (the paper's rule)."""
-    return int(np.count_nonzero(keep_mask(penalty, lam, w, threshold)))
+def kept(penalty, lam, w) -> int:
+    """Weights whose keep probability alpha = eta_hat / (eta_hat + lam) is at least 0.05 (adrop.keep_rule)."""
+    return int(np.count_nonzero(keep_mask(penalty, lam, w)))
 
 
-def keep_mask(penalty, lam, w, threshold: float = 0.05) -> np.ndarray:
-    eta = penalty.eta_hat(w)
+def keep_mask(penalty, lam, w) -> np.ndarray:
     if lam == 0:
-        return w != 0
-    with np.errstate(invalid="ignore"):
-        alpha = np.where(np.isinf(eta), 1.0, eta / (eta + lam))
-    return alpha >= threshold
+        return np.asarray(w) != 0
+    return keep_rule.kept(penalty.eta_hat(w), lam)
 
 
 def relative_change(new, old) -> float:

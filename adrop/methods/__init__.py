@@ -2,9 +2,16 @@
 
     dense, vardrop_lr_ar, vardrop_lr, vardrop, eta_trick, adaprox, adatikhonov, logsum, magnitude_pruning,
     hard_concrete, and fixed_mask (fine-tuning what another run kept)
+
+Every module of this package is imported here, so a new method registers itself (@register) by being a file in
+adrop/methods/: there is no list to edit.
 """
-from . import (adaprox, adatikhonov, dense, eta_trick, fixed_mask, hard_concrete, logsum,  # noqa: F401  (register)
-               magnitude_pruning, variational_dropout)
+import importlib
+import pkgutil
+
 from .base import METHODS, Method, SparseLinear, get, names
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["METHODS", "Method", "SparseLinear", "get", "names"]

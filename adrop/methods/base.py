@@ -7,7 +7,7 @@ The loop only ever calls:
     method.start(layers)       once, before the first step of a new run (not on resume)
     method.penalty(layers)     the regulariser R; the loop minimises  data term + lam * R
     method.after_step(...)     e.g. a proximal step or a pruning schedule
-    layer.keep_mask()          which weights count as nonzero (the paper's rule: keep probability >= 0.05)
+    layer.keep_mask()          which weights count as nonzero (the paper's rule, adrop.keep_rule)
     layer.effective_weight()   the weight evaluation uses, masks and deterministic gates folded in
 
 Adding a method means one module here (registered with @register) and one file conf/method/<name>.yaml.
@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-KEEP_THRESHOLD = 0.05  # a weight whose keep probability alpha is below this counts as zero (paper, App. C)
 METHODS: dict[str, type["Method"]] = {}
 
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from adrop import penalties
+from adrop import keep_rule, penalties
 
-from .base import KEEP_THRESHOLD, Method, SparseLinear
+from .base import Method, SparseLinear
 
 
 @dataclass
@@ -24,11 +24,10 @@ class EtaHatLinear(SparseLinear):
         self.pen = method.pen
 
     def keep_probability(self) -> torch.Tensor:
-        eta = self.pen.eta_hat(self.weight.detach())
-        return torch.where(torch.isinf(eta), 1.0, eta / (eta + self.lam))
+        return keep_rule.keep_probability(self.pen.eta_hat(self.weight.detach()), self.lam)
 
     def keep_mask(self):
-        return self.keep_probability() >= KEEP_THRESHOLD
+        return self.keep_probability() >= keep_rule.KEEP_THRESHOLD
 
 
 class EtaHatMethod(Method):

@@ -11,8 +11,9 @@ import torch
 from torch import nn
 
 from adrop import penalties
+from adrop.keep_rule import KEEP_THRESHOLD
 
-from .base import KEEP_THRESHOLD, Method, SparseLinear, register
+from .base import Method, SparseLinear, register
 
 
 @dataclass

@@ -14,12 +14,12 @@ from .base import Method, SparseLinear, register
 
 @dataclass
 class PruningParams:
-    final_sparsity: float = 0.95
+    final_sparsity: float = 0.98
     initial_sparsity: float = 0.0
     start: float = 0.0        # fraction of training at which pruning starts
     end: float = 0.5          # ... and reaches final_sparsity
     frequency: int = 100      # steps between mask updates
-    scope: str = "layer"      # "layer": each layer to the target; "global": one threshold over all layers
+    scope: str = "global"     # "layer": each layer to the target; "global": one threshold over all layers
 
     def __post_init__(self):
         if not 0 <= self.initial_sparsity <= self.final_sparsity < 1:

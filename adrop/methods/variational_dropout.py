@@ -9,18 +9,16 @@ The regulariser is sum_j KL(alpha_j) with Molchanov's fit of the KL (adrop.penal
 and lam = 1/N. Molchanov's alpha is lam / eta, so the keep probability eta / (eta + lam) is 1 / (1 + alpha): a
 weight counts as zero when log alpha > log(0.95 / 0.05) = 2.944. Evaluation uses theta with those weights zeroed.
 """
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from adrop.keep_rule import LOG_ALPHA_ZERO  # 2.944: alpha = 1 / (1 + alpha_Molchanov) < 0.05
 from adrop.penalties.variational_dropout import kl_approx_log
 
-from .base import KEEP_THRESHOLD, Method, SparseLinear, register
-
-LOG_ALPHA_ZERO = math.log((1 - KEEP_THRESHOLD) / KEEP_THRESHOLD)  # 2.944
+from .base import Method, SparseLinear, register
 
 
 @dataclass

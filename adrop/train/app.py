@@ -58,7 +58,7 @@ def task(cfg: DictConfig) -> dict | None:
     folder = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     try:
-        identity = start_checks(cfg)  # again in a sweep: each job has its own values
+        identity = start_checks(cfg, hc.runtime.choices.get("method"))  # again in a sweep: each job's own values
         state = run_files.claim(folder, identity)
     except TrainError as err:
         return failed_start(folder, cfg, str(err), multirun)

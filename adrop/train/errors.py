@@ -5,6 +5,7 @@ a user who sets HYDRA_FULL_ERROR=1 (Hydra's own switch) gets the full traceback 
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -33,6 +34,21 @@ def closest_key(path: str) -> str | None:
     return None
 
 
+def closest_param(path: str, cause: str) -> str | None:
+    """For a mistyped method.params.<key>: the nearest parameter of the method whose Params class refused it."""
+    from adrop import methods
+
+    refused = re.search(r"not in '(\w+)'", cause)
+    if not path.startswith("method.params.") or not refused:
+        return None
+    for cls in methods.METHODS.values():
+        if cls.Params.__name__ == refused.group(1):
+            fields = [f.name for f in dataclasses.fields(cls.Params)]
+            close = difflib.get_close_matches(path.rsplit(".", 1)[1], fields, n=1, cutoff=0.6)
+            return f"method.params.{close[0]}" if close else None
+    return None
+
+
 def _meaningful(text: str) -> list[str]:
     """The lines of a Hydra/OmegaConf message that say something (not its indented key dumps or links)."""
     return [line.strip().rstrip(".") for line in text.splitlines()
@@ -49,6 +65,7 @@ def one_line(err: BaseException) -> str:
             return f"unknown {group} {name!r}; valid {group} options: {', '.join(err.options)}"
     found = re.match(r"Could not override '([^']+)'", text)
     if found and "not in" in str(err.__cause__ or ""):
-        return schema.unknown_key_message(found.group(1), closest_key(found.group(1)))
+        key = found.group(1)
+        return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
     lines = _meaningful(text) + _meaningful(str(err.__cause__ or ""))
     return ": ".join(lines[:2]) if lines else type(err).__name__

@@ -27,9 +27,13 @@ def check_keys(cfg) -> None:
         raise TrainError(schema.unknown_key_message(*unknown[0]))
 
 
-def start_checks(cfg) -> dict:
-    """Every check that needs no data and no folder; returns the run's identity."""
+def start_checks(cfg, chosen: str | None = None) -> dict:
+    """Every check that needs no data and no folder; returns the run's identity. `chosen` is the method option
+    Hydra composed (conf/method/<chosen>.yaml): its `name:` must be that, or another method would run silently."""
     check_keys(cfg)
+    if chosen is not None and cfg.method.name != chosen:
+        raise TrainError(f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
+                         "the same (a registered method, adrop/methods/)")
     try:
         model_mod.hidden_widths(cfg.model)
         return run_identity(cfg)
@@ -40,7 +44,7 @@ def start_checks(cfg) -> dict:
 class StartChecks(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         try:
-            start_checks(config)
+            start_checks(config, config.hydra.runtime.choices.get("method"))
         except TrainError as err:
             raise StartRefused(str(err)) from None
         folder = Path(config.hydra.run.dir).absolute()

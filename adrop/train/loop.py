@@ -61,13 +61,16 @@ def reset_state(seed: int, device: torch.device) -> None:
 def method_params(cfg):
     """The method's parameters, checked against its dataclass (unknown keys and wrong types fail here)."""
     cls = methods.get(cfg.method.name)
-    schema = OmegaConf.structured(cls.Params)
+    fields = [f.name for f in dataclasses.fields(cls.Params)]
+    valid = f"(valid: {', '.join(fields) or 'none'})"
+    unknown = [key for key in cfg.method.params.keys() if key not in fields]  # `+method.params.x=1` gets past Hydra
+    if unknown:
+        raise TrainError(f"method.params for {cls.name}: Key {unknown[0]!r} not in {cls.Params.__name__!r} {valid}")
     try:
-        merged = OmegaConf.merge(schema, cfg.method.params)
+        merged = OmegaConf.merge(OmegaConf.structured(cls.Params), cfg.method.params)
         return cls, OmegaConf.to_object(merged)
     except Exception as err:
-        raise TrainError(f"method.params for {cls.name}: {str(err).splitlines()[0]} "
-                         f"(valid: {', '.join(f.name for f in dataclasses.fields(cls.Params)) or 'none'})") from None
+        raise TrainError(f"method.params for {cls.name}: {str(err).splitlines()[0]} {valid}") from None
 
 
 def settings(cfg) -> dict:

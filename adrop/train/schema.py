@@ -104,4 +104,11 @@ def unknown_key_message(key: str, close: str | None) -> str:
 
 
 def register() -> None:
-    ConfigStore.instance().store(name="adrop_schema", node=Config)
+    """The schema, and each method's parameters as a config group `method_params` (its Params dataclass: the one place
+    its defaults are written), which conf/config.yaml puts at method.params for the chosen method."""
+    from adrop import methods
+
+    store = ConfigStore.instance()
+    store.store(name="adrop_schema", node=Config)
+    for name, cls in methods.METHODS.items():
+        store.store(group="method_params", name=name, node=cls.Params)
