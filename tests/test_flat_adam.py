@@ -21,18 +21,18 @@ class ReferenceAdam(torch.optim.Adam):
 def train(method_name, flat: bool, steps=12):
     torch.manual_seed(0)
     cls = methods.get(method_name)
-    method = cls(1e-3, cls.Params(), steps_per_epoch=steps, epochs=1)
+    method = cls(cls.Params(), steps_per_epoch=steps, epochs=1)
     model = MLP([20, 16, 8, 4], method)
     opt = FlatAdam(model.parameters(), lr=1e-2) if flat else ReferenceAdam(model.parameters(), lr=1e-2)
     g = torch.Generator().manual_seed(1)
     for step in range(1, steps + 1):
         x, y = torch.randn(32, 20, generator=g), torch.randint(4, (32,), generator=g)
         opt.param_groups[0]["lr"] = 1e-2 * (1 - step / (2 * steps))
-        loss = F.cross_entropy(model(x), y) + 1e-3 * method.penalty(model.layers)
+        loss = F.cross_entropy(model(x), y) + 1e-3 * method.penalty(model.layers, 1e-3)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        method.after_step(model.layers, opt, step)
+        method.after_step(model.layers, step, 1e-3, opt.effective_step)
     return [p.detach().clone() for p in model.parameters()]
 
 
@@ -44,7 +44,7 @@ def test_flat_adam_is_bitwise_torch_adam(name):
 
 def test_parameters_are_views_of_one_buffer():
     cls = methods.get("vardrop_lr_ar")
-    model = MLP([5, 3, 2], cls(1.0, cls.Params(), 1, 1))
+    model = MLP([5, 3, 2], cls(cls.Params(), 1, 1))
     opt = FlatAdam(model.parameters(), lr=1e-3)
     assert sum(p.numel() for p in model.parameters()) == opt.flat.numel()
     assert all(p.untyped_storage().data_ptr() == opt.flat.untyped_storage().data_ptr() for p in model.parameters())

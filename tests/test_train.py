@@ -22,7 +22,7 @@ def objective(run):
     torch.manual_seed(123)
     with torch.no_grad():
         x, y = run.data.train.x, run.data.train.y
-        return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * run.method.penalty(run.model.layers))
+        return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * run.method.penalty(run.model.layers, run.hp["lam"]))
 
 
 @pytest.mark.slow

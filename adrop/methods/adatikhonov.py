@@ -4,18 +4,16 @@ that of lam Omega (eq. 6), so it tracks LogSum closely, as the paper observes.""
 import torch
 
 from .base import register
-from .eta_hat_layer import EtaHatLinear, EtaHatMethod
-
-
-class TikhonovLinear(EtaHatLinear):
-    def penalty(self):
-        eta = self.pen.eta_hat(self.weight.detach())
-        # w^2 / eta, 0 where eta = 0 (then w = 0) or inf; the safe denominator keeps the gradient finite
-        safe = torch.where(eta > 0, eta, torch.ones_like(eta))
-        return 0.5 * (self.weight * self.weight / safe).sum()
+from .eta_hat_layer import EtaHatMethod
 
 
 @register
 class AdaTikhonov(EtaHatMethod):
     name = "adatikhonov"
-    layer = TikhonovLinear
+
+    def layer_penalty(self, layer, lam):
+        w = layer.weight
+        eta = self.pen.eta_hat(w.detach())
+        # w^2 / eta, 0 where eta = 0 (then w = 0) or inf; the safe denominator keeps the gradient finite
+        safe = torch.where(eta > 0, eta, torch.ones_like(eta))
+        return 0.5 * layer.total(w * w / safe)

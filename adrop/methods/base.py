@@ -1,22 +1,26 @@
 """What a sparsification method is to the training loop, and the registry that finds one by name.
 
-A method makes the network's Linear layers (`SparseLinear` subclasses) and may act after each optimiser step.
-The loop only ever calls:
+The split: a layer (`SparseLinear`) holds the parameters and owns the product (a linear map, or K of them batched
+when K configurations train stacked); the method owns the elementwise math (noise, gates, penalty, keep mask) and
+calls the layer's product. lam and the optimiser's step sizes reach the method from the loop, as arguments, never
+as copies: a float for one run, a tensor of shape (K, 1, 1) for a stack. The loop only ever calls:
 
-    layer(x)                   training forward (noise, gates, masks) or, in eval mode, x W_eff^T + b
-    method.start(layers)       once, before the first step of a new run (not on resume)
-    method.penalty(layers)     the regulariser R; the loop minimises  data term + lam * R
-    method.after_step(...)     e.g. a proximal step or a pruning schedule
-    layer.keep_mask()          which weights count as nonzero (the paper's rule, adrop.keep_rule)
-    layer.effective_weight()   the weight evaluation uses, masks and deterministic gates folded in
+    layer(x)                                  training forward: method.forward(layer, x)
+    method.start(layers)                      once, before the first step of a new run (not on resume)
+    method.penalty(layers, lam)               the regulariser R; the loop minimises  data term + lam * R
+    method.after_step(layers, step, lam, step_size)   e.g. a proximal step or a pruning schedule
+    method.keep_mask(layer, lam)              which weights count as nonzero (the paper's rule, adrop.keep_rule)
+    method.effective_weight(layer, lam)       the weight evaluation uses, masks and deterministic gates folded in
 
+Every random draw of a method goes through `noise` (Gaussian, uniform), one call for the whole tensor (all K
+configurations of a stack at once); tests swap it to hold the noise fixed.
 Adding a method means one module here (registered with @register) and one file conf/method/<name>.yaml.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -40,35 +44,50 @@ def get(name: str) -> type["Method"]:
     return METHODS[name]
 
 
-class SparseLinear(nn.Module):
-    """A Linear layer (out x in weight, bias) whose weight a method sparsifies; by default a plain dense layer."""
+class Noise:
+    """The methods' source of randomness (torch's global generator); tests replace it to hold noise fixed."""
 
-    def __init__(self, in_features: int, out_features: int, method: "Method"):
+    def gaussian_like(self, t: torch.Tensor) -> torch.Tensor:
+        return torch.randn_like(t)
+
+    def uniform_like(self, t: torch.Tensor) -> torch.Tensor:
+        return torch.rand_like(t)
+
+
+noise = Noise()
+
+
+class SparseLinear(nn.Module):
+    """The parameters of one Linear layer (weight out x in, bias, and the method's own per-weight parameters) and its
+    product. With `configs=K` every tensor has a leading axis of K, inputs are (K, batch, in), and the product is
+    batched; the method's elementwise math is the same either way."""
+
+    def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.lam = method.lam
-        self.weight = nn.Parameter(torch.empty(out_features, in_features))
-        self.bias = nn.Parameter(torch.empty(out_features))
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # as nn.Linear
+        self.in_features, self.out_features, self.configs = in_features, out_features, configs
+        self.method = method
+        lead = () if configs is None else (configs,)
+        self.weight = nn.Parameter(torch.empty(*lead, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(*lead, out_features))
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # as nn.Linear (a stack copies its runs' instead)
         bound = 1 / math.sqrt(in_features)
         nn.init.uniform_(self.bias, -bound, bound)
+        method.add_parameters(self)
+
+    def product(self, x, weight, bias=None):
+        """x W^T + b: F.linear for one run; for a stack, (K, batch, in) x (K, out, in) -> (K, batch, out)."""
+        if self.configs is None:
+            return F.linear(x, weight, bias)
+        if bias is None:
+            return torch.bmm(x, weight.transpose(1, 2))
+        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+    def total(self, t: torch.Tensor) -> torch.Tensor:
+        """Sum over one run's weights: a scalar, or one per configuration (K,) for a stack."""
+        return t.sum() if self.configs is None else t.flatten(1).sum(1)
 
     def forward(self, x):
-        if self.training:
-            return self.train_forward(x)
-        return F.linear(x, self.effective_weight(), self.bias)
-
-    def train_forward(self, x):
-        return F.linear(x, self.weight, self.bias)
-
-    def penalty(self) -> torch.Tensor:
-        return self.weight.new_zeros(())
-
-    def keep_mask(self) -> torch.Tensor:
-        return self.weight != 0
-
-    def effective_weight(self) -> torch.Tensor:
-        return self.weight * self.keep_mask()
+        return self.method.forward(self, x)
 
 
 @dataclass
@@ -77,27 +96,43 @@ class NoParams:
 
 
 class Method:
-    """Base of every method: its name, its Linear layer, its parameters (a dataclass, so typos fail fast)."""
+    """Base of every method: its name, its parameters (a dataclass, so typos fail fast), and its elementwise math.
+    By default a plain dense layer: no penalty, zeros only where a weight is exactly 0."""
 
     name: ClassVar[str] = ""
-    layer: ClassVar[type[SparseLinear]] = SparseLinear
     Params: ClassVar[type] = NoParams
 
-    def __init__(self, lam: float, params, steps_per_epoch: int, epochs: int):
-        self.lam, self.params = float(lam), params
+    def __init__(self, params, steps_per_epoch: int, epochs: int):
+        self.params = params
         self.steps_per_epoch, self.total_steps = steps_per_epoch, steps_per_epoch * epochs
 
-    def build_layer(self, in_features: int, out_features: int) -> SparseLinear:
-        return self.layer(in_features, out_features, self)
+    def build_layer(self, in_features: int, out_features: int, configs: int | None = None) -> SparseLinear:
+        return SparseLinear(in_features, out_features, self, configs)
+
+    def add_parameters(self, layer: SparseLinear) -> None:
+        """Create the method's own per-weight parameters and buffers on the layer (shape of layer.weight)."""
+
+    def forward(self, layer: SparseLinear, x):
+        return layer.product(x, layer.weight, layer.bias)
+
+    def layer_penalty(self, layer: SparseLinear, lam) -> torch.Tensor:
+        return layer.weight.new_zeros(() if layer.configs is None else (layer.configs,))
+
+    def penalty(self, layers, lam) -> torch.Tensor:
+        return sum(self.layer_penalty(layer, lam) for layer in layers)
+
+    def keep_mask(self, layer: SparseLinear, lam) -> torch.Tensor:
+        return layer.weight != 0
+
+    def effective_weight(self, layer: SparseLinear, lam) -> torch.Tensor:
+        return layer.weight * self.keep_mask(layer, lam)
 
     def start(self, layers) -> None:
         """Called once before the first training step of a new run (after init_from), not when one resumes."""
 
-    def penalty(self, layers) -> torch.Tensor:
-        return sum(layer.penalty() for layer in layers)
-
-    def after_step(self, layers, optimizer, step: int) -> None:
-        """Called after every optimiser step (step counts from 1)."""
+    def after_step(self, layers, step: int, lam, step_size: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Called after every optimiser step (step counts from 1); step_size(p) is the step the optimiser just took
+        for each coordinate of parameter p (for Adam, lr / (sqrt(v_hat) + eps))."""
 
     def state_dict(self) -> dict:
         return {}

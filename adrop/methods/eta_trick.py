@@ -13,7 +13,7 @@ from torch import nn
 from adrop import penalties
 from adrop.keep_rule import KEEP_THRESHOLD
 
-from .base import Method, SparseLinear, register
+from .base import Method, register
 
 
 @dataclass
@@ -24,27 +24,22 @@ class EtaTrickParams:
     log_eta_weight: float = 1e-3
 
 
-class EtaTrickLinear(SparseLinear):
-    def __init__(self, in_features, out_features, method):
-        super().__init__(in_features, out_features, method)
-        self.pen, self.c = method.pen, method.params.log_eta_weight
-        self.log_eta_bar = nn.Parameter(torch.full((out_features, in_features), float(method.params.init_log_eta)))
-
-    def penalty(self):
-        eta = self.lam * torch.exp(self.log_eta_bar)
-        w = self.weight
-        return 0.5 * (w * w / eta + self.pen.f_elementwise(eta)).sum() + self.c * self.log_eta_bar.sum()
-
-    def keep_mask(self):
-        return torch.sigmoid(self.log_eta_bar.detach()) >= KEEP_THRESHOLD  # eta/(eta + lam) = sigmoid(log eta_bar)
-
-
 @register
 class EtaTrick(Method):
     name = "eta_trick"
-    layer = EtaTrickLinear
     Params = EtaTrickParams
 
-    def __init__(self, lam, params, steps_per_epoch, epochs):
-        super().__init__(lam, params, steps_per_epoch, epochs)
-        self.pen = penalties.get(params.penalty, **dict(params.penalty_params))
+    def __init__(self, params, steps_per_epoch, epochs):
+        super().__init__(params, steps_per_epoch, epochs)
+        self.pen, self.c = penalties.get(params.penalty, **dict(params.penalty_params)), params.log_eta_weight
+
+    def add_parameters(self, layer):
+        layer.log_eta_bar = nn.Parameter(torch.full(layer.weight.shape, float(self.params.init_log_eta)))
+
+    def layer_penalty(self, layer, lam):
+        eta = lam * torch.exp(layer.log_eta_bar)
+        w = layer.weight
+        return 0.5 * layer.total(w * w / eta + self.pen.f_elementwise(eta)) + self.c * layer.total(layer.log_eta_bar)
+
+    def keep_mask(self, layer, lam):
+        return torch.sigmoid(layer.log_eta_bar.detach()) >= KEEP_THRESHOLD  # eta/(eta + lam) = sigmoid(log eta_bar)

@@ -8,14 +8,13 @@ training under another name.
 """
 import torch
 
-from .base import Method, register
-from .magnitude_pruning import PrunedLinear
+from .base import register
+from .magnitude_pruning import Masked
 
 
 @register
-class FixedMask(Method):
-    name = "fixed_mask"
-    layer = PrunedLinear  # a mask buffer, applied in the forward pass; masked weights get zero gradients
+class FixedMask(Masked):
+    name = "fixed_mask"  # a mask buffer, applied in the forward pass; masked weights get zero gradients
 
     @torch.no_grad()
     def start(self, layers) -> None:

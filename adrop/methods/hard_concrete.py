@@ -10,12 +10,11 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from adrop import penalties
 
-from .base import Method, SparseLinear, register
+from .base import Method, noise, register
 
 
 @dataclass
@@ -28,39 +27,35 @@ class HardConcreteParams:
     log_a_max: float = math.log(100.0)
 
 
-class HardConcreteLinear(SparseLinear):
-    def __init__(self, in_features, out_features, method):
-        super().__init__(in_features, out_features, method)
-        p = method.params
-        self.dist, self.bounds = method.dist, (p.log_a_min, p.log_a_max)
-        self.log_a = nn.Parameter(torch.full((out_features, in_features), math.log((1 - p.init_drop) / p.init_drop)))
-
-    def clamped_log_a(self):
-        return self.log_a.clamp(*self.bounds)
-
-    def train_forward(self, x):
-        u = torch.rand_like(self.log_a).clamp(1e-6, 1 - 1e-6)
-        return F.linear(x, self.weight * self.dist.sample(self.clamped_log_a(), u), self.bias)
-
-    def penalty(self):
-        return self.dist.p_nonzero(self.clamped_log_a()).sum()
-
-    def gate(self):
-        return self.dist.test_gate(self.clamped_log_a().detach())
-
-    def keep_mask(self):
-        return self.gate() > 0
-
-    def effective_weight(self):
-        return self.weight * self.gate()
-
-
 @register
 class HardConcrete(Method):
     name = "hard_concrete"
-    layer = HardConcreteLinear
     Params = HardConcreteParams
 
-    def __init__(self, lam, params, steps_per_epoch, epochs):
-        super().__init__(lam, params, steps_per_epoch, epochs)
+    def __init__(self, params, steps_per_epoch, epochs):
+        super().__init__(params, steps_per_epoch, epochs)
         self.dist = penalties.get("hard_concrete", lam=1.0, beta=params.beta, gamma=params.gamma, zeta=params.zeta)
+        self.bounds = (params.log_a_min, params.log_a_max)
+
+    def add_parameters(self, layer):
+        p = self.params
+        layer.log_a = nn.Parameter(torch.full(layer.weight.shape, math.log((1 - p.init_drop) / p.init_drop)))
+
+    def clamped_log_a(self, layer):
+        return layer.log_a.clamp(*self.bounds)
+
+    def forward(self, layer, x):
+        u = noise.uniform_like(layer.log_a).clamp(1e-6, 1 - 1e-6)
+        return layer.product(x, layer.weight * self.dist.sample(self.clamped_log_a(layer), u), layer.bias)
+
+    def layer_penalty(self, layer, lam):
+        return layer.total(self.dist.p_nonzero(self.clamped_log_a(layer)))
+
+    def gate(self, layer):
+        return self.dist.test_gate(self.clamped_log_a(layer).detach())
+
+    def keep_mask(self, layer, lam):
+        return self.gate(layer) > 0
+
+    def effective_weight(self, layer, lam):
+        return layer.weight * self.gate(layer)

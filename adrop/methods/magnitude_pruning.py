@@ -4,12 +4,13 @@
 
 masks recomputed every `frequency` steps, per layer or globally; masked weights are set to 0 after every step (the
 mask is folded into the weights). Its effective penalty is HardThresh(k) (paper Sec. 4.4); lam plays no role.
+In a stack of K configurations each one has its own mask and threshold (top-k along its own weights).
 """
 from dataclasses import dataclass
 
 import torch
 
-from .base import Method, SparseLinear, register
+from .base import Method, register
 
 
 @dataclass
@@ -32,22 +33,31 @@ class PruningParams:
             raise ValueError("frequency must be >= 1")
 
 
-class PrunedLinear(SparseLinear):
-    def __init__(self, in_features, out_features, method):
-        super().__init__(in_features, out_features, method)
-        self.register_buffer("mask", torch.ones(out_features, in_features, dtype=torch.bool))
+class Masked(Method):
+    """Weights under a fixed-for-now mask (a boolean buffer), applied in the forward pass: masked weights get zero
+    gradients and count as zero."""
 
-    def train_forward(self, x):
-        return torch.nn.functional.linear(x, self.weight * self.mask, self.bias)
+    def add_parameters(self, layer):
+        layer.register_buffer("mask", torch.ones(layer.weight.shape, dtype=torch.bool))
 
-    def keep_mask(self):
-        return self.mask & (self.weight != 0)
+    def forward(self, layer, x):
+        return layer.product(x, layer.weight * layer.mask, layer.bias)
+
+    def keep_mask(self, layer, lam):
+        return layer.mask & (layer.weight != 0)
+
+
+def smallest(magnitudes: torch.Tensor, k: int) -> torch.Tensor:
+    """The k smallest entries of each row (one row per configuration), as a boolean mask of the same shape."""
+    drop = torch.zeros_like(magnitudes, dtype=torch.bool)
+    if k > 0:
+        drop.scatter_(-1, torch.topk(magnitudes, k, largest=False).indices, True)
+    return drop
 
 
 @register
-class MagnitudePruning(Method):
+class MagnitudePruning(Masked):
     name = "magnitude_pruning"
-    layer = PrunedLinear
     Params = PruningParams
 
     def target(self, step: int) -> float:
@@ -59,21 +69,46 @@ class MagnitudePruning(Method):
         return p.final_sparsity + (p.initial_sparsity - p.final_sparsity) * (1 - progress) ** 3
 
     @torch.no_grad()
-    def after_step(self, layers, optimizer, step):
+    def after_step(self, layers, step, lam, step_size):
         if step % self.params.frequency == 0 or step == self.total_steps:
             sparsity = self.target(step)
-            if self.params.scope == "global":
-                magnitudes = torch.cat([layer.weight.abs().flatten() for layer in layers])
-                k = int(round(sparsity * magnitudes.numel()))
-                cut = torch.kthvalue(magnitudes, k).values if k > 0 else None
-                for layer in layers:
-                    layer.mask.copy_(layer.weight.abs() > cut if cut is not None else torch.ones_like(layer.mask))
+            if layers[0].configs is None:
+                self.update_masks(layers, sparsity)
             else:
-                for layer in layers:
-                    k = int(round(sparsity * layer.weight.numel()))
-                    keep = torch.ones_like(layer.mask).flatten()
-                    if k > 0:
-                        keep[torch.topk(layer.weight.abs().flatten(), k, largest=False).indices] = False
-                    layer.mask.copy_(keep.view_as(layer.mask))
+                self.update_stacked_masks(layers, sparsity)
         for layer in layers:
             layer.weight.mul_(layer.mask)
+
+    def update_masks(self, layers, sparsity):
+        if self.params.scope == "global":
+            magnitudes = torch.cat([layer.weight.abs().flatten() for layer in layers])
+            k = int(round(sparsity * magnitudes.numel()))
+            cut = torch.kthvalue(magnitudes, k).values if k > 0 else None
+            for layer in layers:
+                layer.mask.copy_(layer.weight.abs() > cut if cut is not None else torch.ones_like(layer.mask))
+        else:
+            for layer in layers:
+                k = int(round(sparsity * layer.weight.numel()))
+                keep = torch.ones_like(layer.mask).flatten()
+                if k > 0:
+                    keep[torch.topk(layer.weight.abs().flatten(), k, largest=False).indices] = False
+                layer.mask.copy_(keep.view_as(layer.mask))
+
+    def update_stacked_masks(self, layers, sparsity):
+        """The same rules, each configuration (the leading axis) on its own weights."""
+        K = layers[0].configs
+        if self.params.scope == "global":
+            magnitudes = torch.cat([layer.weight.abs().reshape(K, -1) for layer in layers], dim=1)
+            k = int(round(sparsity * magnitudes.shape[1]))
+            if k == 0:
+                for layer in layers:
+                    layer.mask.fill_(True)
+                return
+            cut = torch.kthvalue(magnitudes, k, dim=1).values.view(K, 1, 1)
+            for layer in layers:
+                layer.mask.copy_(layer.weight.abs() > cut)
+        else:
+            for layer in layers:
+                flat = layer.weight.abs().reshape(K, -1)
+                k = int(round(sparsity * flat.shape[1]))
+                layer.mask.copy_(~smallest(flat, k).view_as(layer.mask))

@@ -9,9 +9,9 @@ import torch
 
 
 @torch.no_grad()
-def effective(model):
-    """[(name, W_eff, b)] in forward order."""
-    return [(name, layer.effective_weight().detach(), layer.bias.detach())
+def effective(model, method, lam):
+    """[(name, W_eff, b)] in forward order: the method's effective weights at this lam."""
+    return [(name, method.effective_weight(layer, lam).detach(), layer.bias.detach())
             for name, layer in zip(model.names, model.layers)]
 
 

@@ -149,7 +149,7 @@ class Run:
             raise TrainError(str(err)) from None
         self.steps_per_epoch = math.ceil(len(self.data.train) / cfg.batch_size)
         self.warmup_steps = tuple(e * self.steps_per_epoch for e in cfg.penalty_warmup)  # the ramp, in steps
-        self.method = method_cls(self.hp["lam"], params, self.steps_per_epoch, cfg.epochs)
+        self.method = method_cls(params, self.steps_per_epoch, cfg.epochs)
         try:
             self.model = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
         except ValueError as err:
@@ -226,7 +226,7 @@ class Run:
     def step_loss(self, x, y, lam):
         """data term + lam * penalty for one batch, and its two parts."""
         data_term = F.cross_entropy(self.model(x), y)
-        penalty = torch.as_tensor(self.method.penalty(self.model.layers))
+        penalty = torch.as_tensor(self.method.penalty(self.model.layers, self.hp["lam"]))
         return data_term + lam * penalty, data_term, penalty
 
     def train_epoch(self):
@@ -245,13 +245,13 @@ class Run:
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
-            self.method.after_step(layers, self.optimizer, step0 + b + 1)
+            self.method.after_step(layers, step0 + b + 1, self.hp["lam"], self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()])
         return (sums / self.steps_per_epoch).tolist()  # the one host sync of the epoch
 
     def evaluate(self, split):
         self.model.eval()
-        weights = evaluate.effective(self.model)
+        weights = evaluate.effective(self.model, self.method, self.hp["lam"])
         return weights, evaluate.error(weights, split, self.cfg.eval_batch_size)
 
     def fit(self, stop_after: int | None = None) -> dict:

@@ -15,11 +15,13 @@ MODELS = ("lenet_300_100", "mlp", "linear")
 
 
 class MLP(nn.Module):
-    def __init__(self, widths: list[int], method):
+    """configs=K: K stacked copies (parameters with a leading axis of K, inputs (K, batch, features))."""
+
+    def __init__(self, widths: list[int], method, configs: int | None = None):
         super().__init__()
         self.architecture = "-".join(map(str, widths))
         self.names = [f"fc{i + 1}" for i in range(len(widths) - 1)]
-        self.layers = nn.ModuleList(method.build_layer(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.layers = nn.ModuleList(method.build_layer(a, b, configs) for a, b in zip(widths[:-1], widths[1:]))
 
     def forward(self, x):
         for i, layer in enumerate(self.layers):
@@ -46,5 +48,5 @@ def hidden_widths(model_cfg) -> list[int]:
     return hidden
 
 
-def build(model_cfg, in_features: int, classes: int, method) -> MLP:
-    return MLP([in_features, *hidden_widths(model_cfg), classes], method)
+def build(model_cfg, in_features: int, classes: int, method, configs: int | None = None) -> MLP:
+    return MLP([in_features, *hidden_widths(model_cfg), classes], method, configs)
