@@ -25,7 +25,7 @@ from adrop import methods
 from adrop.provenance import code_version
 
 from . import data as data_mod
-from . import evaluate, model as model_mod, run_files
+from . import evaluate, model as model_mod, run_files, schedules
 from .optim import FlatAdam
 
 log = logging.getLogger("adrop.train")
@@ -209,19 +209,12 @@ class Run:
 
     # -- training -----------------------------------------------------------------------------------------------
     def lr_at(self, step: int) -> float:
-        if self.cfg.schedule == "constant":
-            return self.hp["lr"]
-        left = max(0.0, 1.0 - step / (self.steps_per_epoch * self.cfg.epochs))  # fraction of training left
-        if self.cfg.decay_start:  # flat, then linear to 0 (Molchanov et al.'s schedule with decay_start = 0.5)
-            return self.hp["lr"] * min(1.0, left / (1.0 - self.cfg.decay_start))
-        return self.hp["lr"] * left
+        return schedules.lr_at(step, self.steps_per_epoch * self.cfg.epochs, self.hp["lr"], self.cfg.schedule,
+                               self.cfg.decay_start)
 
     def lam_at(self, step: int) -> float:
         """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
-        a, b = self.warmup_steps
-        if step >= b:
-            return self.hp["lam"]
-        return 0.0 if step < a else self.hp["lam"] * ((step - a) / (b - a))
+        return schedules.lam_at(step, self.hp["lam"], self.warmup_steps)
 
     def step_loss(self, x, y, lam):
         """data term + lam * penalty for one batch, and its two parts."""
