@@ -115,6 +115,39 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
     return identity
 
 
+def run_summary(cfg, hp, identity, architecture, device, epoch, elapsed, status, test_error=None, val_error=None,
+                layers=None, nonzero=None, total=None) -> dict:
+    """summary.json of one run (its schema: adrop.train.run_files)."""
+    return {"status": status, "method": cfg.method.name, "lam": hp["lam"], "lr": hp["lr"],
+            "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
+            "test_error": test_error, "val_error": val_error,
+            "nonzero_fraction": None if total is None else nonzero / total,
+            "nonzero": nonzero, "total": total,
+            "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
+                                                           "fraction": nz / n} for name, shape, nz, n in layers},
+            "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
+            "code": code_version(), "model": cfg.model.name, "architecture": architecture,
+            "identity": identity,
+            "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit}
+
+
+def load_weights(model, source: Path) -> None:
+    """Weights and biases from another run's weights.npz (its folder or the file); method parameters start fresh."""
+    path = source / "weights.npz" if source.is_dir() else source
+    if not path.is_file():
+        raise TrainError(f"init_from={source}: no weights.npz there (a run writes it when it completes)")
+    with np.load(path) as arrays:
+        saved = {key: arrays[key] for key in arrays.files}
+    with torch.no_grad():
+        for name, layer in zip(model.names, model.layers):
+            for part in ("weight", "bias"):
+                key, target = f"{name}.{part}", getattr(layer, part)
+                if key not in saved or saved[key].shape != tuple(target.shape):
+                    found = saved[key].shape if key in saved else "nothing"
+                    raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {found}")
+                target.copy_(torch.from_numpy(saved[key]))
+
+
 @contextlib.contextmanager
 def denormals_flushed(device: torch.device):
     """Subnormal floats read and written as zero while training on the CPU, and only then.
@@ -155,7 +188,7 @@ class Run:
         except ValueError as err:
             raise TrainError(str(err)) from None
         if cfg.init_from:
-            self.start_from(Path(cfg.init_from))
+            load_weights(self.model, Path(cfg.init_from))
         self.model.to(self.device)
         self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
         self.loss = torch.compile(self.step_loss) if cfg.compile else self.step_loss
@@ -163,22 +196,6 @@ class Run:
         self.identity = run_identity(cfg, self.hp)
         if not self.resume():
             self.method.start(self.model.layers)
-
-    def start_from(self, source: Path) -> None:
-        """Weights and biases from another run's weights.npz (its folder or the file); method parameters start fresh."""
-        path = source / "weights.npz" if source.is_dir() else source
-        if not path.is_file():
-            raise TrainError(f"init_from={source}: no weights.npz there (a run writes it when it completes)")
-        with np.load(path) as arrays:
-            saved = {key: arrays[key] for key in arrays.files}
-        with torch.no_grad():
-            for name, layer in zip(self.model.names, self.model.layers):
-                for part in ("weight", "bias"):
-                    key, target = f"{name}.{part}", getattr(layer, part)
-                    if key not in saved or saved[key].shape != tuple(target.shape):
-                        found = saved[key].shape if key in saved else "nothing"
-                        raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {found}")
-                    target.copy_(torch.from_numpy(saved[key]))
 
     # -- checkpoint ---------------------------------------------------------------------------------------------
     def resume(self) -> bool:
@@ -268,13 +285,10 @@ class Run:
             self.epoch += 1
             seconds = time.perf_counter() - t0
             self.elapsed += seconds
-            self.metrics.append({"epoch": self.epoch, "train_loss": loss, "data_term": data_term,
-                                 "penalty_term": penalty, "val_error": val_error, "nonzero_fraction": nonzero / total,
-                                 "lr": self.lr_at(self.epoch * self.steps_per_epoch - 1), "seconds": seconds})
-            self.layer_rows += [{"epoch": self.epoch, "layer": name, "shape": "x".join(map(str, shape)),
-                                 "nonzero": nz, "total": n, "nonzero_fraction": nz / n} for name, shape, nz, n in layers]
-            run_files.write_csv(self.folder / "metrics.csv", run_files.METRICS, self.metrics)
-            run_files.write_csv(self.folder / "layers.csv", run_files.LAYERS, self.layer_rows)
+            self.metrics.append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
+                                                      self.lr_at(self.epoch * self.steps_per_epoch - 1), seconds))
+            self.layer_rows += run_files.layer_rows(self.epoch, layers)
+            run_files.write_history(self.folder, self.metrics, self.layer_rows)
             self.checkpoint()
             run_files.write_summary(self.folder, self.summary("running", val_error=val_error))
             if bar is not None:
@@ -298,16 +312,6 @@ class Run:
 
         return tqdm(total=self.cfg.epochs, initial=self.epoch, desc=self.cfg.method.name, unit="epoch")
 
-    def summary(self, status, test_error=None, val_error=None, layers=None, nonzero=None, total=None) -> dict:
-        out = {"status": status, "method": self.cfg.method.name, "lam": self.hp["lam"], "lr": self.hp["lr"],
-               "seed": self.cfg.seed, "epochs": self.epoch, "epochs_planned": self.cfg.epochs,
-               "test_error": test_error, "val_error": val_error,
-               "nonzero_fraction": None if total is None else nonzero / total,
-               "nonzero": nonzero, "total": total,
-               "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
-                                                              "fraction": nz / n} for name, shape, nz, n in layers},
-               "wall_time_s": self.elapsed, "device": str(self.device), "dataset": self.cfg.dataset.name,
-               "code": code_version(), "model": self.cfg.model.name, "architecture": self.model.architecture,
-               "identity": self.identity,
-               "batch_size": self.cfg.batch_size, "train_limit": self.cfg.data.train_limit}
-        return out
+    def summary(self, status, **results) -> dict:
+        return run_summary(self.cfg, self.hp, self.identity, self.model.architecture, self.device, self.epoch,
+                           self.elapsed, status, **results)

@@ -85,3 +85,83 @@ class FlatAdam:
         _, beta2 = group["betas"]
         v_hat = state["exp_avg_sq"][offset:offset + n].view_as(param) / (1 - beta2 ** float(state["step"]))
         return group["lr"] / (v_hat.sqrt() + group["eps"])
+
+
+class StackedAdam:
+    """Adam for K stacked configurations, each with its own learning rate (a tensor of K, set every step).
+
+    One flat buffer of shape (K, n), configuration-major: row k holds configuration k's parameters in the order a
+    single run's FlatAdam holds them, so row k of the buffer and of Adam's moments is exactly a single run's flat
+    state (a stacked run's checkpoint resumes as a single run and back). Adam's arithmetic is elementwise, the same
+    as FlatAdam's but for the last step, which scales each row by its own lr / (1 - beta1^t): one addcmul with a
+    (K, 1) column instead of addcdiv with a scalar, so it rounds differently in the last bit (a fast path, checked
+    against single runs by tolerance)."""
+
+    def __init__(self, params, configs: int, betas=(0.9, 0.999), eps: float = 1e-8):
+        params = [p for p in params if p.requires_grad]
+        self.K = configs
+        per_config = [p[0].numel() for p in params]
+        n = sum(per_config)
+        first = params[0]
+        self.flat = torch.empty(configs, n, dtype=first.dtype, device=first.device)
+        self.flat_grad = torch.zeros_like(self.flat)
+        self.index, offset = {}, 0
+        for p, size in zip(params, per_config):
+            self.flat[:, offset:offset + size].copy_(p.detach().reshape(configs, size))
+            p.data = self.flat[:, offset:offset + size].view_as(p)
+            p.grad = self.flat_grad[:, offset:offset + size].view_as(p)
+            self.index[p] = (offset, size)
+            offset += size
+        self.betas, self.eps, self.step_count = betas, eps, 0
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.denom = torch.empty_like(self.flat)
+        self.lr = torch.zeros(configs, 1, dtype=first.dtype, device=first.device)
+
+    def set_lr(self, lrs) -> None:
+        self.lr.copy_(torch.as_tensor(lrs, dtype=self.lr.dtype).view(-1, 1))
+
+    def zero_grad(self) -> None:
+        self.flat_grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        beta1, beta2 = self.betas
+        self.step_count += 1
+        t = self.step_count
+        self.exp_avg.lerp_(self.flat_grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(self.flat_grad, self.flat_grad, value=1 - beta2)
+        torch.sqrt(self.exp_avg_sq, out=self.denom).div_((1 - beta2 ** t) ** 0.5).add_(self.eps)
+        torch.div(self.exp_avg, self.denom, out=self.denom)  # the update direction, in place
+        self.flat.addcmul_(self.denom, self.lr, value=-1.0 / (1 - beta1 ** t))
+
+    @torch.no_grad()
+    def freeze(self, rows) -> None:
+        """Rows (configurations) that failed: weights and moments held at 0, so a NaN stays out of the arithmetic."""
+        for buffer in (self.flat, self.exp_avg, self.exp_avg_sq):
+            buffer[rows] = 0.0
+
+    def effective_step(self, param) -> torch.Tensor:
+        """Per coordinate (K, ...): lr_k / (sqrt(v / (1 - beta2^t)) + eps), as FlatAdam.effective_step for each row."""
+        offset, size = self.index[param]
+        shape = param.shape
+        if self.step_count == 0:
+            return self.lr.view(-1, *([1] * (len(shape) - 1))).expand(shape)
+        v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / (1 - self.betas[1] ** float(self.step_count))
+        return self.lr.view(-1, *([1] * (len(shape) - 1))) / (v_hat.sqrt() + self.eps)
+
+    def config_state(self, k: int) -> dict:
+        """Row k as torch.optim.Adam's state_dict of a single run's FlatAdam (lr as that run's current lr)."""
+        scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
+        holder = torch.optim.Adam([nn.Parameter(torch.zeros(1))], lr=float(self.lr[k]), betas=self.betas, eps=self.eps)
+        state = {"step": torch.tensor(float(self.step_count), dtype=scalar),
+                 "exp_avg": self.exp_avg[k].clone(), "exp_avg_sq": self.exp_avg_sq[k].clone()}
+        return {"state": {0: state} if self.step_count else {}, "param_groups": holder.state_dict()["param_groups"]}
+
+    def load_config_state(self, k: int, state: dict) -> None:
+        inner = state["state"].get(0) or state["state"].get("0")
+        if inner is None:  # a checkpoint before the first step
+            return
+        self.step_count = int(inner["step"])
+        self.exp_avg[k].copy_(inner["exp_avg"])
+        self.exp_avg_sq[k].copy_(inner["exp_avg_sq"])

@@ -52,6 +52,21 @@ def write_csv(path: Path, columns, rows) -> None:
     _atomic(Path(path), write)
 
 
+def metrics_row(epoch, loss, data_term, penalty, val_error, nonzero, total, lr, seconds) -> dict:
+    return {"epoch": epoch, "train_loss": loss, "data_term": data_term, "penalty_term": penalty,
+            "val_error": val_error, "nonzero_fraction": nonzero / total, "lr": lr, "seconds": seconds}
+
+
+def layer_rows(epoch, layers) -> list[dict]:
+    return [{"epoch": epoch, "layer": name, "shape": "x".join(map(str, shape)), "nonzero": nz, "total": n,
+             "nonzero_fraction": nz / n} for name, shape, nz, n in layers]
+
+
+def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:
+    write_csv(Path(folder) / "metrics.csv", METRICS, metrics)
+    write_csv(Path(folder) / "layers.csv", LAYERS, layers)
+
+
 def write_summary(folder: Path, summary: dict) -> None:
     _atomic(Path(folder) / SUMMARY, lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
 

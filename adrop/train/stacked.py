@@ -1,0 +1,233 @@
+"""Stacked training: K configurations of one method, model, dataset, epochs and batch size trained as one.
+
+What stays each configuration's own: its seed (its initialisation, made exactly as its single run makes it, and its
+data order per epoch), its lam and lr, its schedule settings (decay_start, penalty_warmup), its masks and
+thresholds. What is shared: the products, batched over a leading configuration axis (baddbmm), one Adam over one
+buffer (StackedAdam), one draw of noise for all configurations (so a stacked run does not replay its single run's
+noise stream), and one pass of Python per step for all of them.
+
+Each configuration writes exactly the files of a single run into its own folder (metrics.csv, layers.csv,
+summary.json, weights.npz, checkpoint.pt; summary.json adds `stacked`: the stack's size), and its checkpoint is a
+single run's checkpoint: a stacked run resumes stacked or alone. A configuration whose loss becomes NaN/inf is
+marked failed in its own folder and frozen (lr 0, weights 0) while the others go on.
+
+Not bitwise equal to the single runs (batched products and the per-row Adam step round differently): checked
+against them by tolerance over the first steps and by statistics over a short training (tests/test_stacked.py).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import data as data_mod
+from . import evaluate, model as model_mod, run_files, schedules
+from .loop import (TrainError, denormals_flushed, load_weights, method_params, reset_state, resolve_device,
+                   run_identity, run_summary, settings)
+from .optim import StackedAdam
+
+log = logging.getLogger("adrop.train")
+PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")  # what may differ inside a stack
+NOT_A_RESULT = ("progress", "data.root", "data.download")  # what changes no result, so never splits a stack
+
+
+def stack_key(cfg) -> str:
+    """Configurations with the same key can train as one stack: all but the per-configuration numbers agree."""
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    for key in PER_CONFIGURATION + ("progress",):
+        plain.pop(key, None)
+    for key in ("root", "download"):
+        plain.get("data", {}).pop(key, None)
+    return json.dumps(plain, sort_keys=True, default=str)
+
+
+class StackedRun:
+    def __init__(self, cfgs: list, folders: list[Path]):
+        if len({stack_key(c) for c in cfgs}) != 1:
+            raise ValueError("a stack's configurations must agree in all but " + ", ".join(PER_CONFIGURATION))
+        self.cfgs, self.folders, self.K = list(cfgs), [Path(f) for f in folders], len(cfgs)
+        for folder in self.folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        base = cfgs[0]
+        self.hps = [settings(c) for c in cfgs]
+        self.identities = [run_identity(c, hp) for c, hp in zip(cfgs, self.hps)]
+        method_cls, params = method_params(base)
+        self.device = resolve_device(base.device)
+        try:
+            self.data = data_mod.load(base.dataset, base.data, self.device)
+        except data_mod.DataError as err:
+            raise TrainError(str(err)) from None
+        self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)
+        self.total_steps = self.steps_per_epoch * base.epochs
+        self.method = method_cls(params, self.steps_per_epoch, base.epochs)
+        self.model = self.stack_models()
+        self.lam = torch.tensor([hp["lam"] for hp in self.hps], device=self.device).view(-1, 1, 1)
+        self.warmups = [tuple(e * self.steps_per_epoch for e in c.penalty_warmup) for c in cfgs]
+        self.optimizer = StackedAdam(self.model.parameters(), self.K)
+        self.epoch, self.elapsed = 0, 0.0
+        self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
+        self.failed: list[str | None] = [None] * self.K
+        torch.manual_seed(sum(c.seed * 7919 ** i for i, c in enumerate(cfgs)) % 2 ** 63)  # the stack's noise
+        if not self.resume():
+            self.method.start(self.model.layers)
+
+    def stack_models(self):
+        """Each configuration's network made as its single run makes it (its seed, then init_from), stacked."""
+        singles = []
+        for cfg in self.cfgs:
+            reset_state(cfg.seed, self.device)
+            single = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
+            if cfg.init_from:
+                load_weights(single, Path(cfg.init_from))
+            singles.append(single.state_dict())
+        stacked = model_mod.build(self.cfgs[0].model, self.data.in_features, self.data.classes, self.method,
+                                  configs=self.K)
+        with torch.no_grad():
+            for name, tensor in stacked.state_dict().items():
+                tensor.copy_(torch.stack([s[name] for s in singles]))
+        return stacked.to(self.device)
+
+    # -- checkpoints: each configuration's own, in a single run's format ---------------------------------------------
+    def resume(self) -> bool:
+        states = [run_files.load_checkpoint(folder, self.device) for folder in self.folders]
+        if all(s is None for s in states):
+            return False
+        if any(s is None for s in states) or len({s["epoch"] for s in states}) != 1:
+            raise TrainError("a stack resumes only configurations checkpointed after the same epoch")
+        with torch.no_grad():
+            for k, state in enumerate(states):
+                if state["identity"] != self.identities[k]:
+                    raise TrainError(f"{self.folders[k]} holds a different run ({state['identity']})")
+                for name, tensor in self.model.state_dict().items():
+                    tensor[k].copy_(state["model"][name])
+                self.optimizer.load_config_state(k, state["optimizer"])
+                self.metrics[k], self.layer_rows[k] = state["metrics"], state["layers"]
+        self.epoch, self.elapsed = states[0]["epoch"], states[0]["elapsed"]
+        torch.set_rng_state(states[0]["rng_cpu"].cpu())
+        log.info("resumed a stack of %d after epoch %d", self.K, self.epoch)
+        return True
+
+    def checkpoint(self, k: int) -> None:
+        model = {name: tensor[k].clone() for name, tensor in self.model.state_dict().items()}
+        run_files.save_checkpoint(self.folders[k], {
+            "identity": self.identities[k], "epoch": self.epoch, "model": model,
+            "optimizer": self.optimizer.config_state(k), "method": self.method.state_dict(),
+            "rng_cpu": torch.get_rng_state(), "rng_cuda": None, "metrics": self.metrics[k],
+            "layers": self.layer_rows[k], "elapsed": self.elapsed, "stacked": self.K})
+
+    # -- training -----------------------------------------------------------------------------------------------
+    def active(self) -> list[int]:
+        return [k for k in range(self.K) if self.failed[k] is None]
+
+    def lrs(self, step: int) -> list[float]:
+        return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, hp["lr"], c.schedule, c.decay_start)
+                for k, (c, hp) in enumerate(zip(self.cfgs, self.hps))]
+
+    def train_epoch(self) -> torch.Tensor:
+        train, batch = self.data.train, self.cfgs[0].batch_size
+        orders = torch.stack([torch.randperm(len(train), generator=torch.Generator().manual_seed(
+            c.seed * 1_000_003 + self.epoch)) for c in self.cfgs]).to(self.device)  # each its single run's order
+        layers, K = self.model.layers, self.K
+        self.model.train()
+        sums = torch.zeros(K, 3, device=self.device)
+        step0 = self.epoch * self.steps_per_epoch
+        frozen = [k for k in range(K) if self.failed[k]]
+        for b in range(self.steps_per_epoch):
+            step = step0 + b
+            idx = orders[:, b * batch:(b + 1) * batch]
+            self.optimizer.set_lr(self.lrs(step))
+            weight = torch.tensor([0.0 if self.failed[k] else schedules.lam_at(step, self.hps[k]["lam"],
+                                                                                 self.warmups[k]) for k in range(K)],
+                                  device=self.device)
+            logits = self.model(train.x[idx])
+            data_term = F.cross_entropy(logits.flatten(0, 1), train.y[idx].flatten(), reduction="none")
+            data_term = data_term.view(K, -1).mean(1)
+            penalty = self.method.penalty(layers, self.lam)
+            loss = data_term + weight * penalty
+            self.optimizer.zero_grad()
+            loss.sum().backward()
+            self.optimizer.step()
+            if frozen:
+                self.optimizer.freeze(frozen)
+            self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
+            sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
+        return sums / self.steps_per_epoch
+
+    def weights(self, k: int, all_weights) -> list:
+        return [(name, w[k], b[k]) for name, w, b in all_weights]
+
+    def fail(self, k: int, message: str) -> None:
+        """Configuration k stops (its last good checkpoint stays); the rest of the stack goes on."""
+        self.failed[k] = message
+        self.optimizer.freeze([k])
+        summary = dict(run_files.read_summary(self.folders[k]) or {})
+        summary.update({"status": "failed", "error": message, "method": self.cfgs[k].method.name,
+                        "identity": self.identities[k], "stacked": self.K})
+        run_files.write_summary(self.folders[k], summary)
+        log.warning("%s failed: %s", self.folders[k], message)
+
+    def fit(self, stop_after: int | None = None) -> list[dict]:
+        with denormals_flushed(self.device):
+            return self._fit(stop_after)
+
+    def _fit(self, stop_after):
+        base = self.cfgs[0]
+        while self.epoch < base.epochs and self.active():
+            if stop_after is not None and self.epoch >= stop_after:
+                break
+            t0 = time.perf_counter()
+            sums = self.train_epoch().tolist()  # the one host sync of the epoch's training
+            all_weights = evaluate.effective(self.model, self.method, self.lam)
+            self.epoch += 1
+            seconds = time.perf_counter() - t0
+            self.elapsed += seconds
+            lr_end = self.lrs(self.epoch * self.steps_per_epoch - 1)
+            for k in self.active():
+                loss, data_term, penalty = sums[k]
+                if not all(math.isfinite(v) for v in sums[k]):
+                    self.fail(k, f"the loss became {loss} in epoch {self.epoch} (lr={self.hps[k]['lr']}, "
+                                 f"lam={self.hps[k]['lam']}); the last good checkpoint (epoch {self.epoch - 1}) stays")
+                    continue
+                weights = self.weights(k, all_weights)
+                val_error = evaluate.error(weights, self.data.val, base.eval_batch_size)
+                layers, nonzero, total = evaluate.sparsity(weights)
+                self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error,
+                                                             nonzero, total, lr_end[k], seconds))
+                self.layer_rows[k] += run_files.layer_rows(self.epoch, layers)
+                run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
+                self.checkpoint(k)
+                run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
+        done = self.epoch >= base.epochs
+        all_weights = evaluate.effective(self.model, self.method, self.lam)
+        out = []
+        for k in range(self.K):
+            if self.failed[k] is not None:
+                out.append(run_files.read_summary(self.folders[k]))
+                continue
+            if not done:
+                last = self.metrics[k][-1]["val_error"] if self.metrics[k] else None
+                out.append(self.summary(k, "running", val_error=last))
+                continue
+            weights = self.weights(k, all_weights)
+            test_error = evaluate.error(weights, self.data.test, base.eval_batch_size)
+            layers, nonzero, total = evaluate.sparsity(weights)
+            run_files.write_weights(self.folders[k], weights)
+            summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
+                                   layers=layers, nonzero=nonzero, total=total)
+            run_files.write_summary(self.folders[k], summary)
+            out.append(summary)
+        return out
+
+    def summary(self, k: int, status: str, **results) -> dict:
+        out = run_summary(self.cfgs[k], self.hps[k], self.identities[k], self.model.architecture, self.device,
+                          self.epoch, self.elapsed, status, **results)
+        out["stacked"] = self.K  # trained in a stack of this many configurations (itself included)
+        return out
