@@ -35,9 +35,10 @@ from .loop import Run, TrainError
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
 # it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
 Plugins.instance()
-from hydra_plugins.adrop_plugins import sweeper  # noqa: E402
+from hydra_plugins.adrop_plugins import stacked_launcher, sweeper  # noqa: E402
 
 Plugins.instance().register(sweeper.AdropSweeper)
+Plugins.instance().register(stacked_launcher.StackedLauncher)
 log = logging.getLogger("adrop.train")
 schema.register()
 

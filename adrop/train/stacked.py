@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -32,6 +33,10 @@ from .loop import (TrainError, denormals_flushed, load_weights, method_params, r
 from .optim import StackedAdam
 
 log = logging.getLogger("adrop.train")
+# Each configuration's parameters are rows of one (K, n) buffer, so a (K, out, in) parameter is a strided view; its
+# gradient is the same view of the gradient buffer and autograd accumulates into it in place, as intended (the
+# agreement tests would fail otherwise). torch warns that such views are not dense; the warning says nothing here.
+warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")  # what may differ inside a stack
 NOT_A_RESULT = ("progress", "data.root", "data.download")  # what changes no result, so never splits a stack
 

@@ -1,0 +1,100 @@
+"""A sweep's jobs as stacks: the stacked launcher's work once Hydra has composed each job (hydra_plugins/adrop_plugins/
+stacked_launcher.py). Every job gets what the basic launcher gives it: the same checks, the same refusal of a folder
+that holds another run, a finished job skipped, a failed one recorded in its folder; then the jobs that can train
+together (adrop.train.stacked.stack_key, and the same epoch to resume from) train as stacks of at most max_stack.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import errors, run_files
+from .hooks import start_checks
+from .loop import TrainError, resolve_device
+from .stacked import StackedRun, stack_key
+
+log = logging.getLogger("adrop.train")
+# Measured with scripts/bench_stacked.py (docs/performance.md): on the 2-core CPU the throughput per configuration
+# stops growing past a few configurations (the per-weight passes leave the caches); on a GPU a stack of 64 is still
+# mostly launch overhead.
+DEFAULT_MAX_STACK = {"cpu": 8, "cuda": 64}
+
+
+@dataclass
+class Job:
+    cfg: object
+    folder: Path
+    hydra_cfg: object
+    overrides: list
+    method_choice: str | None
+
+
+def default_max_stack(cfg) -> int:
+    try:
+        return DEFAULT_MAX_STACK[resolve_device(cfg.device).type]
+    except TrainError:
+        return DEFAULT_MAX_STACK["cpu"]
+
+
+def record_failure(job: Job, message: str, identity: dict | None = None) -> dict:
+    print(f"adrop train: error: {job.folder.name}: {message}", file=sys.stderr)
+    job.folder.mkdir(parents=True, exist_ok=True)
+    run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
+    summary = dict(run_files.read_summary(job.folder) or {})
+    summary.update({"status": "failed", "error": message, "method": job.cfg.method.name, "identity": identity})
+    run_files.write_summary(job.folder, summary)
+    return summary
+
+
+def run(jobs: list[Job], max_stack: int | None) -> list[dict]:
+    results: list[dict | None] = [None] * len(jobs)
+    groups: dict[tuple, list[int]] = {}
+    identities = {}
+    for i, job in enumerate(jobs):
+        try:
+            identities[i] = start_checks(job.cfg, job.method_choice)
+            state = run_files.claim(job.folder, identities[i])
+        except TrainError as err:
+            results[i] = record_failure(job, str(err))
+            continue
+        except run_files.FolderTaken as err:
+            print(f"adrop train: error: {job.folder.name}: {err}", file=sys.stderr)
+            results[i] = {"status": "refused", "error": str(err), "method": job.cfg.method.name}
+            continue
+        if state == "completed":
+            results[i] = run_files.read_summary(job.folder)
+            print(f"{job.folder} already holds this run, completed; nothing to do")
+            continue
+        checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
+        groups.setdefault((stack_key(job.cfg), checkpoint["epoch"] if checkpoint else 0), []).append(i)
+    stacks = []
+    for members in groups.values():
+        size = max_stack or default_max_stack(jobs[members[0]].cfg)
+        stacks += [members[j:j + size] for j in range(0, len(members), size)]
+    if stacks:
+        log.info("stacked launcher: %d jobs in %d stacks of %s", sum(map(len, stacks)), len(stacks),
+                 ", ".join(str(len(s)) for s in stacks))
+        print(f"stacked launcher: {sum(map(len, stacks))} jobs in {len(stacks)} stacks "
+              f"({', '.join(str(len(s)) for s in stacks)} configurations)")
+    for n, members in enumerate(stacks, 1):
+        for i in members:
+            jobs[i].folder.mkdir(parents=True, exist_ok=True)
+            run_files.write_config(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides)
+        try:
+            summaries = StackedRun([jobs[i].cfg for i in members], [jobs[i].folder for i in members]).fit()
+        except (TrainError, ValueError) as err:
+            summaries = [record_failure(jobs[i], str(err), identities[i]) for i in members]
+        except Exception as err:  # a bug: one line per job, the traceback under HYDRA_FULL_ERROR=1
+            if errors.debugging():
+                traceback.print_exc()
+            summaries = [record_failure(jobs[i], f"{type(err).__name__}: {err}", identities[i]) for i in members]
+        for i, summary in zip(members, summaries):
+            results[i] = summary
+            if summary.get("status") == "completed":
+                print(f"{jobs[i].folder.name}: test error {summary['test_error']:.4f}, nonzero "
+                      f"{summary['nonzero_fraction']:.4f} (stack {n} of {len(stacks)}, {len(members)} configurations, "
+                      f"{summary['wall_time_s']:.1f} s)")
+    return results

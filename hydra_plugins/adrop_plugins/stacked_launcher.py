@@ -1,0 +1,65 @@
+"""The stacked launcher: `adrop train -m ... hydra/launcher=stacked` trains a sweep's jobs as stacks.
+
+Jobs that differ only in per-configuration numbers (seed, lam, lr, decay_start, penalty_warmup) train together as
+one vectorised training (adrop.train.stacked); the others form separate stacks, run one after another. Each job
+keeps its own folder with a single run's files. `hydra.launcher.max_stack` caps a stack's size (null: the
+measured default for the device, adrop.train.stacked_jobs.default_max_stack).
+
+This module only does Hydra's part (composing each job's configuration and folder, as Hydra's basic launcher does);
+adrop.train.stacked_jobs does the rest.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from typing import Optional, Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn, JobStatus, configure_log
+from hydra.plugins.launcher import Launcher
+from omegaconf import OmegaConf, open_dict, read_write
+
+log = logging.getLogger(__name__)
+
+
+class StackedLauncher(Launcher):
+    def __init__(self, max_stack: Optional[int] = None) -> None:
+        self.max_stack = max_stack
+        self.config = self.hydra_context = self.task_function = None
+
+    def setup(self, *, hydra_context, task_function, config) -> None:
+        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from adrop.train import stacked_jobs
+
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        jobs, before = [], HydraConfig.instance().cfg
+        try:
+            for i, overrides in enumerate(job_overrides):
+                idx = initial_job_idx + i
+                sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+                with open_dict(sweep_config):
+                    sweep_config.hydra.job.id = f"job_id_for_{idx}"
+                    sweep_config.hydra.job.num = idx
+                HydraConfig.instance().set_config(sweep_config)
+                folder = Path(str(sweep_config.hydra.sweep.dir)) / str(OmegaConf.select(sweep_config,
+                                                                                         "hydra.sweep.subdir"))
+                task_cfg = copy.deepcopy(sweep_config)
+                with read_write(task_cfg), open_dict(task_cfg):
+                    del task_cfg["hydra"]
+                jobs.append(stacked_jobs.Job(
+                    cfg=task_cfg, folder=folder.absolute(), hydra_cfg=copy.deepcopy(HydraConfig.instance().cfg),
+                    overrides=list(overrides), method_choice=sweep_config.hydra.runtime.choices.get("method")))
+        finally:
+            HydraConfig.instance().cfg = before
+        summaries = stacked_jobs.run(jobs, self.max_stack)
+        returns = []
+        for job, summary in zip(jobs, summaries):
+            ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg,
+                            working_dir=str(job.folder), task_name="app", status=JobStatus.COMPLETED)
+            ret.return_value = summary
+            returns.append(ret)
+        return returns
