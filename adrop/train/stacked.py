@@ -77,6 +77,8 @@ class StackedRun:
         self.lam = torch.tensor([hp["lam"] for hp in self.hps], device=self.device).view(-1, 1, 1)
         self.warmups = [tuple(e * self.steps_per_epoch for e in c.penalty_warmup) for c in cfgs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
+        # compile=true: one fused kernel for many elementwise passes (the noisy methods' per-weight work)
+        self.loss = torch.compile(self.step_loss) if base.compile else self.step_loss
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
         self.failed: list[str | None] = [None] * self.K
@@ -136,6 +138,13 @@ class StackedRun:
         return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, hp["lr"], c.schedule, c.decay_start)
                 for k, (c, hp) in enumerate(zip(self.cfgs, self.hps))]
 
+    def step_loss(self, x, y, weight):
+        """Per configuration (K,): data term + weight * penalty, and its two parts, for one batch (K, B, ...)."""
+        logits = self.model(x)
+        data_term = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(self.K, -1).mean(1)
+        penalty = self.method.penalty(self.model.layers, self.lam)
+        return data_term + weight * penalty, data_term, penalty
+
     def train_epoch(self) -> torch.Tensor:
         train, batch = self.data.train, self.cfgs[0].batch_size
         orders = torch.stack([torch.randperm(len(train), generator=torch.Generator().manual_seed(
@@ -152,11 +161,7 @@ class StackedRun:
             weight = torch.tensor([0.0 if self.failed[k] else schedules.lam_at(step, self.hps[k]["lam"],
                                                                                  self.warmups[k]) for k in range(K)],
                                   device=self.device)
-            logits = self.model(train.x[idx])
-            data_term = F.cross_entropy(logits.flatten(0, 1), train.y[idx].flatten(), reduction="none")
-            data_term = data_term.view(K, -1).mean(1)
-            penalty = self.method.penalty(layers, self.lam)
-            loss = data_term + weight * penalty
+            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weight)
             self.optimizer.zero_grad()
             loss.sum().backward()
             self.optimizer.step()

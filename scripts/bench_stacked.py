@@ -1,0 +1,128 @@
+"""Benchmark: a sweep of K configurations run as K separate runs, as one stack, and through the joblib launcher.
+
+    python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
+                                    [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
+
+For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
+left out) of:
+  separate    K runs one after another, as the basic launcher runs them (one single run's epoch: the same for any K)
+  joblib      K runs as the joblib launcher runs them on this machine: as many jobs at a time as cores, one thread
+              each (measured: that many single runs at once, each in its own process)
+  stack K     one StackedRun of K configurations (seeds 0..K-1), all threads
+and the ratios to `separate` (above 1: faster). Each measurement runs in its own process (a warm-up epoch, then the
+median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
+training slice is the first --train-limit MNIST examples (the per-epoch times scale with it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def measure(args) -> dict:
+    """In this process: one contender's seconds per configuration-epoch and peak memory."""
+    import resource
+
+    import torch
+    from hydra import compose, initialize_config_module
+
+    from adrop.train import schema
+    from adrop.train.loop import Run, denormals_flushed
+    from adrop.train.stacked import StackedRun
+
+    schema.register()
+
+    def cfg(seed):
+        with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
+            return compose("config", overrides=[f"data.root={args.data}", f"data.train_limit={args.train_limit}",
+                                                "data.download=false", f"device={args.device}", "progress=never",
+                                                f"method={args.method}", f"seed={seed}", "epochs=100"])
+
+    folder = Path(tempfile.mkdtemp())
+    if args.k == 0:
+        run, per = Run(cfg(0), folder / "single"), 1
+    else:
+        run, per = StackedRun([cfg(s) for s in range(args.k)], [folder / f"k{s}" for s in range(args.k)]), args.k
+    device = run.device
+    times = []
+    with denormals_flushed(device):
+        for i in range(args.rounds + 1):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            t = time.perf_counter()
+            run.train_epoch()
+            run.epoch += 1
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if i:  # the first epoch warms up
+                times.append(time.perf_counter() - t)
+    peak = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    return {"seconds": statistics.median(times) / per, "peak_mb": peak / 2**20}
+
+
+def child(args, k: int, threads: int | None = None, extra_env=None) -> subprocess.Popen:
+    env = {**os.environ, **(extra_env or {})}
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    command = [sys.executable, __file__, "--measure", "--k", str(k), "--method", args.method, "--data", args.data,
+               "--device", args.device, "--rounds", str(args.rounds), "--train-limit", str(args.train_limit)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+
+
+def result(process) -> dict:
+    out, _ = process.communicate()
+    if process.returncode:
+        raise SystemExit(f"a measurement failed (exit {process.returncode})")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--ks", default="1,4,16,64")
+    p.add_argument("--methods", default="dense,logsum,vardrop_lr_ar,hard_concrete")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--train-limit", type=int, default=8192)
+    p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--k", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--method", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args)))
+        return
+    cores = os.cpu_count() or 1
+    print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
+          f"batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs after a warm-up")
+    header = f"{'method':<15}{'contender':<12}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
+    print(header)
+    print("-" * len(header))
+    for method in args.methods.split(","):
+        args.method = method
+        separate = result(child(args, 0))
+        rows = [("separate", separate)]
+        if args.device == "cpu":
+            jobs = [child(args, 0, threads=1) for _ in range(cores)]
+            runs = [result(j) for j in jobs]
+            rows.append(("joblib", {"seconds": max(r["seconds"] for r in runs) / cores,
+                                    "peak_mb": sum(r["peak_mb"] for r in runs)}))
+        for k in (int(v) for v in args.ks.split(",")):
+            rows.append((f"stack {k}", result(child(args, k))))
+        for name, r in rows:
+            print(f"{method:<15}{name:<12}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
+                  f"{r['peak_mb']:>10.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
