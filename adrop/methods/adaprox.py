@@ -21,4 +21,4 @@ class AdaProx(EtaHatMethod):
             w = layer.weight
             eta = self.pen.eta_hat(w)
             rho = step_size(w)
-            w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * lam)))
+            w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * layer.per_config(lam))))

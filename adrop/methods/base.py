@@ -1,9 +1,10 @@
 """What a sparsification method is to the training loop, and the registry that finds one by name.
 
-The split: a layer (`SparseLinear`) holds the parameters and owns the product (a linear map, or K of them batched
-when K configurations train stacked); the method owns the elementwise math (noise, gates, penalty, keep mask) and
+The split: a layer (`SparseLinear`, `SparseConv2d`) holds the parameters and owns the product (a linear map or a
+convolution, or K of them batched when K configurations train stacked); the method owns the elementwise math (noise, gates, penalty, keep mask) and
 calls the layer's product. lam and the optimiser's step sizes reach the method from the loop, as arguments, never
-as copies: a float for one run, a tensor of shape (K, 1, 1) for a stack. The loop only ever calls:
+as copies: a float for one run, a tensor of K values for a stack, which `layer.per_config(lam)` shapes to broadcast
+against that layer's weights. The loop only ever calls:
 
     layer(x)                                  training forward: method.forward(layer, x)
     method.start(layers)                      once, before the first step of a new run (not on resume)
@@ -57,22 +58,43 @@ class Noise:
 noise = Noise()
 
 
-class SparseLinear(nn.Module):
-    """The parameters of one Linear layer (weight out x in, bias, and the method's own per-weight parameters) and its
-    product. With `configs=K` every tensor has a leading axis of K, inputs are (K, batch, in), and the product is
-    batched; the method's elementwise math is the same either way."""
+class SparseLayer(nn.Module):
+    """The parameters of one layer (weight, bias, and the method's own per-weight parameters) and its product. With
+    `configs=K` every tensor has a leading axis of K and the product is batched over it; the method's elementwise
+    math is the same either way. Subclasses say what the product is."""
 
-    def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None):
+    def __init__(self, weight_shape: tuple, fan_in: int, method: "Method", configs: int | None = None):
         super().__init__()
-        self.in_features, self.out_features, self.configs = in_features, out_features, configs
-        self.method = method
+        self.configs, self.method = configs, method
         lead = () if configs is None else (configs,)
-        self.weight = nn.Parameter(torch.empty(*lead, out_features, in_features))
-        self.bias = nn.Parameter(torch.empty(*lead, out_features))
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # as nn.Linear (a stack copies its runs' instead)
-        bound = 1 / math.sqrt(in_features)
+        self.weight = nn.Parameter(torch.empty(*lead, *weight_shape))
+        self.bias = nn.Parameter(torch.empty(*lead, weight_shape[0]))
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # as nn.Linear, nn.Conv2d (a stack copies its runs')
+        bound = 1 / math.sqrt(fan_in)
         nn.init.uniform_(self.bias, -bound, bound)
         method.add_parameters(self)
+
+    def per_config(self, value):
+        """A per-configuration value (lam, a threshold) shaped to broadcast against this layer's weights: a float as
+        it is; a stack's (K,) tensor as (K, 1, ..., 1)."""
+        if not isinstance(value, torch.Tensor) or value.dim() == 0:
+            return value
+        return value.view(-1, *([1] * (self.weight.dim() - 1)))
+
+    def total(self, t: torch.Tensor) -> torch.Tensor:
+        """Sum over one run's weights: a scalar, or one per configuration (K,) for a stack."""
+        return t.sum() if self.configs is None else t.flatten(1).sum(1)
+
+    def forward(self, x):
+        return self.method.forward(self, x)
+
+
+class SparseLinear(SparseLayer):
+    """A Linear layer: weight out x in. Inputs (batch, in), or (K, batch, in) for a stack."""
+
+    def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None):
+        self.in_features, self.out_features = in_features, out_features
+        super().__init__((out_features, in_features), in_features, method, configs)
 
     def product(self, x, weight, bias=None):
         """x W^T + b: F.linear for one run; for a stack, (K, batch, in) x (K, out, in) -> (K, batch, out)."""
@@ -82,12 +104,22 @@ class SparseLinear(nn.Module):
             return torch.bmm(x, weight.transpose(1, 2))
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
-    def total(self, t: torch.Tensor) -> torch.Tensor:
-        """Sum over one run's weights: a scalar, or one per configuration (K,) for a stack."""
-        return t.sum() if self.configs is None else t.flatten(1).sum(1)
 
-    def forward(self, x):
-        return self.method.forward(self, x)
+class SparseConv2d(SparseLayer):
+    """A 2-d convolution (stride 1, no padding, as LeNet-5): weight out x in x kh x kw, one sparsified weight per
+    kernel entry. Inputs (batch, in, H, W); a stack's inputs are (batch, K * in, H, W), configuration-major channels,
+    and its product is one grouped convolution (groups = K)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel: int, method: "Method", configs: int | None = None):
+        self.in_channels, self.out_channels, self.kernel = in_channels, out_channels, kernel
+        super().__init__((out_channels, in_channels, kernel, kernel), in_channels * kernel * kernel, method, configs)
+
+    def product(self, x, weight, bias=None):
+        if self.configs is None:
+            return F.conv2d(x, weight, bias)
+        K = self.configs
+        return F.conv2d(x, weight.reshape(K * self.out_channels, *weight.shape[2:]),
+                        None if bias is None else bias.reshape(-1), groups=K)
 
 
 @dataclass
@@ -109,22 +141,25 @@ class Method:
     def build_layer(self, in_features: int, out_features: int, configs: int | None = None) -> SparseLinear:
         return SparseLinear(in_features, out_features, self, configs)
 
-    def add_parameters(self, layer: SparseLinear) -> None:
+    def build_conv(self, in_channels: int, out_channels: int, kernel: int, configs: int | None = None):
+        return SparseConv2d(in_channels, out_channels, kernel, self, configs)
+
+    def add_parameters(self, layer: SparseLayer) -> None:
         """Create the method's own per-weight parameters and buffers on the layer (shape of layer.weight)."""
 
-    def forward(self, layer: SparseLinear, x):
+    def forward(self, layer: SparseLayer, x):
         return layer.product(x, layer.weight, layer.bias)
 
-    def layer_penalty(self, layer: SparseLinear, lam) -> torch.Tensor:
+    def layer_penalty(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight.new_zeros(() if layer.configs is None else (layer.configs,))
 
     def penalty(self, layers, lam) -> torch.Tensor:
         return sum(self.layer_penalty(layer, lam) for layer in layers)
 
-    def keep_mask(self, layer: SparseLinear, lam) -> torch.Tensor:
+    def keep_mask(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight != 0
 
-    def effective_weight(self, layer: SparseLinear, lam) -> torch.Tensor:
+    def effective_weight(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight * self.keep_mask(layer, lam)
 
     def start(self, layers) -> None:

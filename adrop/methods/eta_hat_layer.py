@@ -26,7 +26,7 @@ class EtaHatMethod(Method):
         self.pen = penalties.get(params.penalty, **dict(params.penalty_params))
 
     def keep_probability(self, layer, lam) -> torch.Tensor:
-        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), lam)
+        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), layer.per_config(lam))
 
     def keep_mask(self, layer, lam):
         return self.keep_probability(layer, lam) >= keep_rule.KEEP_THRESHOLD

@@ -37,7 +37,7 @@ class EtaTrick(Method):
         layer.log_eta_bar = nn.Parameter(torch.full(layer.weight.shape, float(self.params.init_log_eta)))
 
     def layer_penalty(self, layer, lam):
-        eta = lam * torch.exp(layer.log_eta_bar)
+        eta = layer.per_config(lam) * torch.exp(layer.log_eta_bar)
         w = layer.weight
         return 0.5 * layer.total(w * w / eta + self.pen.f_elementwise(eta)) + self.c * layer.total(layer.log_eta_bar)
 

@@ -104,9 +104,9 @@ class MagnitudePruning(Masked):
                 for layer in layers:
                     layer.mask.fill_(True)
                 return
-            cut = torch.kthvalue(magnitudes, k, dim=1).values.view(K, 1, 1)
+            cut = torch.kthvalue(magnitudes, k, dim=1).values
             for layer in layers:
-                layer.mask.copy_(layer.weight.abs() > cut)
+                layer.mask.copy_(layer.weight.abs() > layer.per_config(cut))
         else:
             for layer in layers:
                 flat = layer.weight.abs().reshape(K, -1)

@@ -7,6 +7,7 @@ files are missing where and how to provide them.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class Data:
     test: Split
     in_features: int
     classes: int
+    image: tuple | None = None  # (channels, height, width) of image rows; None: flat vectors
 
 
 FILES = {
@@ -63,8 +65,11 @@ def load(dataset, data, device) -> Data:
     def put(x, y):
         return Split(x.to(device), y.to(device))
 
+    image = tuple(dataset.image) if dataset.image else None
+    if image and math.prod(image) != full.x.shape[1]:
+        raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
     return Data(put(full.x[train_idx], full.y[train_idx]), put(full.x[val_idx], full.y[val_idx]),
-                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1)
+                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1, image)
 
 
 def torchvision_split(dataset, data):

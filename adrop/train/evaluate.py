@@ -16,16 +16,12 @@ def effective(model, method, lam):
 
 
 @torch.no_grad()
-def error(weights, split, batch: int = 8192) -> float:
-    """Fraction misclassified by the ReLU network with these weights."""
+def error(predict, weights, split, batch: int = 8192) -> float:
+    """Fraction misclassified by the network with these weights (predict: the model's forward with given weights)."""
     wrong = torch.zeros((), dtype=torch.long, device=split.x.device)
     for start in range(0, len(split), batch):
-        x = split.x[start:start + batch]
-        for i, (_, w, b) in enumerate(weights):
-            x = torch.addmm(b, x, w.t())
-            if i < len(weights) - 1:
-                x = torch.relu_(x)
-        wrong += (x.argmax(1) != split.y[start:start + batch]).sum()
+        logits = predict(split.x[start:start + batch], weights)
+        wrong += (logits.argmax(1) != split.y[start:start + batch]).sum()
     return wrong.item() / len(split)
 
 

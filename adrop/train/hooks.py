@@ -35,7 +35,7 @@ def start_checks(cfg, chosen: str | None = None) -> dict:
         raise TrainError(f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
                          "the same (a registered method, adrop/methods/)")
     try:
-        model_mod.hidden_widths(cfg.model)
+        model_mod.check_fits(cfg.model, cfg.dataset)
         return run_identity(cfg)
     except ValueError as err:
         raise TrainError(str(err)) from None

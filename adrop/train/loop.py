@@ -106,7 +106,8 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
     if cfg.init_from:
         identity["init_from"] = str(cfg.init_from)
     if cfg.model.name != "lenet_300_100":
-        identity["model"] = f"{cfg.model.name}{list(cfg.model.hidden)}"
+        conv = [list(c) for c in cfg.model.conv]
+        identity["model"] = f"{cfg.model.name}{conv if conv else ''}{list(cfg.model.hidden)}"
     cls, params = method_params(cfg)
     changed = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
                if getattr(params, f.name) != getattr(cls.Params(), f.name)}
@@ -184,7 +185,7 @@ class Run:
         self.warmup_steps = tuple(e * self.steps_per_epoch for e in cfg.penalty_warmup)  # the ramp, in steps
         self.method = method_cls(params, self.steps_per_epoch, cfg.epochs)
         try:
-            self.model = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
+            self.model = model_mod.build(cfg.model, self.data, self.method)
         except ValueError as err:
             raise TrainError(str(err)) from None
         if cfg.init_from:
@@ -262,7 +263,7 @@ class Run:
     def evaluate(self, split):
         self.model.eval()
         weights = evaluate.effective(self.model, self.method, self.hp["lam"])
-        return weights, evaluate.error(weights, split, self.cfg.eval_batch_size)
+        return weights, evaluate.error(self.model.predict, weights, split, self.cfg.eval_batch_size)
 
     def fit(self, stop_after: int | None = None) -> dict:
         """Train to cfg.epochs (or stop after epoch `stop_after`, leaving the run to be resumed)."""

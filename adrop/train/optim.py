@@ -146,7 +146,7 @@ class StackedAdam:
         offset, size = self.index[param]
         shape = param.shape
         if self.step_count == 0:
-            return self.lr.view(-1, *([1] * (len(shape) - 1))).expand(shape)
+            return self.lr.view(-1, *([1] * (len(shape) - 1))).expand(shape)  # (K, 1, ..., 1) for any layer
         v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / (1 - self.betas[1] ** float(self.step_count))
         return self.lr.view(-1, *([1] * (len(shape) - 1))) / (v_hat.sqrt() + self.eps)
 

@@ -36,12 +36,14 @@ class DatasetConfig:
     n_train: int = 2000
     n_test: int = 500
     separation: float = 2.0
+    image: Optional[List[int]] = None  # channels, height, width of image data (MNIST: [1, 28, 28]); null: flat vectors
 
 
 @dataclass
 class ModelConfig:
     name: str = MISSING
     hidden: List[int] = field(default_factory=lambda: [300, 100])
+    conv: List[List[int]] = field(default_factory=list)  # [out channels, kernel] per conv (+ ReLU, 2x2 max-pool)
 
 
 @dataclass

@@ -74,7 +74,7 @@ class StackedRun:
         self.total_steps = self.steps_per_epoch * base.epochs
         self.method = method_cls(params, self.steps_per_epoch, base.epochs)
         self.model = self.stack_models()
-        self.lam = torch.tensor([hp["lam"] for hp in self.hps], device=self.device).view(-1, 1, 1)
+        self.lam = torch.tensor([hp["lam"] for hp in self.hps], device=self.device)  # (K,): layer.per_config shapes it
         self.warmups = [tuple(e * self.steps_per_epoch for e in c.penalty_warmup) for c in cfgs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
         # compile=true: one fused kernel for many elementwise passes (the noisy methods' per-weight work)
@@ -91,12 +91,12 @@ class StackedRun:
         singles = []
         for cfg in self.cfgs:
             reset_state(cfg.seed, self.device)
-            single = model_mod.build(cfg.model, self.data.in_features, self.data.classes, self.method)
+            single = model_mod.build(cfg.model, self.data, self.method)
             if cfg.init_from:
                 load_weights(single, Path(cfg.init_from))
             singles.append(single.state_dict())
-        stacked = model_mod.build(self.cfgs[0].model, self.data.in_features, self.data.classes, self.method,
-                                  configs=self.K)
+        stacked = model_mod.build(self.cfgs[0].model, self.data, self.method, configs=self.K)
+        self.single = model_mod.build(self.cfgs[0].model, self.data, self.method)  # its predict() evaluates a row
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([s[name] for s in singles]))
@@ -207,7 +207,7 @@ class StackedRun:
                                  f"lam={self.hps[k]['lam']}); the last good checkpoint (epoch {self.epoch - 1}) stays")
                     continue
                 weights = self.weights(k, all_weights)
-                val_error = evaluate.error(weights, self.data.val, base.eval_batch_size)
+                val_error = evaluate.error(self.single.predict, weights, self.data.val, base.eval_batch_size)
                 layers, nonzero, total = evaluate.sparsity(weights)
                 self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error,
                                                              nonzero, total, lr_end[k], seconds))
@@ -227,7 +227,7 @@ class StackedRun:
                 out.append(self.summary(k, "running", val_error=last))
                 continue
             weights = self.weights(k, all_weights)
-            test_error = evaluate.error(weights, self.data.test, base.eval_batch_size)
+            test_error = evaluate.error(self.single.predict, weights, self.data.test, base.eval_batch_size)
             layers, nonzero, total = evaluate.sparsity(weights)
             run_files.write_weights(self.folders[k], weights)
             summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],

@@ -1,0 +1,90 @@
+"""Convolutional networks: every method on Conv2d layers (one weight, and its eta, sigma^2, gate or mask, per kernel
+entry), LeNet-5's shapes, the files a reader needs to recompute the test error, stacks of conv nets, bad fits."""
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from adrop import methods
+from adrop.train import hooks
+from adrop.train.loop import Run, TrainError
+from adrop.train.stacked import StackedRun
+
+from test_stacked import held_noise, relative_gap  # noqa: F401  (a fixture and a helper shared with the stack tests)
+
+SMALL = ("model=conv_small", "epochs=1", "batch_size=64", "data.train_limit=512")
+
+
+@pytest.fixture(scope="module")
+def pruned_conv(tmp_path_factory, mnist):
+    folder = tmp_path_factory.mktemp("pruned_conv")
+    Run(mnist("method=magnitude_pruning", "method.params.final_sparsity=0.5", *SMALL), folder).fit()
+    return folder
+
+
+def recompute_test_error(folder, split):
+    """What a reader does with weights.npz: plain functional calls, torch layout (conv: out x in x kh x kw)."""
+    w = {k: torch.from_numpy(v) for k, v in np.load(folder / "weights.npz").items()}
+    x = split.x.view(-1, 1, 28, 28)
+    x = F.max_pool2d(F.relu(F.conv2d(x, w["conv1.weight"], w["conv1.bias"])), 2).flatten(1)
+    x = F.relu(F.linear(x, w["fc1.weight"], w["fc1.bias"]))
+    x = F.linear(x, w["fc2.weight"], w["fc2.bias"])
+    return int((x.argmax(1) != split.y).sum()) / len(split)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", methods.names())
+def test_each_method_trains_a_conv_net_and_its_files_agree(method, mnist, pruned_conv, tmp_path):
+    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"],
+             "fixed_mask": [f"init_from={pruned_conv}"]}.get(method, [])
+    run = Run(mnist(f"method={method}", *SMALL, "lr=1e-3", *extra), tmp_path)
+    summary = run.fit()
+    assert summary["status"] == "completed" and summary["architecture"] == "1x28x28-c4k5-p2-576-16-10"
+    assert summary["layers"]["conv1"]["shape"] == [4, 1, 5, 5] and summary["layers"]["conv1"]["total"] == 100
+    arrays = np.load(tmp_path / "weights.npz")
+    assert list(arrays.keys()) == ["conv1.weight", "conv1.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    for name, layer in summary["layers"].items():
+        assert np.count_nonzero(arrays[f"{name}.weight"]) == layer["nonzero"]
+    assert recompute_test_error(tmp_path, run.data.test) == pytest.approx(summary["test_error"], abs=1e-9)
+    assert "1,conv1,4x1x5x5," in (tmp_path / "layers.csv").read_text()
+
+
+def test_lenet5_has_the_caffe_shapes(config):
+    from adrop.train import model as model_mod
+    from adrop.train.data import Data
+
+    data = Data(None, None, None, 784, 10, (1, 28, 28))
+    net = model_mod.build(config("model=lenet5").model, data, methods.get("dense")(methods.get("dense").Params(), 1, 1))
+    shapes = [tuple(layer.weight.shape) for layer in net.layers]
+    assert shapes == [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)] and net.names == ["conv1", "conv2",
+                                                                                                 "fc1", "fc2"]
+    assert sum(int(np.prod(s)) for s in shapes) == 430_500  # + 580 biases = REFERENCE.md's 431,080
+    assert net(torch.zeros(3, 784)).shape == (3, 10)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["model=lenet5", "dataset=synthetic"], "model=lenet5 is a conv net and needs images; dataset=synthetic gives"),
+    (["model=lenet5", "model.conv=[[20,5],[50,12]]"], "does not fit 1x28x28 images: a 12x12 convolution meets a 12x12"),
+    (["model=mlp", "model.conv=[[4,5]]"], "model=mlp has no convolutions"),
+])
+def test_a_model_that_does_not_fit_the_data_fails_at_start(config, overrides, message):
+    with pytest.raises(TrainError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        hooks.start_checks(config(*overrides))
+
+
+@pytest.mark.parametrize("method", ["dense", "logsum", "vardrop_lr_ar", "hard_concrete", "magnitude_pruning"])
+def test_a_stack_of_conv_nets_follows_each_single_run(method, mnist, held_noise, tmp_path):  # noqa: F811
+    """Grouped convolutions for a stack: three configurations end where their single runs end (noise held)."""
+    extra = ["method.params.final_sparsity=0.5", "method.params.frequency=2"] if method == "magnitude_pruning" else []
+    cfgs = [mnist(f"method={method}", *SMALL, f"seed={i}", f"lr={lr}", *extra)
+            for i, lr in enumerate((1e-3, 2e-3, 5e-4))]
+    for i, cfg in enumerate(cfgs):
+        Run(cfg, tmp_path / f"single{i}").fit()
+    summaries = StackedRun(cfgs, [tmp_path / f"stack{i}" for i in range(3)]).fit()
+    for i in range(3):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        assert relative_gap(a, b) < 3e-5, (i, relative_gap(a, b))
+        assert json.loads((tmp_path / f"stack{i}" / "summary.json").read_text())["architecture"] == \
+            summaries[i]["architecture"] == "1x28x28-c4k5-p2-576-16-10"
