@@ -105,7 +105,7 @@ def main():
     cores = os.cpu_count() or 1
     print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
           f"batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs after a warm-up")
-    header = f"{'method':<15}{'contender':<12}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
+    header = f"{'method':<18}{'contender':<12}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)
     print("-" * len(header))
     for method in args.methods.split(","):
@@ -120,7 +120,7 @@ def main():
         for k in (int(v) for v in args.ks.split(",")):
             rows.append((f"stack {k}", result(child(args, k))))
         for name, r in rows:
-            print(f"{method:<15}{name:<12}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
+            print(f"{method:<18}{name:<12}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
                   f"{r['peak_mb']:>10.0f}", flush=True)
 
 

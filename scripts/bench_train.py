@@ -1,6 +1,6 @@
 """Benchmark: seconds per training epoch of every `adrop train` method against the usual PyTorch loop.
 
-    python scripts/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3]
+    python scripts/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3] [--model lenet5]
 
 Contenders, all at batch 128 on the same 48k MNIST training split and device, measured in one process, alternating
 (one epoch each per round, after a warm-up epoch each), median over rounds:
@@ -9,7 +9,9 @@ Contenders, all at batch 128 on the same 48k MNIST training split and device, me
   adrop <m>    one training epoch of `adrop train method=<m>` (data on the device, the method's layers and hooks)
   matmuls only the epoch's matrix products alone (the shapes of a dense step's forward and backward, 375 times): the
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
-With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
+With --model lenet5 the network is LeNet-5-Caffe for adrop and for the usual loop (nn.Sequential of Conv2d,
+ReLU, MaxPool2d, Linear); the matmul floor and the arithmetic limit are then not printed (they count LeNet-300-100's
+products). With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
 Also printed: the FLOPs of an epoch (FLOPS_PER_EXAMPLE * 48,000: forward and weight gradient of the three matmuls,
 and the input gradients of the second and third layer; the first layer's input gradient is never computed), the rate of a
 large float32 matrix product on the same device, the fraction of that rate each contender reaches, the time of one
@@ -61,7 +63,7 @@ def matmul_rate(device, n=4096, repeat=5) -> float:
 class UsualLoop:
     """The textbook loop: a torchvision dataset through a DataLoader."""
 
-    def __init__(self, root, train_idx, device):
+    def __init__(self, root, train_idx, device, model="lenet_300_100"):
         import torchvision
         from torchvision import transforms
 
@@ -70,8 +72,14 @@ class UsualLoop:
         self.loader = torch.utils.data.DataLoader(torch.utils.data.Subset(full, train_idx.tolist()),
                                                   batch_size=BATCH, shuffle=True)
         self.device = device
-        self.model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 300), torch.nn.ReLU(),
-                                         torch.nn.Linear(300, 100), torch.nn.ReLU(), torch.nn.Linear(100, 10)).to(device)
+        nn = torch.nn
+        if model == "lenet5":
+            self.model = nn.Sequential(nn.Conv2d(1, 20, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.ReLU(),
+                                       nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.ReLU(),
+                                       nn.Linear(500, 10)).to(device)
+        else:
+            self.model = nn.Sequential(nn.Flatten(), nn.Linear(784, 300), nn.ReLU(), nn.Linear(300, 100), nn.ReLU(),
+                                       nn.Linear(100, 10)).to(device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
 
     def epoch(self):
@@ -106,9 +114,10 @@ class MatmulsOnly:
                     delta = delta @ self.w[k]
 
 
-def adrop_run(method, root, device, folder, compiled=False):
+def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100"):
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        cfg = compose("config", overrides=[f"method={method}", f"data.root={root}", f"device={device}",
+        cfg = compose("config", overrides=[f"method={method}", f"model={model}", f"data.root={root}",
+                                           f"device={device}",
                                            "epochs=1000", "progress=never", "data.download=false",
                                            f"compile={str(compiled).lower()}"])
     return Run(cfg, folder)
@@ -139,6 +148,7 @@ def main():
                                                                    if m not in ("dense", "fixed_mask")]))
     parser.add_argument("--folder", default="outputs/bench_train", help="scratch folder for the runs' files")
     parser.add_argument("--compile", action="store_true", help="also measure each method with compile=true")
+    parser.add_argument("--model", default="lenet_300_100", choices=["lenet_300_100", "lenet5"])
     args = parser.parse_args()
     schema.register()
     device = torch.device(args.device)
@@ -149,20 +159,23 @@ def main():
     if "dense" not in wanted:
         parser.error("--methods must include dense (the ratios are to it)")
     for m in wanted:
-        run = adrop_run(m, args.data, args.device, scratch / m)
+        run = adrop_run(m, args.data, args.device, scratch / m, model=args.model)
         contenders[f"adrop {m}"] = run.train_epoch
         models[f"adrop {m}"] = run.model
         if m == "dense":
             dense_run = run
         if args.compile:
-            compiled = adrop_run(m, args.data, args.device, scratch / f"{m}_c", True)
+            compiled = adrop_run(m, args.data, args.device, scratch / f"{m}_c", True, model=args.model)
             contenders[f"adrop {m} (compiled)"], models[f"adrop {m} (compiled)"] = compiled.train_epoch, compiled.model
     g = torch.Generator().manual_seed(42)
     order = torch.randperm(60000, generator=g)
-    usual = UsualLoop(args.data, order[12000:], device)
-    floor = MatmulsOnly(device)
-    contenders = {"usual loop": usual.epoch, **contenders, "matmuls only": floor.epoch}
-    models = {"usual loop": usual.model, **models, "matmuls only": None}
+    usual = UsualLoop(args.data, order[12000:], device, args.model)
+    contenders = {"usual loop": usual.epoch, **contenders}
+    models = {"usual loop": usual.model, **models}
+    lenet300 = args.model == "lenet_300_100"
+    if lenet300:  # the floor and the limit count LeNet-300-100's products
+        floor = MatmulsOnly(device)
+        contenders["matmuls only"], models["matmuls only"] = floor.epoch, None
 
     with denormals_flushed(device):  # as Run.fit trains
         memory, times = {}, {name: [] for name in contenders}
@@ -185,14 +198,17 @@ def main():
         eval_s = time.perf_counter() - t
     flops = FLOPS_PER_EXAMPLE * 48_000
     rate = matmul_rate(device)
-    limit = flops / rate
+    limit = flops / rate if lenet300 else float("nan")
     med = {name: statistics.median(v) for name, v in times.items()}
     dense_s, usual_s = med["adrop dense"], med["usual loop"]
     name_dev = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
     print(f"device: {device} ({name_dev}), {os.cpu_count()} CPU cores, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}")
-    print(f"epoch: 48,000 examples, batch {BATCH}, {flops / 1e9:.1f} GFLOP; large float32 matmul {rate / 1e9:.1f} "
-          f"GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch")
+    if lenet300:
+        print(f"epoch: 48,000 examples, batch {BATCH}, {flops / 1e9:.1f} GFLOP; large float32 matmul "
+              f"{rate / 1e9:.1f} GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch")
+    else:
+        print(f"epoch: 48,000 examples, batch {BATCH}, model {args.model} (no arithmetic limit computed)")
     print(f"{'contender':32s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  memory")
     for name in contenders:
         s = med[name]

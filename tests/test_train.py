@@ -125,9 +125,10 @@ def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
 def test_every_experiment_config_composes_with_the_paper_setting(config, name):
     cfg = config(f"experiment={name}")
     epochs = 10 if name == "finetune_kept_weights" else 200  # a second stage, after a 200-epoch run
-    batch = 100 if "b100" in name else 128  # Molchanov et al.'s batch, said in the name
+    batch = 100 if "b100" in name or name == "sparse_vd_lenet5" else 128  # Molchanov et al.'s batch
     assert (cfg.epochs, cfg.batch_size, cfg.schedule, cfg.dataset.name) == (epochs, batch, "linear", "mnist")
     methods.get(cfg.method.name)  # a registered method
+    assert cfg.model.name == ("lenet5" if "lenet5" in name else "lenet_300_100")
 
 
 def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):
