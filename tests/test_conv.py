@@ -74,6 +74,7 @@ def test_a_model_that_does_not_fit_the_data_fails_at_start(config, overrides, me
         hooks.start_checks(config(*overrides))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["dense", "logsum", "vardrop_lr_ar", "hard_concrete", "magnitude_pruning"])
 def test_a_stack_of_conv_nets_follows_each_single_run(method, mnist, held_noise, tmp_path):  # noqa: F811
     """Grouped convolutions for a stack: three configurations end where their single runs end (noise held)."""

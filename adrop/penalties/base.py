@@ -119,8 +119,11 @@ class Penalty:
         if is_tensor(eta):
             return ops(eta).where(self.outside(eta), np.inf, self._closed("_f")(eta))
         eta = np.atleast_1d(as_float(eta))
-        with quiet():
-            return np.where(self.outside(eta), np.inf, self._f(eta))
+        out, inside = np.full(eta.shape, np.inf), ~self.outside(eta)
+        if inside.any():  # only there: a numerical dual (an LF transform) costs ~0.1 s a call
+            with quiet():
+                out[inside] = self._f(eta[inside])
+        return out
 
     def eta_hat(self, w) -> np.ndarray:
         if is_tensor(w):
