@@ -6,19 +6,23 @@
 # Sparse VD's budget); then 10 epochs of fine-tuning what each of the two *_sparser runs kept
 # (experiment=finetune_kept_weights: the points that beat Sparse VD in docs/results.md); then one report of everything.
 #
-#   scripts/reproduce_paper.sh                      200 epochs, as the paper (hours on a 2-core CPU)
+#   scripts/reproduce_paper.sh                      200 epochs, seeds 0, 1, 2, the stacked launcher (a GPU stacks the
+#                                                   seeds of a row; on a CPU its default is single runs)
 #   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
-#   SEEDS=0,1,2 LAUNCHER=joblib scripts/reproduce_paper.sh   (several seeds, jobs in parallel)
+#   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, jobs in parallel: the faster way on a CPU)
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
 #
 # Writes: $SWEEP_DIR (default outputs/multirun/paper_lenet300_e$EPOCHS), one folder per method and seed;
 # ${SWEEP_DIR}_beyond, one folder per experiment and seed; ${SWEEP_DIR}_finetuned/<stage-1 run>/seed=N; and the report (results.csv, results.md with the paper's
 # numbers beside ours, figures) in a new folder beside them, or in REPORT_DIR.
 # A sweep that is interrupted can be continued: run the same command with SWEEP_DIR set to its folder; every job
-# resumes from its last checkpoint and finished jobs are skipped.
+# resumes from its last checkpoint and finished jobs are skipped. A sweep with failed jobs does not stop the script:
+# it goes on, reports what finished, and exits 1 at the end.
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
-SEEDS=${SEEDS:-0}
+SEEDS=${SEEDS:-0,1,2}
+LAUNCHER=${LAUNCHER:-stacked}
+STATUS=0
 DATA=${DATA:-${ADROP_DATA:-data}}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/paper_lenet300_e${EPOCHS}}
 METHODS=vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,magnitude_pruning,hard_concrete
@@ -29,9 +33,10 @@ REPORT=()
 if [ -n "${REPORT_DIR:-}" ]; then REPORT+=(--out "${REPORT_DIR}"); fi
 
 adrop train -m experiment=paper_lenet300 "method=${METHODS}" "hydra.sweep.dir=${SWEEP_DIR}" "${COMMON[@]}" \
-  "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs]"
+  "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs]" || STATUS=1
 adrop train -m experiment=sparse_vd_recipe,sparse_vd_recipe_sparser,sparse_vd_recipe_b100_sparser,pruning_at_sparse_vd_budget \
-  "hydra.sweep.dir=${SWEEP_DIR}_beyond" "${COMMON[@]}" "hydra.job.config.override_dirname.exclude_keys=[data.root,epochs]"
+  "hydra.sweep.dir=${SWEEP_DIR}_beyond" "${COMMON[@]}" "hydra.job.config.override_dirname.exclude_keys=[data.root,epochs]" \
+  || STATUS=1
 
 # stage 2: fine-tune what each finished *_sparser run kept (its own seed for the batch order)
 for src in "${SWEEP_DIR}_beyond"/*experiment=sparse_vd_recipe*_sparser*; do  # named by overrides, extra ones too
@@ -41,8 +46,9 @@ for src in "${SWEEP_DIR}_beyond"/*experiment=sparse_vd_recipe*_sparser*; do  # n
   if [ -n "${LAUNCHER:-}" ]; then FINETUNE+=("hydra/launcher=${LAUNCHER}"); fi
   adrop train -m experiment=finetune_kept_weights "init_from='${src}'" "${FINETUNE[@]}" "$@" \
     "hydra.sweep.dir='${SWEEP_DIR}_finetuned/$(basename "${src}")'" \
-    "hydra.job.config.override_dirname.exclude_keys=[experiment,init_from,data.root]"
+    "hydra.job.config.override_dirname.exclude_keys=[experiment,init_from,data.root]" || STATUS=1
 done
 SWEEPS=("${SWEEP_DIR}" "${SWEEP_DIR}_beyond")
 if [ -d "${SWEEP_DIR}_finetuned" ]; then SWEEPS+=("${SWEEP_DIR}_finetuned"); fi
 adrop report "${SWEEPS[@]}" --paper "${REPORT[@]}"
+exit "${STATUS}"
