@@ -130,3 +130,17 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     again = adrop("train", "-m", "hydra/launcher=stacked", *small, "method=logsum", "seed=0,1", "lam=0.001",
                   "hydra.sweep.dir=stacked")
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
+
+
+def test_initialisation_parameters_may_differ_inside_a_stack(synthetic, tmp_path):
+    """method.params.init_* act only when a configuration's network is made: such jobs share a stack, each made with
+    its own; any other method parameter splits the stack."""
+    from adrop.train.stacked import stack_key
+
+    a, b = (synthetic("method=vardrop_lr", f"method.params.init_log_alpha={v}", f"seed={i}")
+            for i, v in enumerate((-5.0, -3.0)))
+    assert stack_key(a) == stack_key(b)
+    assert stack_key(a) != stack_key(synthetic("method=vardrop_lr", "method.params.log_alpha_max=8"))
+    run = StackedRun([a, b], [tmp_path / "a", tmp_path / "b"])
+    log_alpha = run.model.layers[0].log_alpha_param
+    assert torch.all(log_alpha[0] == -5.0) and torch.all(log_alpha[1] == -3.0)

@@ -38,6 +38,9 @@ log = logging.getLogger("adrop.train")
 # agreement tests would fail otherwise). torch warns that such views are not dense; the warning says nothing here.
 warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")  # what may differ inside a stack
+# ... and a method's initialisation parameters (method.params.init_*: init_log_alpha, init_drop, ...), which act only
+# when each configuration's network is made, as its single run makes it; the method's other parameters enter its
+# elementwise math every step and must agree within a stack
 NOT_A_RESULT = ("progress", "data.root", "data.download")  # what changes no result, so never splits a stack
 
 
@@ -51,6 +54,9 @@ def stack_key(cfg) -> str:
         plain.pop(key, None)
     for key in ("root", "download"):
         plain.get("data", {}).pop(key, None)
+    params = plain.get("method", {}).get("params", {})
+    for key in [k for k in params if k.startswith("init_")]:
+        params.pop(key)
     return json.dumps(plain, sort_keys=True, default=str)
 
 
@@ -90,8 +96,9 @@ class StackedRun:
         """Each configuration's network made as its single run makes it (its seed, then init_from), stacked."""
         singles = []
         for cfg in self.cfgs:
+            method_cls, params = method_params(cfg)  # its own initialisation parameters
             reset_state(cfg.seed, self.device)
-            single = model_mod.build(cfg.model, self.data, self.method)
+            single = model_mod.build(cfg.model, self.data, method_cls(params, self.steps_per_epoch, cfg.epochs))
             if cfg.init_from:
                 load_weights(single, Path(cfg.init_from))
             singles.append(single.state_dict())
