@@ -126,6 +126,8 @@ class StackedRun:
                 self.metrics[k], self.layer_rows[k] = state["metrics"], state["layers"]
         self.epoch, self.elapsed = states[0]["epoch"], states[0]["elapsed"]
         torch.set_rng_state(states[0]["rng_cpu"].cpu())
+        if self.device.type == "cuda" and states[0].get("rng_cuda") is not None:
+            torch.cuda.set_rng_state(states[0]["rng_cuda"].cpu(), self.device)
         log.info("resumed a stack of %d after epoch %d", self.K, self.epoch)
         return True
 
@@ -134,7 +136,9 @@ class StackedRun:
         run_files.save_checkpoint(self.folders[k], {
             "identity": self.identities[k], "epoch": self.epoch, "model": model,
             "optimizer": self.optimizer.config_state(k), "method": self.method.state_dict(),
-            "rng_cpu": torch.get_rng_state(), "rng_cuda": None, "metrics": self.metrics[k],
+            "rng_cpu": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "metrics": self.metrics[k],
             "layers": self.layer_rows[k], "elapsed": self.elapsed, "stacked": self.K})
 
     # -- training -----------------------------------------------------------------------------------------------
