@@ -190,3 +190,29 @@ def test_layer_figure_has_integer_epoch_ticks(tmp_path):
     finally:
         plt.Figure.savefig = real_savefig
     assert seen["ticks"] and all(t.lstrip("−-").isdigit() for t in seen["ticks"]), seen["ticks"]
+
+
+def test_cost_accounting_counts_weights_bytes_and_multiply_adds():
+    from adrop.train import cost
+
+    layers = [("fc1", (300, 784), 3000, 235200), ("fc2", (300 // 3, 300), 1000, 30000), ("fc3", (10, 100), 100, 1000)]
+    total = cost.network_cost(layers, [1, 1, 1])
+    assert total["dense_macs"] == 266_200 and total["sparse_macs"] == 4_100
+    assert total["compression"] == pytest.approx(266_200 / 4_100)
+    assert total["dense_bytes"] == 4 * (266_200 + 410)
+    assert total["csr_bytes"] == 8 * 4_100 + 4 * (301 + 101 + 11) + 4 * 410
+    conv = cost.layer_cost((20, 1, 5, 5), 50, positions=24 * 24)  # LeNet-5's conv1: 24 x 24 output positions
+    assert (conv["dense_macs"], conv["sparse_macs"]) == (500 * 576, 50 * 576)
+    assert cost.layer_cost((10, 100), 0)["compression"] is None
+
+
+def test_report_table_shows_compression_and_multiply_adds(tmp_path):
+    from adrop.report import tables
+
+    table = pd.DataFrame({"run": ["a", "b"], "method": ["logsum", "logsum"], "lam": [1e-3, 1e-3], "lr": [1e-4, 1e-4],
+                          "seed": [0, 1], "epochs": [2, 2], "status": ["completed"] * 2, "setting": ["", ""],
+                          "test_error": [0.02, 0.03], "val_error": [0.02, 0.03], "nonzero_fraction": [0.02, 0.02],
+                          "compression": [50.0, 50.0], "sparse_macs": [5324.0, 5324.0], "error": [None, None]})
+    md = tables.markdown_table(table)
+    assert md.splitlines()[0].endswith("| nonzero | compression | kMACs/example |")  # |W| / |W != 0|, as x
+    assert md.splitlines()[2].endswith("| 0.020 ± 0.000 | 50x | 5.3 |")

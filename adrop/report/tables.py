@@ -30,7 +30,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     done = done.assign(setting=done.setting.fillna(""))
     if done.empty:
         return pd.DataFrame()
-    figures = ["test_error", "val_error", "nonzero_fraction", *layer_columns(done)]
+    costs = [c for c in ("compression", "sparse_macs") if c in done and done[c].notna().any()]
+    figures = ["test_error", "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
     grouped = done.groupby(["method", "lam", "lr", "setting"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
@@ -65,6 +66,9 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                    "epochs": int(r.epochs),
                    "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
                    "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std)}
+            if "compression_mean" in agg:  # as the Sparse VD and L0 papers' tables: |W| / |W != 0| and the FLOPs
+                row["compression"] = "-" if pd.isna(r.compression_mean) else f"{r.compression_mean:.0f}x"
+                row["kMACs/example"] = "-" if pd.isna(r.sparse_macs_mean) else f"{r.sparse_macs_mean / 1e3:.1f}"
             for c in layers:
                 row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
             if with_paper:

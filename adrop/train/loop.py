@@ -25,7 +25,7 @@ from adrop import methods
 from adrop.provenance import code_version
 
 from . import data as data_mod
-from . import evaluate, model as model_mod, run_files, schedules
+from . import cost, evaluate, model as model_mod, run_files, schedules
 from .optim import FlatAdam
 
 log = logging.getLogger("adrop.train")
@@ -117,15 +117,18 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
 
 
 def run_summary(cfg, hp, identity, architecture, device, epoch, elapsed, status, test_error=None, val_error=None,
-                layers=None, nonzero=None, total=None) -> dict:
+                layers=None, nonzero=None, total=None, positions=None) -> dict:
     """summary.json of one run (its schema: adrop.train.run_files)."""
+    positions = positions or [1] * len(layers or [])
     return {"status": status, "method": cfg.method.name, "lam": hp["lam"], "lr": hp["lr"],
             "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
             "test_error": test_error, "val_error": val_error,
             "nonzero_fraction": None if total is None else nonzero / total,
             "nonzero": nonzero, "total": total,
             "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
-                                                           "fraction": nz / n} for name, shape, nz, n in layers},
+                                                           "fraction": nz / n, **cost.layer_cost(shape, nz, p)}
+                                                    for (name, shape, nz, n), p in zip(layers, positions)},
+            "cost": None if layers is None else cost.network_cost(layers, positions),
             "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
             "code": code_version(), "model": cfg.model.name, "architecture": architecture,
             "identity": identity,
@@ -288,7 +291,7 @@ class Run:
             self.elapsed += seconds
             self.metrics.append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
                                                       self.lr_at(self.epoch * self.steps_per_epoch - 1), seconds))
-            self.layer_rows += run_files.layer_rows(self.epoch, layers)
+            self.layer_rows += run_files.layer_rows(self.epoch, layers, self.model.positions())
             run_files.write_history(self.folder, self.metrics, self.layer_rows)
             self.checkpoint()
             run_files.write_summary(self.folder, self.summary("running", val_error=val_error))
@@ -301,7 +304,7 @@ class Run:
         layers, nonzero, total = evaluate.sparsity(weights)
         run_files.write_weights(self.folder, weights)
         summary = self.summary("completed", test_error=test_error, val_error=self.metrics[-1]["val_error"],
-                               layers=layers, nonzero=nonzero, total=total)
+                               layers=layers, nonzero=nonzero, total=total, positions=self.model.positions())
         run_files.write_summary(self.folder, summary)
         return summary
 

@@ -39,6 +39,10 @@ class MLP(nn.Module):
                 x = torch.relu(x)
         return x
 
+    def positions(self) -> list[int]:
+        """How many times each layer's weights act per example (1 for a Linear layer): for the cost accounting."""
+        return [1] * len(self.layers)
+
     @staticmethod
     def predict(x, weights):
         """Logits of flat inputs (batch, features) with weights [(name, W, b)] (out x in): x W^T + b, ReLU between."""
@@ -58,10 +62,11 @@ class ConvNet(nn.Module):
         super().__init__()
         self.image, self.configs = tuple(image), configs
         channels, size = image[0], image[1]
-        layers, names, parts = [], [], ["x".join(map(str, image))]
+        layers, names, parts, self.conv_positions = [], [], ["x".join(map(str, image))], []
         for i, (out, kernel) in enumerate(conv):
             layers.append(method.build_conv(channels, out, kernel, configs))
             names.append(f"conv{i + 1}")
+            self.conv_positions.append((size - kernel + 1) ** 2)  # output positions, before the pool
             channels, size = out, (size - kernel + 1) // 2
             parts += [f"c{out}k{kernel}", "p2"]
         self.n_conv = len(conv)
@@ -91,6 +96,10 @@ class ConvNet(nn.Module):
             if i < len(fc) - 1:
                 x = torch.relu(x)
         return x
+
+    def positions(self) -> list[int]:
+        """How many times each layer's weights act per example: a conv's output positions, then 1 per Linear."""
+        return self.conv_positions + [1] * (len(self.layers) - self.n_conv)
 
     def predict(self, x, weights):
         """Logits with weights [(name, W, b)]: conv2d, ReLU, max_pool2d for conv layers, then x W^T + b, ReLU."""

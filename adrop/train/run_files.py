@@ -2,10 +2,12 @@
 
     metrics.csv    one row per epoch: epoch, train_loss, data_term, penalty_term, val_error, nonzero_fraction, lr,
                    seconds
-    layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction
+    layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction, and the cost
+                   (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   test_error, val_error (fractions, final, masked), nonzero_fraction, layers, epochs, wall_time_s,
                    device, method, lam, lr, seed, status (completed | failed | running), error (when failed),
-                   code (the git commit that ran, or the installed version), model and architecture,
+                   code (the git commit that ran, or the installed version), model and architecture, cost
+                   (totals; per layer inside layers),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run)
     weights.npz    <layer>.weight (out x in) and <layer>.bias of every Linear layer in forward order, exactly the
                    arrays evaluation uses (ReLU between layers; inputs normalised as the dataset says)
@@ -25,8 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import cost
+
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
-LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction"]
+LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction", *cost.COLUMNS]
 CHECKPOINT = "checkpoint.pt"
 SUMMARY = "summary.json"
 HYDRA_DIR = ".hydra"
@@ -57,9 +61,10 @@ def metrics_row(epoch, loss, data_term, penalty, val_error, nonzero, total, lr, 
             "val_error": val_error, "nonzero_fraction": nonzero / total, "lr": lr, "seconds": seconds}
 
 
-def layer_rows(epoch, layers) -> list[dict]:
+def layer_rows(epoch, layers, positions) -> list[dict]:
     return [{"epoch": epoch, "layer": name, "shape": "x".join(map(str, shape)), "nonzero": nz, "total": n,
-             "nonzero_fraction": nz / n} for name, shape, nz, n in layers]
+             "nonzero_fraction": nz / n, **cost.layer_cost(shape, nz, p)}
+            for (name, shape, nz, n), p in zip(layers, positions)]
 
 
 def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:

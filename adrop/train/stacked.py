@@ -222,7 +222,7 @@ class StackedRun:
                 layers, nonzero, total = evaluate.sparsity(weights)
                 self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error,
                                                              nonzero, total, lr_end[k], seconds))
-                self.layer_rows[k] += run_files.layer_rows(self.epoch, layers)
+                self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions())
                 run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
                 self.checkpoint(k)
                 run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
@@ -242,7 +242,7 @@ class StackedRun:
             layers, nonzero, total = evaluate.sparsity(weights)
             run_files.write_weights(self.folders[k], weights)
             summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
-                                   layers=layers, nonzero=nonzero, total=total)
+                                   layers=layers, nonzero=nonzero, total=total, positions=self.single.positions())
             run_files.write_summary(self.folders[k], summary)
             out.append(summary)
         return out
