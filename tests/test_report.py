@@ -36,7 +36,8 @@ def test_report_writes_csv_table_and_figures(sweep, tmp_path, capsys):
     done = table[table.status == "completed"]
     assert set(done.method) == {"dense", "logsum"} and done.test_error.between(0, 1).all()
     md = (out / "results.md").read_text()
-    assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | fc1 | fc2 |")
+    assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | compression | kMACs/example | "
+                         "fc1 | fc2 |")
     assert "Not completed" in md and "failed: lam must be >= 0" in md
     assert "paper test error" in md  # logsum has a paper row; dense does not ("-")
 
