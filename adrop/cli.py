@@ -4,6 +4,7 @@
     adrop penalty --list           the penalties and their parameters
     adrop train method=logsum      train with a sparsification method (a Hydra app)
     adrop report outputs/multirun/...   tables and figures from runs and sweeps
+    adrop export outputs/runs/...       a finished run's sparse network (CSR, compact), checked against the run
     adrop <command> --help         help for one command
 
 Each subcommand owns the rest of the command line (Hydra apps must see their own argv untouched), so the dispatcher
@@ -18,6 +19,7 @@ COMMANDS = {
     "penalty": ("adrop.penalty_command", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
     "train": ("adrop.train.app", "train a network with a sparsification method (Hydra: key=value overrides, -m)"),
     "report": ("adrop.report_command", "turn runs and sweeps into the paper's tables and figures"),
+    "export": ("adrop.export_command", "a finished run's sparse network as CSR or a compact dense network, checked"),
 }
 
 

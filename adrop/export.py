@@ -1,0 +1,170 @@
+"""A finished run's sparse network in forms a user can ship, each checked against the run on the spot.
+
+    csr       every layer's weight as a scipy.sparse CSR matrix (a conv kernel as out x (in kh kw) rows), in one
+              .npz: `layers` (the names in forward order), `architecture`, and per layer `<name>.data` (float32),
+              `<name>.indices` and `<name>.indptr` (int32), `<name>.shape` (the weight's torch shape) and
+              `<name>.bias`; scipy.sparse.csr_matrix((data, indices, indptr), shape=(shape[0], prod(shape[1:])))
+              rebuilds it
+    compact   the smaller dense network left when every neuron that cannot matter is removed (fully connected
+              networks): an input feature whose weights are all zero, a hidden unit with no incoming weights (its
+              constant output relu(b) is folded into the next layer's bias) or no outgoing ones; `input_index`
+              says which input features the first layer reads. Its architecture is printed as the L0 paper writes
+              it, e.g. 784-300-100-10 -> 266-41-53-10
+
+Each export recomputes the run's test error from the exported arrays alone (NumPy/SciPy, float32) and is refused
+unless it equals the test_error in the run's summary.json.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from omegaconf import OmegaConf
+
+from adrop.train import run_files
+
+
+class ExportError(Exception):
+    """A run that cannot be exported, or an export that does not reproduce its run: one line for the user."""
+
+
+@dataclass
+class FinishedRun:
+    folder: Path
+    summary: dict
+    config: object
+    names: list[str]
+    weights: dict  # name -> (W, b), float32, torch layout
+
+    @property
+    def conv(self) -> bool:
+        return any(w.ndim == 4 for w, _ in self.weights.values())
+
+
+def read(folder: Path) -> FinishedRun:
+    folder = Path(folder)
+    summary = run_files.read_summary(folder) if folder.is_dir() else None
+    if summary is None:
+        raise ExportError(f"{folder} is not a run folder (no summary.json)")
+    if summary.get("status") != "completed" or not (folder / "weights.npz").exists():
+        raise ExportError(f"{folder} holds a run that has not completed (status {summary.get('status')}): "
+                          "finish it first (rerun its command with hydra.run.dir=<that folder>)")
+    config_path = folder / run_files.HYDRA_DIR / "config.yaml"
+    if not config_path.exists():
+        raise ExportError(f"{config_path} is missing: the run's configuration is needed to find its data")
+    with np.load(folder / "weights.npz") as arrays:
+        names = [key.removesuffix(".weight") for key in arrays.files if key.endswith(".weight")]
+        weights = {n: (arrays[f"{n}.weight"].astype(np.float32), arrays[f"{n}.bias"].astype(np.float32))
+                   for n in names}
+    return FinishedRun(folder, summary, OmegaConf.load(config_path), names, weights)
+
+
+def test_split(run: FinishedRun, data_root: str | None):
+    """The run's test set (its dataset, normalisation and root, or `data_root`), as NumPy arrays."""
+    import torch
+
+    from adrop.train import data as data_mod
+
+    cfg = run.config
+    if data_root is not None:
+        cfg.data.root = data_root
+    cfg.data.download = False
+    try:
+        data = data_mod.load(cfg.dataset, cfg.data, torch.device("cpu"))
+    except data_mod.DataError as err:
+        raise ExportError(f"{err} (or pass --data)") from None
+    return data.test.x.numpy(), data.test.y.numpy(), data.image
+
+
+def relu(x):
+    return np.maximum(x, 0, out=x)
+
+
+def conv2d(x, w, b):
+    """x (N, C, H, W) * w (O, C, k, k), stride 1, no padding: by im2col and one matrix product."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    k = w.shape[-1]
+    cols = sliding_window_view(x, (k, k), axis=(2, 3))  # N, C, H', W', k, k
+    n, c, h, wd = cols.shape[:4]
+    cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * k * k)
+    out = cols @ w.reshape(w.shape[0], -1).T + b
+    return out.reshape(n, h, wd, -1).transpose(0, 3, 1, 2)
+
+
+def max_pool2(x):
+    n, c, h, w = x.shape
+    return x[:, :, :h // 2 * 2, :w // 2 * 2].reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+def csr(run: FinishedRun) -> dict:
+    arrays = {"layers": np.array(run.names), "architecture": np.array(run.summary.get("architecture", ""))}
+    for name in run.names:
+        w, b = run.weights[name]
+        m = sp.csr_matrix(w.reshape(w.shape[0], -1))
+        arrays.update({f"{name}.data": m.data.astype(np.float32), f"{name}.indices": m.indices.astype(np.int32),
+                       f"{name}.indptr": m.indptr.astype(np.int32), f"{name}.shape": np.array(w.shape),
+                       f"{name}.bias": b})
+    return arrays
+
+
+def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
+    """Logits from a csr export: sparse products, ReLU between layers (conv layers through their dense kernel)."""
+    names = list(arrays["layers"])
+    for i, name in enumerate(names):
+        shape = tuple(arrays[f"{name}.shape"])
+        m = sp.csr_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
+                          shape=(shape[0], int(np.prod(shape[1:]))))
+        if len(shape) == 4:
+            x = x.reshape(-1, *image) if x.ndim == 2 else x
+            x = max_pool2(relu(conv2d(x, m.toarray().reshape(shape), arrays[f"{name}.bias"])))
+            continue
+        x = x.reshape(len(x), -1)
+        x = np.asarray((m @ x.T).T) + arrays[f"{name}.bias"]
+        if i < len(names) - 1:
+            x = relu(x)
+    return x
+
+
+def compact(run: FinishedRun) -> tuple[dict, str]:
+    """The dense network without the neurons that cannot matter; and its architecture, before -> after."""
+    if run.conv:
+        raise ExportError("the compact export is for fully connected networks; use --format csr for a conv net")
+    ws = [run.weights[n][0].copy() for n in run.names]
+    bs = [run.weights[n][1].copy() for n in run.names]
+    keep_in = np.flatnonzero(np.any(ws[0] != 0, axis=0))
+    for i in range(len(ws) - 1):  # hidden layer i's units: rows of ws[i], columns of ws[i + 1]
+        incoming, outgoing = np.any(ws[i] != 0, axis=1), np.any(ws[i + 1] != 0, axis=0)
+        constant = ~incoming  # output relu(b), whatever the input: folded into the next layer's bias
+        bs[i + 1] = bs[i + 1] + ws[i + 1][:, constant] @ np.maximum(bs[i][constant], 0)
+        alive = incoming & outgoing
+        ws[i], bs[i] = ws[i][alive], bs[i][alive]
+        ws[i + 1] = ws[i + 1][:, alive]
+    ws[0] = ws[0][:, keep_in]
+    before = [run.weights[run.names[0]][0].shape[1]] + [run.weights[n][0].shape[0] for n in run.names]
+    after = [len(keep_in)] + [w.shape[0] for w in ws]
+    arrays = {"layers": np.array(run.names), "input_index": keep_in.astype(np.int64)}
+    for name, w, b in zip(run.names, ws, bs):
+        arrays[f"{name}.weight"], arrays[f"{name}.bias"] = w.astype(np.float32), b.astype(np.float32)
+    return arrays, f"{'-'.join(map(str, before))} -> {'-'.join(map(str, after))}"
+
+
+def compact_predict(arrays: dict, x: np.ndarray) -> np.ndarray:
+    x = x[:, arrays["input_index"]]
+    names = list(arrays["layers"])
+    for i, name in enumerate(names):
+        x = x @ arrays[f"{name}.weight"].T + arrays[f"{name}.bias"]
+        if i < len(names) - 1:
+            x = relu(x)
+    return x
+
+
+def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> float:
+    error = float(np.sum(logits.argmax(1) != y)) / len(y)
+    expected = run.summary["test_error"]
+    if abs(error - expected) > 0.5 / len(y):  # an exact count of misclassified examples, or it is refused
+        raise ExportError(f"the {form} export's test error {error:.4f} differs from the run's {expected:.4f}; "
+                          "nothing written")
+    return error

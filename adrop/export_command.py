@@ -1,0 +1,62 @@
+"""`adrop export RUN_DIR`: a finished run's sparse network as files a user can ship (adrop.export).
+
+    adrop export outputs/runs/<time>                          csr: <run>/export/network.csr.npz
+    adrop export outputs/runs/<time> --format compact         the smaller dense network, its architecture printed
+    adrop export outputs/runs/<time> --out model.npz --data ../shared/data
+
+Each export recomputes the run's test error from the exported arrays alone and is written only if it equals the run's
+summary.json test_error. A run that is not finished, a folder that is not a run, an output file that exists, or an
+export that does not reproduce its run: one line on stderr, exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+FORMATS = ("csr", "compact")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adrop export", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p.add_argument("run", type=Path, help="a finished run's folder")
+    p.add_argument("--format", choices=FORMATS, default="csr")
+    p.add_argument("--out", type=Path, help="output file (default: <run>/export/network.<format>.npz); never replaced")
+    p.add_argument("--data", help="the folder that holds MNIST/raw/ (default: the run's data.root)")
+    return p
+
+
+def run(args) -> str:
+    from adrop import export
+
+    finished = export.read(args.run)
+    out = args.out or args.run / "export" / f"network.{args.format}.npz"
+    if out.exists():
+        raise FileExistsError(f"{out} exists; adrop never overwrites: choose another --out")
+    x, y, image = export.test_split(finished, args.data)
+    if args.format == "csr":
+        arrays, note = export.csr(finished), f"architecture {finished.summary.get('architecture')}"
+        error = export.check(finished, export.csr_predict(arrays, x, image), y, "csr")
+    else:
+        arrays, note = export.compact(finished)
+        error = export.check(finished, export.compact_predict(arrays, x), y, "compact")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "xb") as fh:  # "x": created here, never over another file
+        np.savez(fh, **arrays)
+    return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); test error {error:.4f}, as the run's"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from adrop.export import ExportError
+
+    try:
+        print(run(args))
+    except (ExportError, FileExistsError, FileNotFoundError) as err:
+        print(f"adrop export: error: {err}", file=sys.stderr)
+        return 2
+    return 0

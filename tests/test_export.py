@@ -1,0 +1,83 @@
+"""`adrop export`: CSR and compact exports of a finished run, each reproducing the run's test error."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from adrop import export, export_command
+from adrop.train import run_files
+from adrop.train.loop import Run
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory, synthetic):
+    """A finished, 90%-pruned MLP on synthetic data, with its .hydra/config.yaml as the command writes it."""
+    folder = tmp_path_factory.mktemp("run")
+    cfg = synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.9", "model.hidden=[32,16]",
+                    "epochs=3")
+    Run(cfg, folder).fit()
+    run_files.write_config(folder, cfg, {}, [])
+    return folder
+
+
+def test_csr_export_holds_exactly_the_run_weights(pruned, tmp_path, capsys):
+    out = tmp_path / "net.npz"
+    assert export_command.main([str(pruned), "--out", str(out)]) == 0
+    assert "test error" in capsys.readouterr().out
+    arrays, weights = np.load(out), np.load(pruned / "weights.npz")
+    assert list(arrays["layers"]) == ["fc1", "fc2", "fc3"]
+    for name in arrays["layers"]:
+        shape = tuple(arrays[f"{name}.shape"])
+        m = sp.csr_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]), shape=shape)
+        assert np.array_equal(m.toarray(), weights[f"{name}.weight"])
+        assert np.array_equal(arrays[f"{name}.bias"], weights[f"{name}.bias"])
+
+
+def test_compact_export_is_smaller_and_predicts_the_same(pruned, tmp_path, capsys):
+    out = tmp_path / "small.npz"
+    assert export_command.main([str(pruned), "--format", "compact", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "20-32-16-4 -> " in printed
+    run = export.read(pruned)
+    x, y, _ = export.test_split(run, None)
+    full = export.csr_predict(export.csr(run), x, None)
+    small = export.compact_predict(dict(np.load(out)), x)
+    assert np.allclose(full, small, atol=1e-5) and small.shape == full.shape
+    assert np.load(out)["fc1.weight"].shape[0] < 32 or np.load(out)["input_index"].size < 20
+
+
+def test_compact_folds_units_without_inputs_into_the_next_bias():
+    """A hidden unit with no incoming weights outputs relu(b) whatever the input: removed, its effect kept."""
+    w1 = np.array([[1.0, 0.0], [0.0, 0.0], [0.5, -1.0]], dtype=np.float32)  # unit 1: no inputs, bias 2
+    b1 = np.array([0.1, 2.0, -0.2], dtype=np.float32)
+    w2 = np.array([[1.0, 3.0, 0.0], [-1.0, 0.5, 0.0]], dtype=np.float32)  # unit 2: no outgoing weights
+    b2 = np.zeros(2, dtype=np.float32)
+    run = export.FinishedRun(None, {"architecture": "2-3-2"}, None, ["fc1", "fc2"],
+                             {"fc1": (w1, b1), "fc2": (w2, b2)})
+    arrays, arch = export.compact(run)
+    assert arch == "2-3-2 -> 2-1-2"
+    x = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)
+    assert np.allclose(export.csr_predict(export.csr(run), x, None), export.compact_predict(arrays, x), atol=1e-6)
+
+
+def test_what_cannot_be_exported_is_one_line_and_exit_2(pruned, synthetic, tmp_path, capsys):
+    unfinished = tmp_path / "unfinished"
+    Run(synthetic("epochs=3"), unfinished).fit(stop_after=1)
+    for argv, message in [([str(unfinished)], "has not completed (status running)"),
+                          ([str(tmp_path / "nothing")], "is not a run folder"),
+                          ([str(pruned), "--out", str(pruned / "weights.npz")], "exists; adrop never overwrites")]:
+        assert export_command.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_conv_net_exports_as_csr_and_reproduces_its_error(mnist, tmp_path, capsys):
+    folder = tmp_path / "conv"
+    cfg = mnist("model=conv_small", "method=magnitude_pruning", "method.params.final_sparsity=0.8", "epochs=1",
+                "data.train_limit=512")
+    summary = Run(cfg, folder).fit()
+    run_files.write_config(folder, cfg, {}, [])
+    assert export_command.main([str(folder), "--out", str(tmp_path / "c.npz")]) == 0
+    assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
+    assert export_command.main([str(folder), "--format", "compact", "--out", str(tmp_path / "d.npz")]) == 2
+    assert "for fully connected networks" in capsys.readouterr().err
