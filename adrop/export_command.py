@@ -2,6 +2,7 @@
 
     adrop export outputs/runs/<time>                          csr: <run>/export/network.csr.npz
     adrop export outputs/runs/<time> --format compact         the smaller dense network, its architecture printed
+    adrop export outputs/runs/<time> --format onnx            an ONNX model onnxruntime runs (pip install -e '.[export]')
     adrop export outputs/runs/<time> --out model.npz --data ../shared/data
 
 Each export recomputes the run's test error from the exported arrays alone and is written only if it equals the run's
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-FORMATS = ("csr", "compact")
+FORMATS = ("csr", "compact", "onnx")
+SUFFIX = {"csr": "csr.npz", "compact": "compact.npz", "onnx": "onnx"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,19 +36,26 @@ def run(args) -> str:
     from adrop import export
 
     finished = export.read(args.run)
-    out = args.out or args.run / "export" / f"network.{args.format}.npz"
+    out = args.out or args.run / "export" / f"network.{SUFFIX[args.format]}"
     if out.exists():
         raise FileExistsError(f"{out} exists; adrop never overwrites: choose another --out")
     x, y, image = export.test_split(finished, args.data)
     if args.format == "csr":
         arrays, note = export.csr(finished), f"architecture {finished.summary.get('architecture')}"
         error = export.check(finished, export.csr_predict(arrays, x, image), y, "csr")
-    else:
+    elif args.format == "compact":
         arrays, note = export.compact(finished)
         error = export.check(finished, export.compact_predict(arrays, x), y, "compact")
+    else:
+        model = export.onnx_model(finished, image)
+        note = "compact network" if not finished.conv else "masked dense network"
+        error = export.check(finished, export.onnx_predict(model, x), y, "onnx")
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "xb") as fh:  # "x": created here, never over another file
-        np.savez(fh, **arrays)
+        if args.format == "onnx":
+            fh.write(model.SerializeToString())
+        else:
+            np.savez(fh, **arrays)
     return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); test error {error:.4f}, as the run's"
 
 

@@ -81,3 +81,23 @@ def test_a_conv_net_exports_as_csr_and_reproduces_its_error(mnist, tmp_path, cap
     assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
     assert export_command.main([str(folder), "--format", "compact", "--out", str(tmp_path / "d.npz")]) == 2
     assert "for fully connected networks" in capsys.readouterr().err
+
+
+def test_onnx_export_runs_in_onnxruntime_and_reproduces_the_run(pruned, tmp_path, capsys):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    out = tmp_path / "net.onnx"
+    assert export_command.main([str(pruned), "--format", "onnx", "--out", str(out)]) == 0
+    assert "compact network" in capsys.readouterr().out
+    run = export.read(pruned)
+    x, y, _ = export.test_split(run, None)
+    session = onnxruntime.InferenceSession(out.read_bytes(), providers=["CPUExecutionProvider"])
+    logits = session.run(["logits"], {"x": x})[0]
+    assert np.sum(logits.argmax(1) != y) / len(y) == pytest.approx(run.summary["test_error"], abs=0.5 / len(y))
+
+
+def test_onnx_without_its_packages_says_what_to_install(pruned, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(__import__("sys").modules, "onnx", None)  # as if not installed
+    assert export_command.main([str(pruned), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
+    assert capsys.readouterr().err.strip() == ("adrop export: error: --format onnx needs onnx and onnxruntime: "
+                                               "pip install -e '.[export]'")
+    assert not (tmp_path / "x.onnx").exists()
