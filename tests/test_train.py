@@ -159,3 +159,31 @@ def test_training_leaves_the_processor_flags_as_it_found_them(config, tmp_path):
     assert tiny * np.float32(1.0) != 0
     Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never"), tmp_path).fit()
     assert tiny * np.float32(1.0) != 0
+
+
+def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
+    """logger=tensorboard: each epoch's metrics, per-layer nonzero fractions and the keep statistic's histograms,
+    readable by TensorBoard; a stack logs each configuration into its own folder."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from adrop.train.stacked import StackedRun
+
+    cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2", "logger=tensorboard")
+    Run(cfg, tmp_path / "single").fit()
+    other = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2",
+                   "logger=tensorboard", "seed=1")
+    StackedRun([cfg, other], [tmp_path / "a", tmp_path / "b"]).fit()
+    for folder in ("single", "a", "b"):
+        events = EventAccumulator(str(tmp_path / folder / "tensorboard")).Reload()
+        assert [e.value for e in events.Scalars("train/val_error")] == pytest.approx(
+            list(pd.read_csv(tmp_path / folder / "metrics.csv").val_error))
+        assert len(events.Scalars("nonzero/fc1")) == 2 and {"log_alpha/fc1", "log_alpha/fc2"} <= set(
+            events.Tags()["histograms"])
+
+
+def test_an_unknown_or_missing_logger_fails_at_start(config):
+    from adrop.train import hooks
+
+    with pytest.raises(TrainError, match="unknown logger 'wandb'; valid loggers: none, tensorboard"):
+        hooks.start_checks(config("logger=wandb"))

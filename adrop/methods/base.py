@@ -162,6 +162,10 @@ class Method:
     def effective_weight(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight * self.keep_mask(layer, lam)
 
+    def keep_statistic(self, layer: SparseLayer, lam) -> tuple[str, torch.Tensor] | None:
+        """What decides this layer's sparsity, for a live histogram (logger=tensorboard): (its name, its values)."""
+        return None
+
     def start(self, layers) -> None:
         """Called once before the first training step of a new run (after init_from), not when one resumes."""
 

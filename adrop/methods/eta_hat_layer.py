@@ -28,5 +28,8 @@ class EtaHatMethod(Method):
     def keep_probability(self, layer, lam) -> torch.Tensor:
         return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), layer.per_config(lam))
 
+    def keep_statistic(self, layer, lam):
+        return "keep_probability", self.keep_probability(layer, lam)
+
     def keep_mask(self, layer, lam):
         return self.keep_probability(layer, lam) >= keep_rule.KEEP_THRESHOLD

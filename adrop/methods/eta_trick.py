@@ -41,5 +41,8 @@ class EtaTrick(Method):
         w = layer.weight
         return 0.5 * layer.total(w * w / eta + self.pen.f_elementwise(eta)) + self.c * layer.total(layer.log_eta_bar)
 
+    def keep_statistic(self, layer, lam):
+        return "keep_probability", torch.sigmoid(layer.log_eta_bar.detach())
+
     def keep_mask(self, layer, lam):
         return torch.sigmoid(layer.log_eta_bar.detach()) >= KEEP_THRESHOLD  # eta/(eta + lam) = sigmoid(log eta_bar)

@@ -54,6 +54,9 @@ class HardConcrete(Method):
     def gate(self, layer):
         return self.dist.test_gate(self.clamped_log_a(layer).detach())
 
+    def keep_statistic(self, layer, lam):
+        return "gate", self.gate(layer)
+
     def keep_mask(self, layer, lam):
         return self.gate(layer) > 0
 

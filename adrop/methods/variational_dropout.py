@@ -41,6 +41,9 @@ class VarDrop(Method):
     def layer_penalty(self, layer, lam):
         return layer.total(kl_approx_log(-self.log_alpha(layer)))  # log(eta / lam) = -log alpha
 
+    def keep_statistic(self, layer, lam):
+        return "log_alpha", self.log_alpha(layer).detach()
+
     def keep_mask(self, layer, lam):
         return self.log_alpha(layer).detach() < LOG_ALPHA_ZERO
 

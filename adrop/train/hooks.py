@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
-from . import model as model_mod, schema
+from . import model as model_mod, schema, tracking
 from .loop import TrainError, run_identity
 
 CREATED: dict[Path, Path] = {}  # run folder -> its highest ancestor that did not exist when this command started
@@ -35,6 +35,7 @@ def start_checks(cfg, chosen: str | None = None) -> dict:
         raise TrainError(f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
                          "the same (a registered method, adrop/methods/)")
     try:
+        tracking.check(cfg.logger)
         model_mod.check_fits(cfg.model, cfg.dataset)
         return run_identity(cfg)
     except ValueError as err:

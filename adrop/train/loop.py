@@ -25,7 +25,7 @@ from adrop import methods
 from adrop.provenance import code_version
 
 from . import data as data_mod
-from . import cost, evaluate, model as model_mod, run_files, schedules
+from . import cost, evaluate, model as model_mod, run_files, schedules, tracking
 from .optim import FlatAdam
 
 log = logging.getLogger("adrop.train")
@@ -197,6 +197,7 @@ class Run:
         self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
         self.loss = torch.compile(self.step_loss) if cfg.compile else self.step_loss
         self.epoch, self.metrics, self.layer_rows, self.elapsed = 0, [], [], 0.0
+        self.tracker = tracking.make(cfg.logger, self.folder)
         self.identity = run_identity(cfg, self.hp)
         if not self.resume():
             self.method.start(self.model.layers)
@@ -295,11 +296,15 @@ class Run:
             run_files.write_history(self.folder, self.metrics, self.layer_rows)
             self.checkpoint()
             run_files.write_summary(self.folder, self.summary("running", val_error=val_error))
+            stats = (tracking.statistics(self.method, self.model, self.hp["lam"]) if self.tracker.wants_statistics
+                     else {})
+            self.tracker.epoch(self.epoch, self.metrics[-1], self.layer_rows[-len(layers):], stats)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.4f}", val_err=f"{val_error:.4f}", nonzero=f"{nonzero / total:.4f}")
         if bar is not None:
             bar.close()
+        self.tracker.close()
         weights, test_error = self.evaluate(self.data.test)
         layers, nonzero, total = evaluate.sparsity(weights)
         run_files.write_weights(self.folder, weights)

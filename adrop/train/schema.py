@@ -74,6 +74,7 @@ class Config:
     eval_batch_size: int = 8192
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
+    logger: str = "none"               # none | tensorboard: live logging into <run>/tensorboard/ (adrop.train.tracking)
 
 
 def _keys(cls) -> dict:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from . import data as data_mod
-from . import evaluate, model as model_mod, run_files, schedules
+from . import evaluate, model as model_mod, run_files, schedules, tracking
 from .loop import (TrainError, denormals_flushed, load_weights, method_params, reset_state, resolve_device,
                    run_identity, run_summary, settings)
 from .optim import StackedAdam
@@ -88,6 +88,7 @@ class StackedRun:
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
         self.failed: list[str | None] = [None] * self.K
+        self.trackers = [tracking.make(c.logger, f) for c, f in zip(cfgs, self.folders)]
         torch.manual_seed(sum(c.seed * 7919 ** i for i, c in enumerate(cfgs)) % 2 ** 63)  # the stack's noise
         if not self.resume():
             self.method.start(self.model.layers)
@@ -226,7 +227,12 @@ class StackedRun:
                 run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
                 self.checkpoint(k)
                 run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
+                tracker = self.trackers[k]
+                stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
+                tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
         done = self.epoch >= base.epochs
+        for tracker in self.trackers:
+            tracker.close()
         all_weights = evaluate.effective(self.model, self.method, self.lam)
         out = []
         for k in range(self.K):
