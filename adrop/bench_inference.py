@@ -1,0 +1,137 @@
+"""`adrop bench-inference RUN_DIR`: what a run's sparsity buys at inference, measured.
+
+    adrop bench-inference outputs/runs/<time> [--batches 1,256] [--seconds 1.0] [--data DIR]
+
+Latency and throughput of the dense network (the masked weights as dense float32 matrices, torch) against its
+sparse forms: the compact network (dead neurons removed; dense torch), torch CSR (torch.sparse_csr products),
+scipy.sparse CSR, and onnxruntime (the ONNX export, when onnxruntime is installed); conv nets: dense, scipy CSR for
+their fully connected layers, onnxruntime. Inputs are the run's test rows. For each contender and batch size: the
+median over repeated calls in this one process (for about --seconds each, after a warm-up), milliseconds per call,
+examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def timed(fn, seconds: float) -> float:
+    fn()  # warm-up
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(times) < 5:
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def contenders(run, image):
+    """name -> predict(x: float32 numpy rows) for every form this network has."""
+    import torch
+
+    from adrop import export
+
+    names = run.names
+    dense = [(torch.from_numpy(run.weights[n][0]), torch.from_numpy(run.weights[n][1])) for n in names]
+
+    def torch_dense(x):
+        with torch.no_grad():
+            return network(torch.from_numpy(x), dense).numpy()
+
+    def network(x, layers, product=None):
+        for i, (w, b) in enumerate(layers):
+            if w.dim() == 4:
+                x = x.view(-1, *image) if x.dim() == 2 else x
+                x = torch.nn.functional.max_pool2d(torch.relu(torch.nn.functional.conv2d(x, w, b)), 2)
+                continue
+            x = x.flatten(1)
+            x = product(x, w, b) if product else torch.addmm(b, x, w.t())
+            if i < len(layers) - 1:
+                x = torch.relu(x)
+        return x
+
+    out = {"dense (torch)": torch_dense}
+    if not run.conv:
+        arrays, _ = export.compact(run)
+        index = torch.from_numpy(arrays["input_index"])
+        small = [(torch.from_numpy(arrays[f"{n}.weight"]), torch.from_numpy(arrays[f"{n}.bias"])) for n in names]
+
+        def compact(x):
+            with torch.no_grad():
+                return network(torch.from_numpy(x)[:, index], small).numpy()
+        out["compact (torch)"] = compact
+        with warnings.catch_warnings():  # "sparse CSR support is in beta": known, and what is measured here
+            warnings.simplefilter("ignore")
+            sparse = [(w.to_sparse_csr(), b) for w, b in dense]
+
+        def torch_csr(x):
+            with torch.no_grad():
+                return network(torch.from_numpy(x), sparse,
+                               product=lambda x, w, b: torch.sparse.mm(w, x.t()).t() + b).numpy()
+        out["CSR (torch.sparse)"] = torch_csr
+    arrays = export.csr(run)
+    out["CSR (scipy.sparse)"] = lambda x: export.csr_predict(arrays, x, image)
+    try:
+        import onnxruntime as ort
+
+        model = export.onnx_model(run, image)
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        out["onnxruntime (" + ("masked dense" if run.conv else "compact") + ")"] = \
+            lambda x: session.run(["logits"], {"x": x})[0]
+    except (ImportError, export.ExportError):
+        pass
+    return out
+
+
+def bench(folder: Path, batches: list[int], seconds: float, data_root: str | None) -> str:
+    import torch
+
+    from adrop import export
+
+    run = export.read(folder)
+    x, _, image = export.test_split(run, data_root)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    forms = contenders(run, image)
+    reference = forms["dense (torch)"](x[:256])
+    for name, fn in forms.items():  # every form computes the same network
+        if not np.allclose(fn(x[:256]), reference, atol=1e-3, rtol=1e-3):
+            raise export.ExportError(f"{name} does not compute the dense network's logits")
+    summary = run.summary
+    lines = [f"# {folder}: {summary.get('method')}, {summary.get('architecture')}, nonzero "
+             f"{summary.get('nonzero_fraction'):.4f}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
+             f"median over about {seconds:g} s of calls each",
+             f"{'contender':28s} {'batch':>5s} {'ms/call':>9s} {'examples/s':>12s} {'x dense':>8s}"]
+    for batch in batches:
+        inputs = x[:batch]
+        base = None
+        for name, fn in forms.items():
+            t = timed(lambda: fn(inputs), seconds)
+            base = base or t
+            lines.append(f"{name:28s} {batch:5d} {t * 1e3:9.3f} {batch / t:12.0f} {base / t:8.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="adrop bench-inference", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p.add_argument("run", type=Path, help="a finished run's folder")
+    p.add_argument("--batches", default="1,256", help="comma-separated batch sizes")
+    p.add_argument("--seconds", type=float, default=1.0, help="about how long to time each contender")
+    p.add_argument("--data", help="the folder that holds MNIST/raw/ (default: the run's data.root)")
+    args = p.parse_args(argv)
+    from adrop.export import ExportError
+
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+        print(bench(args.run, batches, args.seconds, args.data))
+    except (ExportError, ValueError) as err:
+        print(f"adrop bench-inference: error: {err}", file=sys.stderr)
+        return 2
+    return 0
