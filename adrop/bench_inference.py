@@ -4,7 +4,8 @@
 
 Latency and throughput of the dense network (the masked weights as dense float32 matrices, torch) against its
 sparse forms: the compact network (dead neurons removed; dense torch), torch CSR (torch.sparse_csr products),
-scipy.sparse CSR, and onnxruntime (the ONNX export, when onnxruntime is installed); conv nets: dense, scipy CSR for
+scipy.sparse CSR, and onnxruntime (the ONNX export, when onnxruntime is installed, and the same runtime on the
+uncompacted network, to tell the runtime's gain from sparsity's); conv nets: dense, scipy CSR for
 their fully connected layers, onnxruntime. Inputs are the run's test rows. For each contender and batch size: the
 median over repeated calls in this one process (for about --seconds each, after a warm-up), milliseconds per call,
 examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
@@ -84,6 +85,10 @@ def contenders(run, image):
         session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         out["onnxruntime (" + ("masked dense" if run.conv else "compact") + ")"] = \
             lambda x: session.run(["logits"], {"x": x})[0]
+        if not run.conv:  # the same runtime on the uncompacted network: what is sparsity's and what the runtime's
+            full = export.onnx_model(run, image, compact=False)
+            full_session = ort.InferenceSession(full.SerializeToString(), providers=["CPUExecutionProvider"])
+            out["onnxruntime (dense)"] = lambda x: full_session.run(["logits"], {"x": x})[0]
     except (ImportError, export.ExportError):
         pass
     return out

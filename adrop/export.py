@@ -131,7 +131,7 @@ def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
     return x
 
 
-def compact(run: FinishedRun) -> tuple[dict, str]:
+def compact_network(run: FinishedRun) -> tuple[dict, str]:
     """The dense network without the neurons that cannot matter; and its architecture, before -> after."""
     if run.conv:
         raise ExportError("the compact export is for fully connected networks; use --format csr for a conv net")
@@ -173,10 +173,11 @@ def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> flo
     return error
 
 
-def onnx_model(run: FinishedRun, image):
+def onnx_model(run: FinishedRun, image, compact: bool = True):
     """An ONNX graph of the faster form for onnxruntime: for a fully connected network the compact one (Gather of the
     inputs it reads, then Gemm and Relu), for a conv net the masked dense one (Conv, Relu, MaxPool, Flatten, Gemm).
-    Input `x`: the dataset's flat normalised rows (N, features); output `logits`."""
+    Input `x`: the dataset's flat normalised rows (N, features); output `logits`. compact=False: the uncompacted
+    dense network (for comparison)."""
     try:
         import onnx
         from onnx import TensorProto, helper, numpy_helper
@@ -188,12 +189,14 @@ def onnx_model(run: FinishedRun, image):
         inits.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    if run.conv:
+    if run.conv or not compact:
         names, weights = run.names, run.weights
-        nodes.append(helper.make_node("Reshape", [x, const("image_shape", np.array([-1, *image], np.int64))], ["img"]))
-        x = "img"
+        if run.conv:
+            nodes.append(helper.make_node("Reshape", [x, const("image_shape", np.array([-1, *image], np.int64))],
+                                          ["img"]))
+            x = "img"
     else:
-        arrays, _ = compact(run)
+        arrays, _ = compact_network(run)
         names = list(arrays["layers"])
         weights = {n: (arrays[f"{n}.weight"], arrays[f"{n}.bias"]) for n in names}
         nodes.append(helper.make_node("Gather", [x, const("input_index", arrays["input_index"])], ["inputs"], axis=1))
@@ -234,3 +237,6 @@ def onnx_predict(model, x: np.ndarray) -> np.ndarray:
         raise ExportError("--format onnx needs onnx and onnxruntime: pip install -e '.[export]'") from None
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(["logits"], {"x": x.astype(np.float32)})[0]
+
+
+compact = compact_network  # the name the export format goes by

@@ -101,3 +101,21 @@ def test_onnx_without_its_packages_says_what_to_install(pruned, tmp_path, monkey
     assert capsys.readouterr().err.strip() == ("adrop export: error: --format onnx needs onnx and onnxruntime: "
                                                "pip install -e '.[export]'")
     assert not (tmp_path / "x.onnx").exists()
+
+
+def test_bench_inference_times_every_form_against_dense(pruned, capsys):
+    from adrop import bench_inference
+
+    assert bench_inference.main([str(pruned), "--batches", "1,8", "--seconds", "0.01"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    forms = {" ".join(r[:-4]) for r in rows}
+    assert {"dense (torch)", "compact (torch)", "CSR (torch.sparse)", "CSR (scipy.sparse)"} <= forms
+    assert {int(r[-4]) for r in rows} == {1, 8} and all(float(r[-1]) > 0 for r in rows)
+    assert [r[-1] for r in rows if r[0] == "dense"] == ["1.00", "1.00"]
+
+
+def test_bench_inference_refuses_what_is_not_a_finished_run(tmp_path, capsys):
+    from adrop import bench_inference
+
+    assert bench_inference.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().startswith("adrop bench-inference: error: ")
