@@ -81,13 +81,17 @@ def contenders(run, image):
     try:
         import onnxruntime as ort
 
+        options = ort.SessionOptions()
+        # no busy-waiting between calls: onnxruntime's spinning threads would otherwise slow the torch contenders
+        # timed after it in this process
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         model = export.onnx_model(run, image)
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         out["onnxruntime (" + ("masked dense" if run.conv else "compact") + ")"] = \
             lambda x: session.run(["logits"], {"x": x})[0]
         if not run.conv:  # the same runtime on the uncompacted network: what is sparsity's and what the runtime's
             full = export.onnx_model(run, image, compact=False)
-            full_session = ort.InferenceSession(full.SerializeToString(), providers=["CPUExecutionProvider"])
+            full_session = ort.InferenceSession(full.SerializeToString(), options, providers=["CPUExecutionProvider"])
             out["onnxruntime (dense)"] = lambda x: full_session.run(["logits"], {"x": x})[0]
     except (ImportError, export.ExportError):
         pass
