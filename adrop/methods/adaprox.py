@@ -4,16 +4,42 @@
 
 rho being the step the optimiser just took for that coordinate (for Adam, lr / (sqrt(v_hat) + eps)), which the loop
 hands over as step_size; the deterministic form of the paper's Algorithm 1 (Appendix B), as in its LeNet
-experiment."""
+experiment.
+
+authors_keep_rule (off by default) counts a weight as kept as the authors' public code does (github
+dlej/adaptive-dropout, dropout/nn.py near line 326; ../shared/REFERENCE.md): alpha = eta_hat / (eta_hat + rho lam)
+with rho the last step's size, where the paper (and the default) use eta_hat / (eta_hat + lam). The step sizes are
+then kept per weight (a buffer `last_step`, in checkpoints)."""
+from dataclasses import dataclass, field
 import torch
+
+from adrop import keep_rule
 
 from .base import register
 from .eta_hat_layer import EtaHatMethod
 
 
+@dataclass
+class AdaProxParams:
+    penalty: str = "logsum"
+    penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
+    authors_keep_rule: bool = False
+
+
 @register
 class AdaProx(EtaHatMethod):
     name = "adaprox"
+    Params = AdaProxParams
+
+    def add_parameters(self, layer):
+        if self.params.authors_keep_rule:  # rho of the last step, written after every step
+            layer.register_buffer("last_step", torch.ones_like(layer.weight))
+
+    def keep_probability(self, layer, lam):
+        if not self.params.authors_keep_rule:
+            return super().keep_probability(layer, lam)
+        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()),
+                                          layer.last_step * layer.per_config(lam))
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
@@ -22,3 +48,5 @@ class AdaProx(EtaHatMethod):
             eta = self.pen.eta_hat(w)
             rho = step_size(w)
             w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * layer.per_config(lam))))
+            if self.params.authors_keep_rule:
+                layer.last_step.copy_(rho)

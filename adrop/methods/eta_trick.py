@@ -4,7 +4,15 @@
 
 with f the dual of LogSum(eps=2) from adrop.penalties, eta parameterised as eta = lam * exp(log_eta_bar) (log_eta_bar
 starts at 5, as in the paper) and c = 1e-3 the paper's small pull that makes eta follow w to sparsity. A weight
-counts as zero when alpha = eta / (eta + lam) < 0.05."""
+counts as zero when alpha = eta / (eta + lam) < 0.05.
+
+Two switches follow the authors' public code where it departs from the paper's text (github dlej/adaptive-dropout,
+dropout/nn.py; ../shared/REFERENCE.md), off by default:
+    authors_dual        their dual of LogSum(eps), 2 log((r + eps)/2) - 2 (r - eps)^2 / (4 eta) with r = sqrt(eps^2 +
+                        4 eta) (nn.py near line 382): the second term twice ours, a weaker penalty than LogSum(eps)
+    authors_extra_term  their pull lam/2 * c * sum log eta_bar (nn.py near lines 243-245) instead of the paper's
+                        lam * c * sum log eta_bar
+"""
 from dataclasses import dataclass, field
 
 import torch
@@ -22,6 +30,8 @@ class EtaTrickParams:
     penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
     init_log_eta: float = 5.0
     log_eta_weight: float = 1e-3
+    authors_dual: bool = False
+    authors_extra_term: bool = False
 
 
 @register
@@ -32,6 +42,18 @@ class EtaTrick(Method):
     def __init__(self, params, steps_per_epoch, epochs):
         super().__init__(params, steps_per_epoch, epochs)
         self.pen, self.c = penalties.get(params.penalty, **dict(params.penalty_params)), params.log_eta_weight
+        if params.authors_extra_term:
+            self.c = 0.5 * params.log_eta_weight
+        if params.authors_dual and params.penalty != "logsum":
+            raise ValueError("method.params.authors_dual is the authors' dual of LogSum: it needs penalty=logsum")
+
+    def dual(self, eta):
+        """f(eta): the penalty's dual, or with authors_dual the authors' LogSum dual (its second term doubled)."""
+        f = self.pen.f_elementwise(eta)
+        if not self.params.authors_dual:
+            return f
+        e = self.pen.eps
+        return f - torch.where(torch.isinf(eta), 1.0, 4.0 * eta / (torch.sqrt(e * e + 4.0 * eta) + e) ** 2)
 
     def add_parameters(self, layer):
         layer.log_eta_bar = nn.Parameter(torch.full(layer.weight.shape, float(self.params.init_log_eta)))
@@ -39,7 +61,7 @@ class EtaTrick(Method):
     def layer_penalty(self, layer, lam):
         eta = layer.per_config(lam) * torch.exp(layer.log_eta_bar)
         w = layer.weight
-        return 0.5 * layer.total(w * w / eta + self.pen.f_elementwise(eta)) + self.c * layer.total(layer.log_eta_bar)
+        return 0.5 * layer.total(w * w / eta + self.dual(eta)) + self.c * layer.total(layer.log_eta_bar)
 
     def keep_statistic(self, layer, lam):
         return "keep_probability", torch.sigmoid(layer.log_eta_bar.detach())
