@@ -46,3 +46,21 @@ def test_authors_keep_rule_counts_with_the_step_size_and_trains_the_same(synthet
     assert torch.equal(authors.method.keep_mask(authors.model.layers[0], 0.05), expected)
     assert s_authors["nonzero"] >= s_paper["nonzero"]  # rho lam < lam: more weights count as kept
     assert set(a.files) == set(b.files)
+
+
+@pytest.mark.parametrize("mask", ["bernoulli", "gaussian"])
+def test_adaptive_dropout_masks_have_the_duality_moments(mask):
+    """E[s] = 1 and E[s^2] = 1/alpha (so E L(s w) carries lam/2 sum w^2/eta, eq. 4); s = 0 where alpha = 0."""
+    cls = methods.get("adaptive_dropout")
+    method = cls(cls.Params(mask=mask), 1, 1)
+    torch.manual_seed(0)
+    alpha = torch.tensor([0.0, 0.1, 0.5, 0.9, 1.0]).repeat(200_000, 1)
+    s = method.mask(alpha)
+    assert torch.all(s[:, 0] == 0)
+    assert torch.allclose(s[:, 1:].mean(0), torch.ones(4), atol=0.02)
+    assert torch.allclose((s[:, 1:] ** 2).mean(0), 1 / alpha[0, 1:], rtol=0.03)
+
+
+def test_adaptive_dropout_trains_sparse_on_synthetic_data(synthetic, tmp_path):
+    summary = Run(synthetic("method=adaptive_dropout", "lam=0.05", "lr=1e-2", "epochs=4"), tmp_path).fit()
+    assert summary["status"] == "completed" and summary["nonzero_fraction"] < 0.9

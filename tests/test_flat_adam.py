@@ -28,6 +28,7 @@ def train(method_name, flat: bool, steps=12):
     for step in range(1, steps + 1):
         x, y = torch.randn(32, 20, generator=g), torch.randint(4, (32,), generator=g)
         opt.param_groups[0]["lr"] = 1e-2 * (1 - step / (2 * steps))
+        method.before_step(step - 1, 1e-3)
         loss = F.cross_entropy(model(x), y) + 1e-3 * method.penalty(model.layers, 1e-3)
         opt.zero_grad()
         loss.backward()

@@ -90,7 +90,7 @@ def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["method=lasso"], "unknown method 'lasso'; valid method options: adaprox, adatikhonov, dense,"),
+    (["method=lasso"], "unknown method 'lasso'; valid method options: adaprox, adaptive_dropout, adatikhonov, dense,"),
     (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
     (["data.rot=x"], "unknown key data.rot (did you mean data.root?)"),
     (["epochs=abc"], "Error merging override epochs=abc: Value 'abc' of type 'str' could not be converted"),

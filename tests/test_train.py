@@ -22,7 +22,9 @@ def objective(run):
     torch.manual_seed(123)
     with torch.no_grad():
         x, y = run.data.train.x, run.data.train.y
-        return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * run.method.penalty(run.model.layers, run.hp["lam"]))
+        run.method.before_step(0, run.hp["lam"])
+        penalty = run.method.penalty(run.model.layers, run.hp["lam"])
+        return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * penalty)
 
 
 @pytest.mark.slow

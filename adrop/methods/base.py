@@ -8,6 +8,7 @@ against that layer's weights. The loop only ever calls:
 
     layer(x)                                  training forward: method.forward(layer, x)
     method.start(layers)                      once, before the first step of a new run (not on resume)
+    method.before_step(step, lam)             before every step's forward pass (adaptive dropout's masks need lam)
     method.penalty(layers, lam)               the regulariser R; the loop minimises  data term + lam * R
     method.after_step(layers, step, lam, step_size)   e.g. a proximal step or a pruning schedule
     method.keep_mask(layer, lam)              which weights count as nonzero (the paper's rule, adrop.keep_rule)
@@ -165,6 +166,9 @@ class Method:
     def keep_statistic(self, layer: SparseLayer, lam) -> tuple[str, torch.Tensor] | None:
         """What decides this layer's sparsity, for a live histogram (logger=tensorboard): (its name, its values)."""
         return None
+
+    def before_step(self, step: int, lam) -> None:
+        """Called before every training step's forward pass (step counts from 0) with the run's lam."""
 
     def start(self, layers) -> None:
         """Called once before the first training step of a new run (after init_from), not when one resumes."""

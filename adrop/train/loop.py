@@ -256,6 +256,7 @@ class Run:
             idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr_at(step0 + b)
+            self.method.before_step(step0 + b, self.hp["lam"])
             loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], self.lam_at(step0 + b))
             self.optimizer.zero_grad()
             loss.backward()

@@ -173,6 +173,7 @@ class StackedRun:
             weight = torch.tensor([0.0 if self.failed[k] else schedules.lam_at(step, self.hps[k]["lam"],
                                                                                  self.warmups[k]) for k in range(K)],
                                   device=self.device)
+            self.method.before_step(step, self.lam)
             loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weight)
             self.optimizer.zero_grad()
             loss.sum().backward()

@@ -1,0 +1,90 @@
+"""Adaptive dropout itself on deep networks (paper Sec. 3, Algorithm 1), with real masks: the dropout method that
+the paper proves dual to regularised ERM, where the other methods here run its deterministic duals.
+
+Every minibatch draws one mask per weight, s ~ Mask(alpha) with keep probability alpha = eta_hat(w) / (eta_hat(w) +
+lam) from a penalty of adrop.penalties chosen by name (LogSum(2) by default; any closed form: mcp, scad, l1, ...):
+
+    mask="bernoulli"   s = Bernoulli(alpha) / alpha          (unbiased dropout)
+    mask="gaussian"    s ~ N(1, 1/alpha - 1)                  (the same two moments)
+
+    additive=true      Algorithm 1: the forward pass uses w + (s - 1) w.detach() (the gradient is the data term's at
+                       the noisy point, not scaled by s), and after each optimiser step the Tikhonov prox
+                       w <- w / (1 + rho lam / eta_hat(w)), rho the step the optimiser took for that coordinate
+    additive=false     plain dropout on the weights: the forward pass uses s * w
+
+A weight with eta_hat(w) = 0 is dropped (s = 0). No penalty term: the noise is the regulariser (in expectation the
+adaptive Tikhonov term lam/2 sum w^2 / eta, eq. 4). A weight counts as zero under the paper's rule, alpha < 0.05.
+lam reaches the method from the loop before every step (before_step), as a float or a stack's K values.
+"""
+from dataclasses import dataclass, field
+
+import torch
+
+from adrop import keep_rule, penalties
+
+from .base import Method, noise, register
+
+MASKS = ("bernoulli", "gaussian")
+
+
+@dataclass
+class AdaptiveDropoutParams:
+    penalty: str = "logsum"
+    penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
+    mask: str = "bernoulli"
+    additive: bool = True
+
+    def __post_init__(self):
+        if self.mask not in MASKS:
+            raise ValueError(f"mask must be one of {', '.join(MASKS)}, got {self.mask!r}")
+
+
+@register
+class AdaptiveDropout(Method):
+    name = "adaptive_dropout"
+    Params = AdaptiveDropoutParams
+
+    def __init__(self, params, steps_per_epoch, epochs):
+        super().__init__(params, steps_per_epoch, epochs)
+        self.pen = penalties.get(params.penalty, **dict(params.penalty_params))
+        self.lam = None  # this step's lam, from the loop (before_step)
+
+    def before_step(self, step, lam):
+        self.lam = lam
+
+    def keep_probability(self, layer, lam):
+        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), layer.per_config(lam))
+
+    def keep_statistic(self, layer, lam):
+        return "keep_probability", self.keep_probability(layer, lam)
+
+    def keep_mask(self, layer, lam):
+        return self.keep_probability(layer, lam) >= keep_rule.KEEP_THRESHOLD
+
+    def mask(self, alpha):
+        safe = torch.where(alpha > 0, alpha, torch.ones_like(alpha))
+        if self.params.mask == "gaussian":
+            s = 1.0 + torch.sqrt(1.0 / safe - 1.0) * noise.gaussian_like(alpha)
+        else:
+            s = (noise.uniform_like(alpha) < alpha) / safe
+        return torch.where(alpha > 0, s, torch.zeros_like(s))
+
+    def forward(self, layer, x):
+        if self.lam is None:
+            raise RuntimeError("adaptive_dropout needs this step's lam: the loop calls before_step(step, lam) first")
+        w = layer.weight
+        s = self.mask(self.keep_probability(layer, self.lam))
+        noisy = w + (s - 1.0) * w.detach() if self.params.additive else s * w
+        return layer.product(x, noisy, layer.bias)
+
+    @torch.no_grad()
+    def after_step(self, layers, step, lam, step_size):
+        if not self.params.additive:
+            return
+        for layer in layers:  # Algorithm 1's prox, with eta at the stepped point
+            w = layer.weight
+            eta = self.pen.eta_hat(w)
+            rho = step_size(w)
+            shrink = torch.where(eta > 0, 1.0 / (1.0 + rho * layer.per_config(lam) / torch.where(eta > 0, eta, 1.0)),
+                                 torch.zeros_like(eta))
+            w.mul_(torch.where(torch.isinf(eta), torch.ones_like(eta), shrink))
