@@ -5,6 +5,8 @@
     adrop penalty --method lp --p 0.5 --vector 3,0,4       Omega and eta_hat of one (non-separable) vector
     adrop penalty --method variational_dropout --eta 0.1,1,10    the dual f(eta)
     adrop penalty --plot [--out DIR]                       Figure 1 (PNG, PDF) and penalties.csv
+    adrop penalty --method variational_dropout --fit-logsum   the scaled LogSum(eps) nearest it on |w| <= 3, and
+                                                           the gap of the paper's reading (LogSum(2) at lam = 2)
 
 Parameters (--lam, --eps, --p, ...) go to every chosen method that has them; one that none of them has is an error.
 Bad input ends with a one-line message and exit status 2.
@@ -79,6 +81,8 @@ def parser() -> argparse.ArgumentParser:
     for name, (kind, text) in PARAMETERS.items():
         p.add_argument(f"--{name}", type=finite if kind is float else kind, help=text)
     p.add_argument("--plot", action="store_true", help="draw Figure 1 (PNG and PDF) and write penalties.csv")
+    p.add_argument("--fit-logsum", action="store_true",
+                   help="the scaled LogSum(eps) nearest each chosen penalty on |w| <= 3 (least squares), with the gaps")
     p.add_argument("--out", type=Path, help="folder for the files (default: a new folder under outputs/penalty/)")
     return p
 
@@ -146,6 +150,16 @@ def figure(args) -> Path:
 def run(args) -> None:
     if args.list:
         print(listing())
+        return
+    if args.fit_logsum:
+        if not args.method:
+            raise UsageError("--fit-logsum needs --method (e.g. variational_dropout)")
+        for pen in chosen(args):
+            fit = figure1.fit_logsum(pen, weight=args.weight)
+            print(f"{pen.label()} at lam={args.weight:g}, |w| <= {fit['w_max']:g}: nearest scaled LogSum is "
+                  f"{fit['scale']:.4f} * LogSum(eps={fit['eps']:.4f}), largest gap {fit['gap']:.4f} "
+                  f"({fit['relative_gap']:.1%} of its largest value); the paper's LogSum(2) at lam=2: largest gap "
+                  f"{fit['paper_gap']:.4f} ({fit['paper_relative_gap']:.1%})")
         return
     if args.plot:
         out = figure(args)

@@ -117,3 +117,33 @@ def draw(table: pd.DataFrame, specs=PAPER + (HARD_THRESH,)):
         right.legend(handles=only_right, fontsize=7.5, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def fit_logsum(target, weight: float = 1.0, w_max: float = 3.0, points: int = 601) -> dict:
+    """The LogSum(eps) curve, scaled, nearest a penalty's: min over eps and a of the squared gap between
+    a (log(|w| + eps) - log eps) and weight * (Omega(w) - Omega(0)) on a grid of |w| in [0, w_max] (least squares: a in
+    closed form for each eps of a log-spaced grid, refined around the best). Also the gap of the paper's reading,
+    LogSum(2) at lam = 2 beside the penalty at lam = 1. Gaps are the largest absolute difference over the grid, and
+    that divided by the target's largest value."""
+    w = np.linspace(0.0, w_max, points)
+    y = weight * (target.omega_elementwise(w) - target.omega_elementwise(0.0))
+
+    def best_scale(eps):
+        basis = np.log1p(w / eps)
+        a = float(basis @ y / (basis @ basis))
+        return a, float(np.sum((a * basis - y) ** 2))
+
+    grid = np.logspace(-3, 3, 241)
+    eps = grid[np.argmin([best_scale(e)[1] for e in grid])]
+    fine = np.logspace(np.log10(eps) - 0.05, np.log10(eps) + 0.05, 201)
+    eps = float(fine[np.argmin([best_scale(e)[1] for e in fine])])
+    a = best_scale(eps)[0]
+    top = float(np.max(np.abs(y)))
+
+    def gap(curve):
+        worst = float(np.max(np.abs(curve - y)))
+        return worst, worst / top
+
+    fitted, paper = gap(a * np.log1p(w / eps)), gap(2.0 * np.log1p(w / 2.0))
+    return {"eps": eps, "scale": a, "gap": fitted[0], "relative_gap": fitted[1], "paper_gap": paper[0],
+            "paper_relative_gap": paper[1], "w_max": w_max}
