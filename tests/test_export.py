@@ -119,3 +119,17 @@ def test_bench_inference_refuses_what_is_not_a_finished_run(tmp_path, capsys):
 
     assert bench_inference.main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip().startswith("adrop bench-inference: error: ")
+
+
+@pytest.mark.parametrize("method", sorted(__import__("adrop.methods", fromlist=["names"]).names()))
+def test_every_method_exports_in_every_format_with_its_test_error(method, pruned, synthetic, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    extra = {"fixed_mask": [f"init_from={pruned}", "model.hidden=[32,16]"],  # the shapes of the pruned run
+             "magnitude_pruning": ["method.params.final_sparsity=0.5"]}
+    cfg = synthetic(f"method={method}", "epochs=2", "lr=1e-2", *extra.get(method, []))
+    folder = tmp_path / "run"
+    summary = Run(cfg, folder).fit()
+    run_files.write_config(folder, cfg, {}, [])
+    for fmt in ("csr", "compact", "onnx"):
+        assert export_command.main([str(folder), "--format", fmt, "--out", str(tmp_path / f"net.{fmt}")]) == 0, fmt
+        assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
