@@ -23,7 +23,7 @@ def debugging() -> bool:
 
 def closest_key(path: str) -> str | None:
     """The valid key nearest a mistyped dotted key ("data.rot" -> "data.root"), by the schema."""
-    node, parts = schema._keys(schema.Config), path.split(".")
+    node, parts = schema.schema_keys(schema.Config), path.split(".")
     for i, part in enumerate(parts):
         if node is None:
             return None

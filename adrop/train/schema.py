@@ -77,17 +77,17 @@ class Config:
     logger: str = "none"               # none | tensorboard: live logging into <run>/tensorboard/ (adrop.train.tracking)
 
 
-def _keys(cls) -> dict:
+def schema_keys(cls) -> dict:
     """{key: sub-schema or None} of a dataclass schema; open nodes (Dict[str, Any]) are None."""
     hints = typing.get_type_hints(cls)
-    return {f.name: _keys(hints[f.name]) if dataclasses.is_dataclass(hints[f.name]) else None
+    return {f.name: schema_keys(hints[f.name]) if dataclasses.is_dataclass(hints[f.name]) else None
             for f in dataclasses.fields(cls)}
 
 
 def unknown_keys(cfg, schema: dict | None = None, prefix: str = "") -> list[tuple[str, str | None]]:
     """Keys of a composed config that the schema does not have (Hydra lets `+key=value` add them), each with the
     closest valid key (or None): [("epoch", "epochs")]. method.params is checked by the method's own dataclass."""
-    schema = _keys(Config) if schema is None else schema
+    schema = schema_keys(Config) if schema is None else schema
     out = []
     for key in cfg.keys():
         if key == "hydra" and not prefix:
