@@ -187,5 +187,25 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
 def test_an_unknown_or_missing_logger_fails_at_start(config):
     from adrop.train import hooks
 
-    with pytest.raises(TrainError, match="unknown logger 'wandb'; valid loggers: none, tensorboard"):
+    with pytest.raises(TrainError, match="unknown logger .wandb.; valid loggers: none, tensorboard, mlflow"):
         hooks.start_checks(config("logger=wandb"))
+
+
+def test_mlflow_logger_writes_a_file_store_each_epoch(config, tmp_path):
+    """logger=mlflow: a file store in <run>/mlruns/ with each epoch's metrics and the keep statistic's histograms."""
+    pytest.importorskip("mlflow")
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=hard_concrete", "epochs=2", "logger=mlflow")
+    Run(cfg, tmp_path).fit()
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    (run,) = client.search_runs([client.get_experiment_by_name("adrop").experiment_id])
+    assert run.info.status == "FINISHED"
+    history = [m.value for m in client.get_metric_history(run.info.run_id, "val_error")]
+    assert history == pytest.approx(list(pd.read_csv(tmp_path / "metrics.csv").val_error))
+    assert len(client.get_metric_history(run.info.run_id, "nonzero_fc1")) == 2
+    local = client.download_artifacts(run.info.run_id, "histograms/epoch_0002.json", str(tmp_path))
+    hist = json.loads(open(local).read())
+    assert {"gate/fc1", "gate/fc2"} <= set(hist) and sum(hist["gate/fc1"]["counts"]) == 64 * 20

@@ -1,16 +1,22 @@
-"""Optional live logging of a run (`logger=tensorboard`): a view of what the run's CSV and JSON files record.
+"""Optional live logging of a run (`logger=tensorboard` or `logger=mlflow`): a view of what the run's CSV and JSON
+files record.
 
 Each epoch: the metrics.csv row (train_loss, data_term, penalty_term, val_error, nonzero_fraction, lr), each layer's
 nonzero fraction, and a histogram per layer of what decides its sparsity (the method's `keep_statistic`: the keep
 probability alpha for the eta-hat methods and eta-Trick, log alpha for variational dropout, the test gate for
-HardConcrete). Event files go to <run folder>/tensorboard/: `tensorboard --logdir outputs/` shows every run, a
-sweep's jobs side by side. Installed with an extra: pip install -e ".[tracking]".
+HardConcrete). TensorBoard: event files in <run folder>/tensorboard/ (`tensorboard --logdir outputs/` shows every run,
+a sweep's jobs side by side). MLflow: a file store in <run folder>/mlruns/, no server (`mlflow ui --backend-store-uri
+<run folder>/mlruns`): metrics by epoch, and each epoch's histograms as JSON artifacts (counts and bin edges), MLflow
+having no histogram type; MLflow 3 keeps the file store in maintenance mode behind MLFLOW_ALLOW_FILE_STORE, which
+adrop sets for its own store. Installed with an extra: pip install -e ".[tracking]".
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-LOGGERS = ("none", "tensorboard")
+LOGGERS = ("none", "tensorboard", "mlflow")
+PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow"}
 
 
 class Tracker:
@@ -50,16 +56,50 @@ def check(name: str) -> None:
     """Fails at start, in one line, when the logger is unknown or its package is not installed."""
     if name not in LOGGERS:
         raise ValueError(f"unknown logger {name!r}; valid loggers: {', '.join(LOGGERS)}")
-    if name == "tensorboard":
+    if name in PACKAGES:
         try:
-            import tensorboard  # noqa: F401  (torch.utils.tensorboard needs it)
+            __import__(PACKAGES[name])
         except ImportError:
-            raise ValueError("logger=tensorboard needs the tensorboard package: pip install -e '.[tracking]'") from None
+            raise ValueError(f"logger={name} needs the {PACKAGES[name]} package: pip install -e '.[tracking]'") from None
+
+
+class MLflow(Tracker):
+    wants_statistics = True
+
+    def __init__(self, folder: Path, run_name: str):
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=(Path(folder).absolute() / "mlruns").as_uri())
+        found = self.client.get_experiment_by_name("adrop")
+        experiment = found.experiment_id if found else self.client.create_experiment("adrop")
+        self.run_id = self.client.create_run(experiment, run_name=run_name).info.run_id
+
+    def epoch(self, epoch, metrics, layers, statistics):
+        import numpy as np
+
+        for key in ("train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr"):
+            self.client.log_metric(self.run_id, key, float(metrics[key]), step=epoch)
+        for row in layers:
+            self.client.log_metric(self.run_id, f"nonzero_{row['layer']}", float(row["nonzero_fraction"]), step=epoch)
+        if statistics:
+            hist = {}
+            for (layer, name), values in statistics.items():
+                counts, edges = np.histogram(values.detach().float().cpu().numpy().ravel(), bins=50)
+                hist[f"{name}/{layer}"] = {"counts": counts.tolist(), "edges": edges.tolist()}
+            self.client.log_dict(self.run_id, hist, f"histograms/epoch_{epoch:04d}.json")
+
+    def close(self):
+        self.client.set_terminated(self.run_id)
 
 
 def make(name: str, folder: Path) -> Tracker:
     check(name)
-    return TensorBoard(folder) if name == "tensorboard" else Tracker()
+    if name == "tensorboard":
+        return TensorBoard(folder)
+    if name == "mlflow":
+        return MLflow(folder, Path(folder).name)
+    return Tracker()
 
 
 def statistics(method, model, lam, k: int | None = None) -> dict:
