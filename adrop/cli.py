@@ -19,7 +19,7 @@ COMMANDS = {
     "penalty": ("adrop.penalty_command", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
     "train": ("adrop.train.app", "train a network with a sparsification method (Hydra: key=value overrides, -m)"),
     "report": ("adrop.report_command", "turn runs and sweeps into the paper's tables and figures"),
-    "export": ("adrop.export_command", "a finished run's sparse network as CSR or a compact dense network, checked"),
+    "export": ("adrop.export_command", "a finished run's sparse network as CSR, a compact dense network or ONNX, checked"),
     "bench-inference": ("adrop.bench_inference", "measured inference speed of a run's dense and sparse forms"),
 }
 
