@@ -25,8 +25,5 @@ def keep_probability(eta, lam):
 
 
 def kept(eta, lam):
-    """The weights that count as nonzero: alpha >= 0.05 (with lam = 0, where alpha is 1 or undefined, those with
-    eta > 0, i.e. w != 0)."""
-    if not ops(eta).isinf(lam) and lam == 0:
-        return eta > 0
+    """The weights that count as nonzero: alpha >= 0.05 (with lam = 0 alpha is 1, or 0/0 where eta = 0: not kept)."""
     return keep_probability(eta, lam) >= KEEP_THRESHOLD

@@ -11,6 +11,7 @@ dlej/adaptive-dropout, dropout/nn.py near line 326; ../shared/REFERENCE.md): alp
 with rho the last step's size, where the paper (and the default) use eta_hat / (eta_hat + lam). The step sizes are
 then kept per weight (a buffer `last_step`, in checkpoints)."""
 from dataclasses import dataclass, field
+
 import torch
 
 from adrop import keep_rule
@@ -44,9 +45,7 @@ class AdaProx(EtaHatMethod):
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
         for layer in layers:
-            w = layer.weight
-            eta = self.pen.eta_hat(w)
-            rho = step_size(w)
-            w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * layer.per_config(lam))))
+            rho = step_size(layer.weight)
+            self.prox(layer, lam, rho)
             if self.params.authors_keep_rule:
                 layer.last_step.copy_(rho)

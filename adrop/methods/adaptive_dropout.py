@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from adrop import keep_rule, penalties
-
-from .base import Method, noise, register
+from .base import noise, register
+from .eta_hat_layer import EtaHatMethod
 
 MASKS = ("bernoulli", "gaussian")
 
@@ -40,26 +39,16 @@ class AdaptiveDropoutParams:
 
 
 @register
-class AdaptiveDropout(Method):
+class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, keep rule and prox
     name = "adaptive_dropout"
     Params = AdaptiveDropoutParams
 
     def __init__(self, params, steps_per_epoch, epochs):
         super().__init__(params, steps_per_epoch, epochs)
-        self.pen = penalties.get(params.penalty, **dict(params.penalty_params))
         self.lam = None  # this step's lam, from the loop (before_step)
 
     def before_step(self, step, lam):
         self.lam = lam
-
-    def keep_probability(self, layer, lam):
-        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), layer.per_config(lam))
-
-    def keep_statistic(self, layer, lam):
-        return "keep_probability", self.keep_probability(layer, lam)
-
-    def keep_mask(self, layer, lam):
-        return self.keep_probability(layer, lam) >= keep_rule.KEEP_THRESHOLD
 
     def mask(self, alpha):
         safe = torch.where(alpha > 0, alpha, torch.ones_like(alpha))
@@ -77,14 +66,7 @@ class AdaptiveDropout(Method):
         noisy = w + (s - 1.0) * w.detach() if self.params.additive else s * w
         return layer.product(x, noisy, layer.bias)
 
-    @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
-        if not self.params.additive:
-            return
-        for layer in layers:  # Algorithm 1's prox, with eta at the stepped point
-            w = layer.weight
-            eta = self.pen.eta_hat(w)
-            rho = step_size(w)
-            shrink = torch.where(eta > 0, 1.0 / (1.0 + rho * layer.per_config(lam) / torch.where(eta > 0, eta, 1.0)),
-                                 torch.zeros_like(eta))
-            w.mul_(torch.where(torch.isinf(eta), torch.ones_like(eta), shrink))
+        if self.params.additive:  # Algorithm 1's prox, with eta at the stepped point
+            for layer in layers:
+                self.prox(layer, lam, step_size(layer.weight))

@@ -33,3 +33,11 @@ class EtaHatMethod(Method):
 
     def keep_mask(self, layer, lam):
         return self.keep_probability(layer, lam) >= keep_rule.KEEP_THRESHOLD
+
+    @torch.no_grad()
+    def prox(self, layer, lam, rho) -> None:
+        """The adaptive Tikhonov prox with eta = eta_hat(w), in place: w <- w eta / (eta + rho lam)
+        (AdaProx's step, and Algorithm 1's after its noisy gradient step)."""
+        w = layer.weight
+        eta = self.pen.eta_hat(w)
+        w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * layer.per_config(lam))))

@@ -63,8 +63,11 @@ class EtaTrick(Method):
         w = layer.weight
         return 0.5 * layer.total(w * w / eta + self.dual(eta)) + self.c * layer.total(layer.log_eta_bar)
 
+    def keep_probability(self, layer):
+        return torch.sigmoid(layer.log_eta_bar.detach())  # eta / (eta + lam) with eta = lam exp(log eta_bar)
+
     def keep_statistic(self, layer, lam):
-        return "keep_probability", torch.sigmoid(layer.log_eta_bar.detach())
+        return "keep_probability", self.keep_probability(layer)
 
     def keep_mask(self, layer, lam):
-        return torch.sigmoid(layer.log_eta_bar.detach()) >= KEEP_THRESHOLD  # eta/(eta + lam) = sigmoid(log eta_bar)
+        return self.keep_probability(layer) >= KEEP_THRESHOLD

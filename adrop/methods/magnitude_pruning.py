@@ -71,34 +71,15 @@ class MagnitudePruning(Masked):
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
         if step % self.params.frequency == 0 or step == self.total_steps:
-            sparsity = self.target(step)
-            if layers[0].configs is None:
-                self.update_masks(layers, sparsity)
-            else:
-                self.update_stacked_masks(layers, sparsity)
+            self.update_masks(layers, self.target(step))
         for layer in layers:
             layer.weight.mul_(layer.mask)
 
     def update_masks(self, layers, sparsity):
+        """Each configuration (a row: a stack's leading axis, or the one run) keeps its own largest magnitudes."""
+        rows = layers[0].configs or 1
         if self.params.scope == "global":
-            magnitudes = torch.cat([layer.weight.abs().flatten() for layer in layers])
-            k = int(round(sparsity * magnitudes.numel()))
-            cut = torch.kthvalue(magnitudes, k).values if k > 0 else None
-            for layer in layers:
-                layer.mask.copy_(layer.weight.abs() > cut if cut is not None else torch.ones_like(layer.mask))
-        else:
-            for layer in layers:
-                k = int(round(sparsity * layer.weight.numel()))
-                keep = torch.ones_like(layer.mask).flatten()
-                if k > 0:
-                    keep[torch.topk(layer.weight.abs().flatten(), k, largest=False).indices] = False
-                layer.mask.copy_(keep.view_as(layer.mask))
-
-    def update_stacked_masks(self, layers, sparsity):
-        """The same rules, each configuration (the leading axis) on its own weights."""
-        K = layers[0].configs
-        if self.params.scope == "global":
-            magnitudes = torch.cat([layer.weight.abs().reshape(K, -1) for layer in layers], dim=1)
+            magnitudes = torch.cat([layer.weight.abs().reshape(rows, -1) for layer in layers], dim=1)
             k = int(round(sparsity * magnitudes.shape[1]))
             if k == 0:
                 for layer in layers:
@@ -109,6 +90,6 @@ class MagnitudePruning(Masked):
                 layer.mask.copy_(layer.weight.abs() > layer.per_config(cut))
         else:
             for layer in layers:
-                flat = layer.weight.abs().reshape(K, -1)
+                flat = layer.weight.abs().reshape(rows, -1)
                 k = int(round(sparsity * flat.shape[1]))
                 layer.mask.copy_(~smallest(flat, k).view_as(layer.mask))

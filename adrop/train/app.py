@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import traceback
 from pathlib import Path
 
 import hydra
@@ -77,26 +76,17 @@ def task(cfg: DictConfig) -> dict | None:
     except (TrainError, ValueError) as err:
         return failed_start(folder, cfg, str(err), multirun, identity)
     except Exception as err:  # a bug
-        return failed_start(folder, cfg, bug(err), multirun, identity)
+        return failed_start(folder, cfg, errors.bug(err), multirun, identity)
     run_files.write_config(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task)
     try:
         summary = run.fit()
     except (TrainError, ValueError) as err:
         return failed(folder, cfg, str(err), multirun, identity)
     except Exception as err:
-        return failed(folder, cfg, bug(err), multirun, identity)
+        return failed(folder, cfg, errors.bug(err), multirun, identity)
     print(one_line(summary))
     log.info(one_line(summary))
     return summary
-
-
-def bug(err: Exception) -> str:
-    """An error that is adrop's fault: one line for the user, the traceback in the job's log (and on stderr under
-    HYDRA_FULL_ERROR=1)."""
-    if errors.debugging():
-        traceback.print_exc()
-    log.error("%s", traceback.format_exc())
-    return f"{type(err).__name__}: {err}"
 
 
 def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None):
@@ -110,21 +100,16 @@ def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict
                 path.unlink() if path.is_file() else path.rmdir()
             top.rmdir()
         sys.exit(1)
-    hc = HydraConfig.get()
     if run_files.read_summary(folder) is None or identity is not None:
-        run_files.write_config(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task)
-        summary = {"status": "failed", "error": message, "method": cfg.method.name, "identity": identity}
-        run_files.write_summary(folder, summary)
-        return summary
+        run_files.write_config(folder, cfg, HydraConfig.instance().cfg, HydraConfig.get().overrides.task)
+        return run_files.mark_failed(folder, message, cfg.method.name, identity)
     return {"status": "failed", "error": message, "method": cfg.method.name}
 
 
 def failed(folder: Path, cfg, message: str, multirun: bool, identity: dict):
     """A run that failed while training: summary.json says so (its last good checkpoint stays); a single run exits
     non-zero, a sweep goes on with its other jobs."""
-    summary = dict(run_files.read_summary(folder) or {})
-    summary.update({"status": "failed", "error": message, "method": cfg.method.name, "identity": identity})
-    run_files.write_summary(folder, summary)
+    summary = run_files.mark_failed(folder, message, cfg.method.name, identity)
     log.info("failed: %s", message)  # the job's log file; the user gets the one line below
     report(message, multirun, folder)
     if not multirun:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import os
 import re
+import traceback
 
 from hydra.errors import MissingConfigException
 
@@ -19,6 +21,15 @@ DEBUG = "ADROP_DEBUG"  # set by the entry point: "1" when the user asked for tra
 
 def debugging() -> bool:
     return os.environ.get(DEBUG) == "1"
+
+
+def bug(err: Exception) -> str:
+    """An error that is adrop's fault: one line for the user, the traceback in the job's log (and on stderr under
+    HYDRA_FULL_ERROR=1)."""
+    if debugging():
+        traceback.print_exc()
+    logging.getLogger("adrop.train").error("%s", traceback.format_exc())
+    return f"{type(err).__name__}: {err}"
 
 
 def closest_key(path: str) -> str | None:

@@ -116,10 +116,11 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
     return identity
 
 
-def run_summary(cfg, hp, identity, architecture, device, epoch, elapsed, status, test_error=None, val_error=None,
-                layers=None, nonzero=None, total=None, positions=None) -> dict:
-    """summary.json of one run (its schema: adrop.train.run_files)."""
-    positions = positions or [1] * len(layers or [])
+def run_summary(cfg, hp, identity, model, device, epoch, elapsed, status, test_error=None, val_error=None,
+                layers=None, nonzero=None, total=None) -> dict:
+    """summary.json of one run (its schema: adrop.train.run_files); `model` gives the architecture and, for the cost,
+    how often each layer's weights act per example."""
+    positions = model.positions()
     return {"status": status, "method": cfg.method.name, "lam": hp["lam"], "lr": hp["lr"],
             "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
             "test_error": test_error, "val_error": val_error,
@@ -130,7 +131,7 @@ def run_summary(cfg, hp, identity, architecture, device, epoch, elapsed, status,
                                                     for (name, shape, nz, n), p in zip(layers, positions)},
             "cost": None if layers is None else cost.network_cost(layers, positions),
             "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
-            "code": code_version(), "model": cfg.model.name, "architecture": architecture,
+            "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
             "identity": identity,
             "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit}
 
@@ -197,7 +198,6 @@ class Run:
         self.optimizer = FlatAdam(self.model.parameters(), lr=self.hp["lr"])
         self.loss = torch.compile(self.step_loss) if cfg.compile else self.step_loss
         self.epoch, self.metrics, self.layer_rows, self.elapsed = 0, [], [], 0.0
-        self.tracker = tracking.make(cfg.logger, self.folder)
         self.identity = run_identity(cfg, self.hp)
         if not self.resume():
             self.method.start(self.model.layers)
@@ -272,8 +272,12 @@ class Run:
 
     def fit(self, stop_after: int | None = None) -> dict:
         """Train to cfg.epochs (or stop after epoch `stop_after`, leaving the run to be resumed)."""
-        with denormals_flushed(self.device):
-            return self._fit(stop_after)
+        self.tracker = tracking.make(self.cfg.logger, self.folder)  # only now: Run() may still have refused the folder
+        try:
+            with denormals_flushed(self.device):
+                return self._fit(stop_after)
+        finally:
+            self.tracker.close()
 
     def _fit(self, stop_after: int | None) -> dict:
         cfg = self.cfg
@@ -305,12 +309,11 @@ class Run:
                 bar.set_postfix(loss=f"{loss:.4f}", val_err=f"{val_error:.4f}", nonzero=f"{nonzero / total:.4f}")
         if bar is not None:
             bar.close()
-        self.tracker.close()
         weights, test_error = self.evaluate(self.data.test)
         layers, nonzero, total = evaluate.sparsity(weights)
         run_files.write_weights(self.folder, weights)
         summary = self.summary("completed", test_error=test_error, val_error=self.metrics[-1]["val_error"],
-                               layers=layers, nonzero=nonzero, total=total, positions=self.model.positions())
+                               layers=layers, nonzero=nonzero, total=total)
         run_files.write_summary(self.folder, summary)
         return summary
 
@@ -323,5 +326,5 @@ class Run:
         return tqdm(total=self.cfg.epochs, initial=self.epoch, desc=self.cfg.method.name, unit="epoch")
 
     def summary(self, status, **results) -> dict:
-        return run_summary(self.cfg, self.hp, self.identity, self.model.architecture, self.device, self.epoch,
-                           self.elapsed, status, **results)
+        return run_summary(self.cfg, self.hp, self.identity, self.model, self.device, self.epoch, self.elapsed, status,
+                           **results)

@@ -118,8 +118,9 @@ class StackedAdam:
         self.denom = torch.empty_like(self.flat)
         self.lr = torch.zeros(configs, 1, dtype=first.dtype, device=first.device)
 
-    def set_lr(self, lrs) -> None:
-        self.lr.copy_(torch.as_tensor(lrs, dtype=self.lr.dtype).view(-1, 1))
+    def set_lr(self, lrs: torch.Tensor) -> None:
+        """This step's K learning rates (a tensor on the buffer's device: no host sync)."""
+        self.lr.copy_(lrs.view(-1, 1))
 
     def zero_grad(self) -> None:
         self.flat_grad.zero_()

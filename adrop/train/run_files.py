@@ -81,6 +81,14 @@ def read_summary(folder: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def mark_failed(folder: Path, message: str, method: str, identity: dict | None, **extra) -> dict:
+    """summary.json says the run failed and why, keeping what it said before (epochs so far, the last val error)."""
+    summary = dict(read_summary(folder) or {})
+    summary.update({"status": "failed", "error": message, "method": method, "identity": identity, **extra})
+    write_summary(folder, summary)
+    return summary
+
+
 def write_config(folder: Path, config, hydra_config, overrides) -> None:
     """The run's configuration as Hydra would write it (.hydra/config.yaml, hydra.yaml, overrides.yaml); adrop writes
     it itself, once the folder is claimed, so that a refused command never touches an earlier run's copy."""

@@ -41,7 +41,7 @@ PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")  # wh
 # ... and a method's initialisation parameters (method.params.init_*: init_log_alpha, init_drop, ...), which act only
 # when each configuration's network is made, as its single run makes it; the method's other parameters enter its
 # elementwise math every step and must agree within a stack
-NOT_A_RESULT = ("progress", "data.root", "data.download")  # what changes no result, so never splits a stack
+NOT_A_RESULT = ("progress", "logger", "data.root", "data.download")  # what changes no result: never splits a stack
 
 
 def stack_key(cfg) -> str:
@@ -50,10 +50,9 @@ def stack_key(cfg) -> str:
 
     plain = OmegaConf.to_container(cfg, resolve=True)
     plain.pop("hydra", None)
-    for key in PER_CONFIGURATION + ("progress",):
-        plain.pop(key, None)
-    for key in ("root", "download"):
-        plain.get("data", {}).pop(key, None)
+    for key in PER_CONFIGURATION + NOT_A_RESULT:
+        parent, _, leaf = key.rpartition(".")
+        (plain.get(parent, {}) if parent else plain).pop(leaf, None)
     params = plain.get("method", {}).get("params", {})
     for key in [k for k in params if k.startswith("init_")]:
         params.pop(key)
@@ -80,6 +79,7 @@ class StackedRun:
         self.total_steps = self.steps_per_epoch * base.epochs
         self.method = method_cls(params, self.steps_per_epoch, base.epochs)
         self.model = self.stack_models()
+        self.single = model_mod.build(base.model, self.data, self.method)  # one row's network: predict(), positions()
         self.lam = torch.tensor([hp["lam"] for hp in self.hps], device=self.device)  # (K,): layer.per_config shapes it
         self.warmups = [tuple(e * self.steps_per_epoch for e in c.penalty_warmup) for c in cfgs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
@@ -88,7 +88,6 @@ class StackedRun:
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
         self.failed: list[str | None] = [None] * self.K
-        self.trackers = [tracking.make(c.logger, f) for c, f in zip(cfgs, self.folders)]
         torch.manual_seed(sum(c.seed * 7919 ** i for i, c in enumerate(cfgs)) % 2 ** 63)  # the stack's noise
         if not self.resume():
             self.method.start(self.model.layers)
@@ -104,7 +103,6 @@ class StackedRun:
                 load_weights(single, Path(cfg.init_from))
             singles.append(single.state_dict())
         stacked = model_mod.build(self.cfgs[0].model, self.data, self.method, configs=self.K)
-        self.single = model_mod.build(self.cfgs[0].model, self.data, self.method)  # its predict() evaluates a row
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([s[name] for s in singles]))
@@ -150,6 +148,10 @@ class StackedRun:
         return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, hp["lr"], c.schedule, c.decay_start)
                 for k, (c, hp) in enumerate(zip(self.cfgs, self.hps))]
 
+    def penalty_weights(self, step: int) -> list[float]:
+        return [0.0 if self.failed[k] else schedules.lam_at(step, hp["lam"], self.warmups[k])
+                for k, hp in enumerate(self.hps)]
+
     def step_loss(self, x, y, weight):
         """Per configuration (K,): data term + weight * penalty, and its two parts, for one batch (K, B, ...)."""
         logits = self.model(x)
@@ -166,15 +168,14 @@ class StackedRun:
         sums = torch.zeros(K, 3, device=self.device)
         step0 = self.epoch * self.steps_per_epoch
         frozen = [k for k in range(K) if self.failed[k]]
-        for b in range(self.steps_per_epoch):
-            step = step0 + b
+        steps = range(step0, step0 + self.steps_per_epoch)  # each configuration's schedules, one copy per epoch
+        lrs = torch.tensor([self.lrs(s) for s in steps], device=self.device)
+        weights = torch.tensor([self.penalty_weights(s) for s in steps], device=self.device)
+        for b, step in enumerate(steps):
             idx = orders[:, b * batch:(b + 1) * batch]
-            self.optimizer.set_lr(self.lrs(step))
-            weight = torch.tensor([0.0 if self.failed[k] else schedules.lam_at(step, self.hps[k]["lam"],
-                                                                                 self.warmups[k]) for k in range(K)],
-                                  device=self.device)
+            self.optimizer.set_lr(lrs[b])
             self.method.before_step(step, self.lam)
-            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weight)
+            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
             self.optimizer.step()
@@ -191,15 +192,17 @@ class StackedRun:
         """Configuration k stops (its last good checkpoint stays); the rest of the stack goes on."""
         self.failed[k] = message
         self.optimizer.freeze([k])
-        summary = dict(run_files.read_summary(self.folders[k]) or {})
-        summary.update({"status": "failed", "error": message, "method": self.cfgs[k].method.name,
-                        "identity": self.identities[k], "stacked": self.K})
-        run_files.write_summary(self.folders[k], summary)
+        run_files.mark_failed(self.folders[k], message, self.cfgs[k].method.name, self.identities[k], stacked=self.K)
         log.warning("%s failed: %s", self.folders[k], message)
 
     def fit(self, stop_after: int | None = None) -> list[dict]:
-        with denormals_flushed(self.device):
-            return self._fit(stop_after)
+        self.trackers = [tracking.make(c.logger, f) for c, f in zip(self.cfgs, self.folders)]
+        try:
+            with denormals_flushed(self.device):
+                return self._fit(stop_after)
+        finally:
+            for tracker in self.trackers:
+                tracker.close()
 
     def _fit(self, stop_after):
         base = self.cfgs[0]
@@ -232,8 +235,6 @@ class StackedRun:
                 stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
                 tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
         done = self.epoch >= base.epochs
-        for tracker in self.trackers:
-            tracker.close()
         all_weights = evaluate.effective(self.model, self.method, self.lam)
         out = []
         for k in range(self.K):
@@ -249,13 +250,13 @@ class StackedRun:
             layers, nonzero, total = evaluate.sparsity(weights)
             run_files.write_weights(self.folders[k], weights)
             summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
-                                   layers=layers, nonzero=nonzero, total=total, positions=self.single.positions())
+                                   layers=layers, nonzero=nonzero, total=total)
             run_files.write_summary(self.folders[k], summary)
             out.append(summary)
         return out
 
     def summary(self, k: int, status: str, **results) -> dict:
-        out = run_summary(self.cfgs[k], self.hps[k], self.identities[k], self.model.architecture, self.device,
-                          self.epoch, self.elapsed, status, **results)
+        out = run_summary(self.cfgs[k], self.hps[k], self.identities[k], self.single, self.device, self.epoch,
+                          self.elapsed, status, **results)
         out["stacked"] = self.K  # trained in a stack of this many configurations (itself included)
         return out

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +44,7 @@ def record_failure(job: Job, message: str, identity: dict | None = None) -> dict
     print(f"adrop train: error: {job.folder.name}: {message}", file=sys.stderr)
     job.folder.mkdir(parents=True, exist_ok=True)
     run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
-    summary = dict(run_files.read_summary(job.folder) or {})
-    summary.update({"status": "failed", "error": message, "method": job.cfg.method.name, "identity": identity})
-    run_files.write_summary(job.folder, summary)
-    return summary
+    return run_files.mark_failed(job.folder, message, job.cfg.method.name, identity)
 
 
 def run(jobs: list[Job], max_stack: int | None) -> list[dict]:
@@ -92,10 +88,9 @@ def run(jobs: list[Job], max_stack: int | None) -> list[dict]:
                 summaries = StackedRun([jobs[i].cfg for i in members], [jobs[i].folder for i in members]).fit()
         except (TrainError, ValueError) as err:
             summaries = [record_failure(jobs[i], str(err), identities[i]) for i in members]
-        except Exception as err:  # a bug: one line per job, the traceback under HYDRA_FULL_ERROR=1
-            if errors.debugging():
-                traceback.print_exc()
-            summaries = [record_failure(jobs[i], f"{type(err).__name__}: {err}", identities[i]) for i in members]
+        except Exception as err:  # a bug: one line per job, the traceback in the log (and under HYDRA_FULL_ERROR=1)
+            message = errors.bug(err)
+            summaries = [record_failure(jobs[i], message, identities[i]) for i in members]
         for i, summary in zip(members, summaries):
             results[i] = summary
             if summary.get("status") == "completed":

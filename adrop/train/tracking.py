@@ -15,8 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from . import run_files
+
 LOGGERS = ("none", "tensorboard", "mlflow")
 PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow"}
+LOGGED = [key for key in run_files.METRICS if key not in ("epoch", "seconds")]  # metrics.csv's columns, as metrics
 
 
 class Tracker:
@@ -40,7 +43,7 @@ class TensorBoard(Tracker):
         self.writer = SummaryWriter(log_dir=str(Path(folder) / "tensorboard"))
 
     def epoch(self, epoch, metrics, layers, statistics):
-        for key in ("train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr"):
+        for key in LOGGED:
             self.writer.add_scalar(f"train/{key}", metrics[key], epoch)
         for row in layers:
             self.writer.add_scalar(f"nonzero/{row['layer']}", row["nonzero_fraction"], epoch)
@@ -78,7 +81,7 @@ class MLflow(Tracker):
     def epoch(self, epoch, metrics, layers, statistics):
         import numpy as np
 
-        for key in ("train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr"):
+        for key in LOGGED:
             self.client.log_metric(self.run_id, key, float(metrics[key]), step=epoch)
         for row in layers:
             self.client.log_metric(self.run_id, f"nonzero_{row['layer']}", float(row["nonzero_fraction"]), step=epoch)
