@@ -64,3 +64,38 @@ def test_adaptive_dropout_masks_have_the_duality_moments(mask):
 def test_adaptive_dropout_trains_sparse_on_synthetic_data(synthetic, tmp_path):
     summary = Run(synthetic("method=adaptive_dropout", "lam=0.05", "lr=1e-2", "epochs=4"), tmp_path).fit()
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 0.9
+
+
+def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_rule(synthetic, tmp_path):
+    from adrop.report import collect, tables
+    from adrop.train import evaluate
+
+    run = Run(synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"),
+              tmp_path / "run")
+    summary = run.fit()
+    raw = [(name, layer.weight.detach(), layer.bias.detach()) for name, layer in zip(run.model.names, run.model.layers)]
+    masked = evaluate.effective(run.model, run.method, run.hp["lam"])
+    assert summary["nonzero"] < summary["total"]  # the keep rule removed weights that the unmasked network keeps
+    assert not all(torch.equal(w, m) for (_, w, _), (_, m, _) in zip(raw, masked))
+    assert summary["test_error_unmasked"] == evaluate.error(run.model.predict, raw, run.data.test)
+    assert summary["val_error_unmasked"] == evaluate.error(run.model.predict, raw, run.data.val)
+    assert summary["test_error"] == evaluate.error(run.model.predict, masked, run.data.test)  # the headline: masked
+    assert summary["identity"]["evaluate_unmasked"] is True
+    md = tables.markdown_table(collect.results([tmp_path / "run"]))  # the report says which error is which
+    header, _, row = md.splitlines()[:3]
+    cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")]))
+    assert cells["test error unmasked"] == f"{summary['test_error_unmasked'] * 100:.2f}%"
+    assert cells["test error"] == f"{summary['test_error'] * 100:.2f}%"
+    default = Run(synthetic("method=eta_trick", "lam=0.05", "lr=1e-2", "epochs=1"), tmp_path / "default").fit()
+    assert "test_error_unmasked" not in default and "evaluate_unmasked" not in default["identity"]
+
+
+@pytest.mark.parametrize("method", ["magnitude_pruning", "hard_concrete"])
+def test_unmasked_keeps_the_masks_and_gates_a_method_trains_with(synthetic, tmp_path, method):
+    run = Run(synthetic(f"method={method}", "epochs=2", "evaluate_unmasked=true",
+                        *(["method.params.final_sparsity=0.5", "method.params.frequency=1"]
+                          if method == "magnitude_pruning" else ["method.params.init_drop=0.95"])), tmp_path / "run")
+    summary = run.fit()
+    assert summary["nonzero"] < summary["total"]
+    assert summary["test_error_unmasked"] == summary["test_error"]
+    assert summary["val_error_unmasked"] == summary["val_error"]

@@ -69,7 +69,7 @@ def test_a_stack_of_three_follows_each_single_run(method, synthetic, held_noise,
              "fixed_mask": [f"init_from={pruned}"],
              # held Bernoulli draws are a threshold (0.5 < alpha): the last bit flips a mask; Gaussian ones are smooth
              "adaptive_dropout": ["method.params.mask=gaussian"]}.get(method, [])
-    cfgs = three(synthetic, method, extra)
+    cfgs = three(synthetic, method, [*extra, "evaluate_unmasked=true"])
     singles = [Run(c, tmp_path / f"single{i}").fit() for i, c in enumerate(cfgs)]
     stacked = StackedRun(cfgs, [tmp_path / f"stack{i}" for i in range(3)]).fit()
     for i in range(3):
@@ -77,6 +77,7 @@ def test_a_stack_of_three_follows_each_single_run(method, synthetic, held_noise,
         assert relative_gap(a, b) < 3e-5, (i, relative_gap(a, b))
         assert stacked[i]["status"] == "completed" and stacked[i]["stacked"] == 3
         assert abs(stacked[i]["test_error"] - singles[i]["test_error"]) <= 2 / 500  # at most a test example or two
+        assert abs(stacked[i]["test_error_unmasked"] - singles[i]["test_error_unmasked"]) <= 2 / 500
 
 
 @pytest.mark.slow

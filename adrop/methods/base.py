@@ -13,6 +13,7 @@ against that layer's weights. The loop only ever calls:
     method.after_step(layers, step, lam, step_size)   e.g. a proximal step or a pruning schedule
     method.keep_mask(layer, lam)              which weights count as nonzero (the paper's rule, adrop.keep_rule)
     method.effective_weight(layer, lam)       the weight evaluation uses, masks and deterministic gates folded in
+    method.unmasked_weight(layer)             the same without the keep rule (evaluate_unmasked: the authors' way)
 
 Every random draw of a method goes through `noise` (Gaussian, uniform), one call for the whole tensor (all K
 configurations of a stack at once); tests swap it to hold the noise fixed.
@@ -162,6 +163,12 @@ class Method:
 
     def effective_weight(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight * self.keep_mask(layer, lam)
+
+    def unmasked_weight(self, layer: SparseLayer) -> torch.Tensor:
+        """The weight the network has without the keep rule: what the authors' code evaluates every method but
+        VarDrop with (dlej/adaptive-dropout never applies the mask there; REFERENCE.md). Methods whose forward pass
+        already applies their mask or gate (pruning, fixed masks, HardConcrete) keep it: it is their model."""
+        return layer.weight
 
     def keep_statistic(self, layer: SparseLayer, lam) -> tuple[str, torch.Tensor] | None:
         """What decides this layer's sparsity, for a live histogram (logger=tensorboard): (its name, its values)."""

@@ -62,3 +62,6 @@ class HardConcrete(Method):
 
     def effective_weight(self, layer, lam):
         return layer.weight * self.gate(layer)
+
+    def unmasked_weight(self, layer):
+        return layer.weight * self.gate(layer)  # the deterministic gate is the model (exact zeros included)

@@ -54,6 +54,7 @@ def read_run(root: Path, folder: Path) -> dict:
            "epochs": summary.get("epochs", 0 if metrics is None else int(metrics.epoch.max())),
            "epochs_planned": summary.get("epochs_planned"),
            "test_error": summary.get("test_error"), "val_error": summary.get("val_error"),
+           "test_error_unmasked": summary.get("test_error_unmasked"),
            "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
            "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error")}
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far

@@ -31,7 +31,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     if done.empty:
         return pd.DataFrame()
     costs = [c for c in ("compression", "sparse_macs") if c in done and done[c].notna().any()]
-    figures = ["test_error", "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
+    unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
+    figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
     grouped = done.groupby(["method", "lam", "lr", "setting"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
@@ -65,6 +66,8 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                    "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
                    "epochs": int(r.epochs),
                    "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
+                   **({"test error unmasked": _cell(r.test_error_unmasked_mean, r.test_error_unmasked_std,
+                                                    percent=True)} if "test_error_unmasked_mean" in agg else {}),
                    "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std)}
             if "compression_mean" in agg:  # as the Sparse VD and L0 papers' tables: |W| / |W != 0| and the FLOPs
                 row["compression"] = "-" if pd.isna(r.compression_mean) else f"{r.compression_mean:.0f}x"

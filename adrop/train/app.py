@@ -43,8 +43,10 @@ schema.register()
 
 
 def one_line(summary: dict) -> str:
-    return (f"{summary['method']}: test error {summary['test_error']:.4f}, val error {summary['val_error']:.4f}, "
-            f"nonzero {summary['nonzero_fraction']:.4f} ({summary['nonzero']}/{summary['total']}), "
+    unmasked = (f" (unmasked {summary['test_error_unmasked']:.4f})"
+                if summary.get("test_error_unmasked") is not None else "")
+    return (f"{summary['method']}: test error {summary['test_error']:.4f}{unmasked}, "
+            f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} ({summary['nonzero']}/{summary['total']}), "
             f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
 
 

@@ -16,6 +16,13 @@ def effective(model, method, lam):
 
 
 @torch.no_grad()
+def unmasked(model, method):
+    """[(name, W, b)] without the keep rule (Method.unmasked_weight): for `evaluate_unmasked`."""
+    return [(name, method.unmasked_weight(layer).detach(), layer.bias.detach())
+            for name, layer in zip(model.names, model.layers)]
+
+
+@torch.no_grad()
 def error(predict, weights, split, batch: int = 8192) -> float:
     """Fraction misclassified by the network with these weights (predict: the model's forward with given weights)."""
     wrong = torch.zeros((), dtype=torch.long, device=split.x.device)

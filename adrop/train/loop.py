@@ -105,6 +105,8 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
         identity["penalty_warmup"] = list(cfg.penalty_warmup)
     if cfg.init_from:
         identity["init_from"] = str(cfg.init_from)
+    if cfg.evaluate_unmasked:
+        identity["evaluate_unmasked"] = True
     if cfg.model.name != "lenet_300_100":
         conv = [list(c) for c in cfg.model.conv]
         identity["model"] = f"{cfg.model.name}{conv if conv else ''}{list(cfg.model.hidden)}"
@@ -117,13 +119,14 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
 
 
 def run_summary(cfg, hp, identity, model, device, epoch, elapsed, status, test_error=None, val_error=None,
-                layers=None, nonzero=None, total=None) -> dict:
+                layers=None, nonzero=None, total=None, unmasked=None) -> dict:
     """summary.json of one run (its schema: adrop.train.run_files); `model` gives the architecture and, for the cost,
-    how often each layer's weights act per example."""
+    how often each layer's weights act per example; `unmasked` the (test, val) errors without the keep rule."""
     positions = model.positions()
     return {"status": status, "method": cfg.method.name, "lam": hp["lam"], "lr": hp["lr"],
             "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
             "test_error": test_error, "val_error": val_error,
+            **({} if unmasked is None else {"test_error_unmasked": unmasked[0], "val_error_unmasked": unmasked[1]}),
             "nonzero_fraction": None if total is None else nonzero / total,
             "nonzero": nonzero, "total": total,
             "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
@@ -134,6 +137,14 @@ def run_summary(cfg, hp, identity, model, device, epoch, elapsed, status, test_e
             "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
             "identity": identity,
             "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit}
+
+
+def unmasked_errors(cfg, predict, weights, data) -> tuple[float, float] | None:
+    """(test, val) errors of the network with these unmasked weights (evaluate.unmasked), when cfg.evaluate_unmasked
+    asks for them."""
+    if not cfg.evaluate_unmasked:
+        return None
+    return tuple(evaluate.error(predict, weights, split, cfg.eval_batch_size) for split in (data.test, data.val))
 
 
 def load_weights(model, source: Path) -> None:
@@ -313,7 +324,9 @@ class Run:
         layers, nonzero, total = evaluate.sparsity(weights)
         run_files.write_weights(self.folder, weights)
         summary = self.summary("completed", test_error=test_error, val_error=self.metrics[-1]["val_error"],
-                               layers=layers, nonzero=nonzero, total=total)
+                               layers=layers, nonzero=nonzero, total=total,
+                               unmasked=unmasked_errors(self.cfg, self.model.predict,
+                                                        evaluate.unmasked(self.model, self.method), self.data))
         run_files.write_summary(self.folder, summary)
         return summary
 

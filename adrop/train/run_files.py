@@ -4,7 +4,8 @@
                    seconds
     layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction, and the cost
                    (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
-    summary.json   test_error, val_error (fractions, final, masked), nonzero_fraction, layers, epochs, wall_time_s,
+    summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
+                   and val_error_unmasked (final, without the keep rule), nonzero_fraction, layers, epochs, wall_time_s,
                    device, method, lam, lr, seed, status (completed | failed | running), error (when failed),
                    code (the git commit that ran, or the installed version), model and architecture, cost
                    (totals; per layer inside layers),

@@ -72,6 +72,8 @@ class Config:
     #                                    (the loss only: AdaProx's proximal step and the keep rules use the full lam)
     init_from: Optional[str] = None    # a finished run's folder (or weights.npz): start from its weights and biases
     eval_batch_size: int = 8192
+    evaluate_unmasked: bool = False    # also record the final errors without the keep rule (test_error_unmasked,
+    #                                    val_error_unmasked): how the authors' code evaluates all but VarDrop
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
     logger: str = "none"               # none | tensorboard: live logging into <run>/tensorboard/ (adrop.train.tracking)

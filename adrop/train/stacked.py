@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from . import data as data_mod
 from . import evaluate, model as model_mod, run_files, schedules, tracking
 from .loop import (TrainError, denormals_flushed, load_weights, method_params, reset_state, resolve_device,
-                   run_identity, run_summary, settings)
+                   run_identity, run_summary, settings, unmasked_errors)
 from .optim import StackedAdam
 
 log = logging.getLogger("adrop.train")
@@ -236,6 +236,7 @@ class StackedRun:
                 tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
         done = self.epoch >= base.epochs
         all_weights = evaluate.effective(self.model, self.method, self.lam)
+        all_unmasked = evaluate.unmasked(self.model, self.method)
         out = []
         for k in range(self.K):
             if self.failed[k] is not None:
@@ -249,8 +250,9 @@ class StackedRun:
             test_error = evaluate.error(self.single.predict, weights, self.data.test, base.eval_batch_size)
             layers, nonzero, total = evaluate.sparsity(weights)
             run_files.write_weights(self.folders[k], weights)
+            unmasked = unmasked_errors(self.cfgs[k], self.single.predict, self.weights(k, all_unmasked), self.data)
             summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
-                                   layers=layers, nonzero=nonzero, total=total)
+                                   layers=layers, nonzero=nonzero, total=total, unmasked=unmasked)
             run_files.write_summary(self.folders[k], summary)
             out.append(summary)
         return out
