@@ -9,6 +9,8 @@ left out) of:
   joblib      K runs as the joblib launcher runs them on this machine: as many jobs at a time as cores, one thread
               each (measured: that many single runs at once, each in its own process)
   stack K     one StackedRun of K configurations (seeds 0..K-1), all threads
+  K x N       N StackedRuns of K at once (N = cores), one thread each: the stacked launcher's CPU default (its
+              hydra.launcher.n_jobs workers, each training one stack at a time); "1 x N" is joblib's way
 and the ratios to `separate` (above 1: faster). Each measurement runs in its own process (a warm-up epoch, then the
 median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
 training slice is the first --train-limit MNIST examples (the per-epoch times scale with it).
@@ -119,6 +121,10 @@ def main():
                                     "peak_mb": sum(r["peak_mb"] for r in runs)}))
         for k in (int(v) for v in args.ks.split(",")):
             rows.append((f"stack {k}", result(child(args, k))))
+            if args.device == "cpu" and k > 1:
+                runs = [result(j) for j in [child(args, k, threads=1) for _ in range(cores)]]
+                rows.append((f"{k} x {cores}", {"seconds": max(r["seconds"] for r in runs) / cores,
+                                                "peak_mb": sum(r["peak_mb"] for r in runs)}))
         for name, r in rows:
             print(f"{method:<18}{name:<12}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
                   f"{r['peak_mb']:>10.0f}", flush=True)

@@ -139,6 +139,23 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
 
 
+@pytest.mark.slow
+def test_the_stacked_launcher_trains_stacks_in_worker_processes(adrop, tmp_path):
+    """hydra.launcher.n_jobs=2: two stacks at once, each in its own process (one torch thread each), the same
+    files and, to rounding, the same weights as one stack after another in the launcher's process."""
+    small = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu", "method=logsum", "seed=0,1,2,3",
+             "hydra/launcher=stacked", "hydra.launcher.max_stack=2", "hydra.sweep.subdir=seed_${seed}")
+    one = adrop("train", "-m", *small, "hydra.launcher.n_jobs=1", "hydra.sweep.dir=one")
+    two = adrop("train", "-m", *small, "hydra.launcher.n_jobs=2", "hydra.sweep.dir=two")
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert "2 worker processes" in two.stdout and "worker processes" not in one.stdout
+    assert two.stdout.count("test error") == 4
+    for seed in range(4):
+        a, b = (np.load(tmp_path / sweep / f"seed_{seed}" / "weights.npz") for sweep in ("one", "two"))
+        assert relative_gap(a, b) < 1e-5
+        assert json.loads((tmp_path / "two" / f"seed_{seed}" / "summary.json").read_text())["stacked"] == 2
+
+
 def test_initialisation_parameters_may_differ_inside_a_stack(synthetic, tmp_path):
     """method.params.init_* act only when a configuration's network is made: such jobs share a stack, each made with
     its own; any other method parameter splits the stack."""

@@ -6,9 +6,14 @@ together (adrop.train.stacked.stack_key, and the same epoch to resume from) trai
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
 
 from . import errors, run_files
 from .hooks import start_checks
@@ -40,6 +45,35 @@ def default_max_stack(cfg) -> int:
         return DEFAULT_MAX_STACK["cpu"]
 
 
+def default_n_jobs(cfg) -> int:
+    """Worker processes when the user gives none: on a CPU one per core (one thread each, as the joblib launcher
+    runs jobs: measured faster than one process with all threads, docs/performance.md); on a GPU one."""
+    try:
+        device = resolve_device(cfg.device).type
+    except TrainError:
+        device = "cpu"
+    return 1 if device != "cpu" else max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                         else os.cpu_count() or 1)
+
+
+def threads_per(workers: int) -> int:
+    return max(1, torch.get_num_threads() // workers)
+
+
+def train_stack(jobs: list[Job], identities: list) -> list[dict]:
+    """Train one stack (in this process or a worker's) and return its jobs' summaries; a failure is recorded in
+    each job's folder, never raised."""
+    try:
+        if len(jobs) == 1:  # a stack of one is a single run: the reference path
+            return [Run(jobs[0].cfg, jobs[0].folder, multirun=True).fit()]
+        return StackedRun([job.cfg for job in jobs], [job.folder for job in jobs]).fit()
+    except (TrainError, ValueError) as err:
+        return [record_failure(job, str(err), identity) for job, identity in zip(jobs, identities)]
+    except Exception as err:  # a bug: one line per job, the traceback in the log (and under HYDRA_FULL_ERROR=1)
+        message = errors.bug(err)
+        return [record_failure(job, message, identity) for job, identity in zip(jobs, identities)]
+
+
 def record_failure(job: Job, message: str, identity: dict | None = None) -> dict:
     print(f"adrop train: error: {job.folder.name}: {message}", file=sys.stderr)
     job.folder.mkdir(parents=True, exist_ok=True)
@@ -47,7 +81,7 @@ def record_failure(job: Job, message: str, identity: dict | None = None) -> dict
     return run_files.mark_failed(job.folder, message, job.cfg.method.name, identity)
 
 
-def run(jobs: list[Job], max_stack: int | None) -> list[dict]:
+def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> list[dict]:
     results: list[dict | None] = [None] * len(jobs)
     groups: dict[tuple, list[int]] = {}
     identities = {}
@@ -77,24 +111,30 @@ def run(jobs: list[Job], max_stack: int | None) -> list[dict]:
                  ", ".join(str(len(s)) for s in stacks))
         print(f"stacked launcher: {sum(map(len, stacks))} jobs in {len(stacks)} stacks "
               f"({', '.join(str(len(s)) for s in stacks)} configurations)")
-    for n, members in enumerate(stacks, 1):
+    for members in stacks:
         for i in members:
             jobs[i].folder.mkdir(parents=True, exist_ok=True)
             run_files.write_config(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides)
-        try:
-            if len(members) == 1:  # a stack of one is a single run: the reference path, bitwise
-                summaries = [Run(jobs[members[0]].cfg, jobs[members[0]].folder, multirun=True).fit()]
-            else:
-                summaries = StackedRun([jobs[i].cfg for i in members], [jobs[i].folder for i in members]).fit()
-        except (TrainError, ValueError) as err:
-            summaries = [record_failure(jobs[i], str(err), identities[i]) for i in members]
-        except Exception as err:  # a bug: one line per job, the traceback in the log (and under HYDRA_FULL_ERROR=1)
-            message = errors.bug(err)
-            summaries = [record_failure(jobs[i], message, identities[i]) for i in members]
-        for i, summary in zip(members, summaries):
+    work = [([jobs[i] for i in members], [identities[i] for i in members]) for members in stacks]
+    workers = min(n_jobs or (default_n_jobs(jobs[stacks[0][0]].cfg) if stacks else 1), max(len(stacks), 1))
+
+    def report(n, summaries):
+        for i, summary in zip(stacks[n], summaries):
             results[i] = summary
             if summary.get("status") == "completed":
                 print(f"{jobs[i].folder.name}: test error {summary['test_error']:.4f}, nonzero "
-                      f"{summary['nonzero_fraction']:.4f} (stack {n} of {len(stacks)}, {len(members)} configurations, "
-                      f"{summary['wall_time_s']:.1f} s)")
+                      f"{summary['nonzero_fraction']:.4f} (stack {n + 1} of {len(stacks)}, {len(stacks[n])} "
+                      f"configurations, {summary['wall_time_s']:.1f} s)", flush=True)
+
+    if workers <= 1:
+        for n, (stack_jobs, stack_ids) in enumerate(work):
+            report(n, train_stack(stack_jobs, stack_ids))
+        return results
+    threads = threads_per(workers)
+    print(f"stacked launcher: {workers} worker processes, {threads} torch thread(s) each", flush=True)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=torch.set_num_threads, initargs=(threads,)) as pool:
+        futures = {pool.submit(train_stack, *w): n for n, w in enumerate(work)}
+        for future in as_completed(futures):
+            report(futures[future], future.result())
     return results

@@ -3,7 +3,8 @@
 Jobs that differ only in per-configuration numbers (seed, lam, lr, decay_start, penalty_warmup) train together as
 one vectorised training (adrop.train.stacked); the others form separate stacks, run one after another. Each job
 keeps its own folder with a single run's files. `hydra.launcher.max_stack` caps a stack's size (null: the
-measured default for the device, adrop.train.stacked_jobs.default_max_stack).
+measured default for the device, adrop.train.stacked_jobs.default_max_stack); `hydra.launcher.n_jobs` is how many
+stacks train at once, each in its own worker process (null: one per core on a CPU, one thread each; one on a GPU).
 
 This module only does Hydra's part (composing each job's configuration and folder, as Hydra's basic launcher does);
 adrop.train.stacked_jobs does the rest.
@@ -24,8 +25,8 @@ log = logging.getLogger(__name__)
 
 
 class StackedLauncher(Launcher):
-    def __init__(self, max_stack: Optional[int] = None) -> None:
-        self.max_stack = max_stack
+    def __init__(self, max_stack: Optional[int] = None, n_jobs: Optional[int] = None) -> None:
+        self.max_stack, self.n_jobs = max_stack, n_jobs
         self.config = self.hydra_context = self.task_function = None
 
     def setup(self, *, hydra_context, task_function, config) -> None:
@@ -55,7 +56,7 @@ class StackedLauncher(Launcher):
                     overrides=list(overrides), method_choice=sweep_config.hydra.runtime.choices.get("method")))
         finally:
             HydraConfig.instance().cfg = before
-        summaries = stacked_jobs.run(jobs, self.max_stack)
+        summaries = stacked_jobs.run(jobs, self.max_stack, self.n_jobs)
         returns = []
         for job, summary in zip(jobs, summaries):
             ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg,
