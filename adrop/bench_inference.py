@@ -60,12 +60,14 @@ def contenders(run, image):
     out = {"dense (torch)": torch_dense}
     if not run.conv:
         arrays, _ = export.compact(run)
-        index = torch.from_numpy(arrays["input_index"])
-        small = [(torch.from_numpy(arrays[f"{n}.weight"]), torch.from_numpy(arrays[f"{n}.bias"])) for n in names]
+        # weights stored input-major (x @ W^T with W^T contiguous: measured 0.18 against 0.23 ms at batch 256 for the
+        # compact network; dense gains nothing from it), the first layer reading every input (export.compact_layers)
+        small = [(torch.from_numpy(np.ascontiguousarray(w.T)), torch.from_numpy(b))
+                 for w, b in export.compact_layers(arrays, run.weights[names[0]][0].shape[1])]
 
         def compact(x):
             with torch.no_grad():
-                return network(torch.from_numpy(x)[:, index], small).numpy()
+                return network(torch.from_numpy(x), small, product=lambda x, wt, b: torch.addmm(b, x, wt)).numpy()
         out["compact (torch)"] = compact
         with warnings.catch_warnings():  # "sparse CSR support is in beta": known, and what is measured here
             warnings.simplefilter("ignore")
