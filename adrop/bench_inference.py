@@ -100,7 +100,8 @@ def contenders(run, image):
     return out
 
 
-def bench(folder: Path, batches: list[int], seconds: float, data_root: str | None) -> str:
+def measure(folder: Path, batches: list[int], seconds: float, data_root: str | None) -> tuple[str, list[tuple]]:
+    """A header line saying what was measured, and rows (contender, batch, seconds per call, speed-up over dense)."""
     import torch
 
     from adrop import export
@@ -114,17 +115,24 @@ def bench(folder: Path, batches: list[int], seconds: float, data_root: str | Non
         if not np.allclose(fn(x[:256]), reference, atol=1e-3, rtol=1e-3):
             raise export.ExportError(f"{name} does not compute the dense network's logits")
     summary = run.summary
-    lines = [f"# {folder}: {summary.get('method')}, {summary.get('architecture')}, nonzero "
-             f"{summary.get('nonzero_fraction'):.4f}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
-             f"median over about {seconds:g} s of calls each",
-             f"{'contender':28s} {'batch':>5s} {'ms/call':>9s} {'examples/s':>12s} {'x dense':>8s}"]
+    header = (f"{folder}: {summary.get('method')}, {summary.get('architecture')}, nonzero "
+              f"{summary.get('nonzero_fraction'):.4f}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
+              f"median over about {seconds:g} s of calls each")
+    rows = []
     for batch in batches:
         inputs = x[:batch]
         base = None
         for name, fn in forms.items():
             t = timed(lambda: fn(inputs), seconds)
             base = base or t
-            lines.append(f"{name:28s} {batch:5d} {t * 1e3:9.3f} {batch / t:12.0f} {base / t:8.2f}")
+            rows.append((name, batch, t, base / t))
+    return header, rows
+
+
+def bench(folder: Path, batches: list[int], seconds: float, data_root: str | None) -> str:
+    header, rows = measure(folder, batches, seconds, data_root)
+    lines = [f"# {header}", f"{'contender':28s} {'batch':>5s} {'ms/call':>9s} {'examples/s':>12s} {'x dense':>8s}"]
+    lines += [f"{name:28s} {batch:5d} {t * 1e3:9.3f} {batch / t:12.0f} {ratio:8.2f}" for name, batch, t, ratio in rows]
     return "\n".join(lines)
 
 

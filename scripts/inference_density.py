@@ -34,12 +34,13 @@ def main():
     p.add_argument("--runs", nargs="*", default=[], help="finished run folders to benchmark instead")
     args = p.parse_args()
     if args.runs:
-        for folder in args.runs:
-            print(bench_inference.bench(Path(folder), [1, 256], args.seconds, args.data), flush=True)
-            print()
+        summaries = [run_files.read_summary(Path(folder)) or {} for folder in args.runs]
+        print_tables([(f"{s.get('method')}, {s.get('nonzero_fraction', 0):.1%} nonzero", Path(folder))
+                      for s, folder in zip(summaries, args.runs)], args)
         return
     schema.register()
     root = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
+    runs = []
     for density in (float(d) for d in args.densities.split(",")):
         with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
             cfg = compose("config", overrides=["method=magnitude_pruning", f"method.params.final_sparsity={1 - density}",
@@ -48,8 +49,32 @@ def main():
         folder = root / f"density={density}"
         Run(cfg, folder).fit()
         run_files.write_config(folder, cfg, {}, [])
-        print(bench_inference.bench(folder, [1, 256], args.seconds, args.data), flush=True)
-        print()
+        runs.append((f"{density:.1%} nonzero", folder))
+    print_tables(runs, args)
+
+
+def print_tables(runs, args) -> None:
+    """Each run's measurements as `adrop bench-inference` prints them, then per batch size a markdown table of the
+    speed-ups over dense (dense's milliseconds per call in brackets), one column per run (docs/inference.md)."""
+    results = []
+    for label, folder in runs:
+        header, rows = bench_inference.measure(folder, [1, 256], args.seconds, args.data)
+        print(f"# {header}", flush=True)
+        for name, batch, t, ratio in rows:
+            print(f"{name:28s} {batch:5d} {t * 1e3:9.3f} {ratio:8.2f}", flush=True)
+        results.append((label, {(name, batch): (t, ratio) for name, batch, t, ratio in rows}))
+    for batch in (1, 256):
+        forms = list(dict.fromkeys(name for _, r in results for name, b in r if b == batch))
+        print(f"\nBatch {batch}: speed-up over dense (dense's milliseconds per call in brackets)\n")
+        print("| form | " + " | ".join(label for label, _ in results) + " |")
+        print("|---|" + "---:|" * len(results))
+        for form in forms:
+            cells = []
+            for _, r in results:
+                t, ratio = r.get((form, batch), (None, None))
+                dense = form == "dense (torch)"
+                cells.append("-" if t is None else f"{ratio:.2f}" + (f" ({t * 1e3:.3f} ms)" if dense else ""))
+            print(f"| {form} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
