@@ -18,15 +18,16 @@ DATA=${DATA:-${ADROP_DATA:-data}}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/authors_gaps_e${EPOCHS}}
 REPORT_DIR=${REPORT_DIR:-${SWEEP_DIR}/report}
 STATUS=0
-COMMON=(experiment=paper_lenet300 evaluate_unmasked=true "seed=${SEEDS}" "epochs=${EPOCHS}" "data.root=${DATA}"
+COMMON=(experiment=paper_lenet300 evaluate_unmasked=true "epochs=${EPOCHS}" "data.root=${DATA}"
         "hydra.sweep.subdir=\${hydra:job.override_dirname}"
         "hydra.job.config.override_dirname.exclude_keys=[experiment,method,evaluate_unmasked,data.root,epochs,progress]")
 if [ -n "${LAUNCHER:-}" ]; then COMMON+=("hydra/launcher=${LAUNCHER}"); fi
 COMMON+=("$@")
 
-adrop train -m method=adaprox method.params.authors_keep_rule=false,true "hydra.sweep.dir=${SWEEP_DIR}/adaprox" \
+# seed first: Hydra varies the last override fastest, so every setting's seed 0 comes before any seed 1
+adrop train -m "seed=${SEEDS}" method=adaprox method.params.authors_keep_rule=false,true "hydra.sweep.dir=${SWEEP_DIR}/adaprox" \
   "${COMMON[@]}" || STATUS=1
-adrop train -m method=eta_trick method.params.authors_dual=false,true method.params.authors_extra_term=false,true \
+adrop train -m "seed=${SEEDS}" method=eta_trick method.params.authors_dual=false,true method.params.authors_extra_term=false,true \
   "hydra.sweep.dir=${SWEEP_DIR}/eta_trick" "${COMMON[@]}" || STATUS=1
 if [ -e "${REPORT_DIR}" ]; then REPORT_DIR="${REPORT_DIR}.$(date +%Y%m%d-%H%M%S)"; fi  # never over an earlier report
 adrop report "${SWEEP_DIR}/adaprox" "${SWEEP_DIR}/eta_trick" --paper --out "${REPORT_DIR}"

@@ -156,6 +156,43 @@ def test_the_stacked_launcher_trains_stacks_in_worker_processes(adrop, tmp_path)
         assert json.loads((tmp_path / "two" / f"seed_{seed}" / "summary.json").read_text())["stacked"] == 2
 
 
+@pytest.mark.slow
+def test_workers_exit_when_the_launcher_is_killed(tmp_path):
+    """SIGKILL to the launcher (no Ctrl-C to the process group): its worker processes stop too, within seconds,
+    and leave no process writing into the sweep's folders."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    command = [sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "device=cpu",
+               "epochs=100000", "method=logsum", "seed=0,1", "hydra/launcher=stacked", "hydra.launcher.n_jobs=2",
+               "hydra.sweep.dir=sweep"]
+    launcher = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [launcher.stdout.readline() for _ in range(3)]
+        assert any("2 worker processes" in line for line in lines), lines
+        time.sleep(3)  # the workers start
+        children = subprocess.run(["pgrep", "-P", str(launcher.pid)], capture_output=True, text=True).stdout.split()
+        workers = [int(pid) for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert len(workers) == 2, children
+    finally:
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait()
+    deadline = time.time() + 20
+    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() and
+                                         "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+                                         for pid in workers):
+        time.sleep(0.2)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive
+
+
 def test_initialisation_parameters_may_differ_inside_a_stack(synthetic, tmp_path):
     """method.params.init_* act only when a configuration's network is made: such jobs share a stack, each made with
     its own; any other method parameter splits the stack."""

@@ -9,6 +9,8 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,20 @@ def default_n_jobs(cfg) -> int:
 
 def threads_per(workers: int) -> int:
     return max(1, torch.get_num_threads() // workers)
+
+
+def start_worker(threads: int, parent: int) -> None:
+    """A worker process's setup: its torch threads, and a watch on the launcher. A worker outlives a launcher that is
+    killed (SIGTERM, SIGKILL: only Ctrl-C reaches the whole process group) and would go on writing into run folders
+    that a rerun of the same command resumes; so it exits, at its last checkpoint, once its parent is gone."""
+    torch.set_num_threads(threads)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def train_stack(jobs: list[Job], identities: list) -> list[dict]:
@@ -133,7 +149,7 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
     threads = threads_per(workers)
     print(f"stacked launcher: {workers} worker processes, {threads} torch thread(s) each", flush=True)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=torch.set_num_threads, initargs=(threads,)) as pool:
+                             initializer=start_worker, initargs=(threads, os.getpid())) as pool:
         futures = {pool.submit(train_stack, *w): n for n, w in enumerate(work)}
         for future in as_completed(futures):
             report(futures[future], future.result())
