@@ -43,6 +43,18 @@ def test_claim_says_new_resume_completed_or_refuses(synthetic, tmp_path):
             run_files.claim(tmp_path / "a", run_identity(synthetic("epochs=2", other)))
 
 
+def test_a_run_killed_before_its_first_checkpoint_is_its_own_to_retry(synthetic, tmp_path):
+    """What a start leaves before the first epoch ends (.hydra/ and a pending summary.json): the same command retries
+    in that folder (a sweep's rerun resumes every job, started or not); another run is refused."""
+    cfg = synthetic("epochs=2")
+    run_files.begin(tmp_path / "a", cfg, {}, [], cfg.method.name, run_identity(cfg))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [".hydra", "summary.json"]
+    assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "retry"
+    with pytest.raises(run_files.FolderTaken, match="holds another run"):
+        run_files.claim(tmp_path / "a", run_identity(synthetic("epochs=2", "seed=1")))
+    assert Run(cfg, tmp_path / "a").fit()["status"] == "completed"
+
+
 def test_a_truncated_or_foreign_checkpoint_is_named_with_what_to_do(synthetic, tmp_path):
     cfg = synthetic()
     Run(cfg, tmp_path / "a").fit()

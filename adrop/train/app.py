@@ -79,7 +79,7 @@ def task(cfg: DictConfig) -> dict | None:
         return failed_start(folder, cfg, str(err), multirun, identity)
     except Exception as err:  # a bug
         return failed_start(folder, cfg, errors.bug(err), multirun, identity)
-    run_files.write_config(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task)
+    run_files.begin(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
     try:
         summary = run.fit()
     except (TrainError, ValueError) as err:

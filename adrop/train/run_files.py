@@ -6,7 +6,8 @@
                    (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
                    and val_error_unmasked (final, without the keep rule), nonzero_fraction, layers, epochs, wall_time_s,
-                   device, method, lam, lr, seed, status (completed | failed | running), error (when failed),
+                   device, method, lam, lr, seed, status (completed | failed | running; pending: started, no
+                   epoch finished yet), error (when failed),
                    code (the git commit that ran, or the installed version), model and architecture, cost
                    (totals; per layer inside layers),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run)
@@ -100,6 +101,15 @@ def write_config(folder: Path, config, hydra_config, overrides) -> None:
     for name, node in (("config.yaml", config), ("hydra.yaml", hydra_config), ("overrides.yaml", overrides)):
         if not (target / name).exists():
             _atomic(target / name, lambda tmp, node=node: OmegaConf.save(node, tmp))
+
+
+def begin(folder: Path, config, hydra_config, overrides, method: str, identity: dict) -> None:
+    """A claimed folder's first files: .hydra/ (write_config) and, until the first epoch's, a summary.json with status
+    "pending" and the run's identity, so that a run killed before its first checkpoint is still known as its own
+    (claim says "retry") and not refused as a folder holding no run."""
+    write_config(folder, config, hydra_config, overrides)
+    if read_summary(folder) is None:
+        write_summary(folder, {"status": "pending", "method": method, "epochs": 0, "identity": identity})
 
 
 def claim(folder: Path, identity: dict) -> str:

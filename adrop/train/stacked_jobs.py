@@ -130,7 +130,8 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
     for members in stacks:
         for i in members:
             jobs[i].folder.mkdir(parents=True, exist_ok=True)
-            run_files.write_config(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides)
+            run_files.begin(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides, jobs[i].cfg.method.name,
+                            identities[i])
     work = [([jobs[i] for i in members], [identities[i] for i in members]) for members in stacks]
     workers = min(n_jobs or (default_n_jobs(jobs[stacks[0][0]].cfg) if stacks else 1), max(len(stacks), 1))
 
