@@ -6,7 +6,8 @@ Latency and throughput of the dense network (the masked weights as dense float32
 sparse forms: the compact network (dead neurons removed; dense torch), torch CSR (torch.sparse_csr products),
 scipy.sparse CSR, and onnxruntime (the ONNX export, when onnxruntime is installed, and the same runtime on the
 uncompacted network, to tell the runtime's gain from sparsity's); conv nets: dense, scipy CSR for
-their fully connected layers, onnxruntime. Inputs are the run's test rows. For each contender and batch size: the
+their fully connected layers, onnxruntime. With CUDA: the dense and compact networks on the GPU too (end to end:
+rows in, logits out). Inputs are the run's test rows. For each contender and batch size: the
 median over repeated calls in this one process (for about --seconds each, after a warm-up), milliseconds per call,
 examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
 """
@@ -78,6 +79,18 @@ def contenders(run, image):
                 return network(torch.from_numpy(x), sparse,
                                product=lambda x, w, b: torch.sparse.mm(w, x.t()).t() + b).numpy()
         out["CSR (torch.sparse)"] = torch_csr
+    if torch.cuda.is_available():  # end to end: the rows to the GPU and the logits back (.cpu() waits for the GPU)
+        gpu = torch.device("cuda")
+        on_gpu = {"dense (torch, cuda)": [(w.to(gpu), b.to(gpu)) for w, b in dense]}
+        if not run.conv:
+            on_gpu["compact (torch, cuda)"] = [(wt.to(gpu), b.to(gpu)) for wt, b in small]
+        for label, layers in on_gpu.items():
+            product = (lambda x, wt, b: torch.addmm(b, x, wt)) if "compact" in label else None
+
+            def cuda(x, layers=layers, product=product):
+                with torch.no_grad():
+                    return network(torch.from_numpy(x).to(gpu), layers, product=product).cpu().numpy()
+            out[label] = cuda
     arrays = export.csr(run)
     out["CSR (scipy.sparse)"] = lambda x: export.csr_predict(arrays, x, image)
     try:
