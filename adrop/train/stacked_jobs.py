@@ -23,11 +23,11 @@ from .loop import Run, TrainError, resolve_device
 from .stacked import StackedRun, stack_key
 
 log = logging.getLogger("adrop.train")
-# Measured with scripts/bench_stacked.py on this project's 2-core CPU (docs/performance.md): a stack of K is at best
-# 1.22x separate runs (vardrop_lr_ar, K = 4) and for several methods slower (hard_concrete 0.94x, adaprox 0.67x at
-# K = 4; every method below 1 at K = 64), so on a CPU the default is stacks of one, i.e. single runs (the reference
-# path): never slower than the basic launcher. On a GPU, where a LeNet-300-100 step is mostly launch overhead, 64 is
-# the expectation, not yet measured here (no GPU has been lent to this project's sessions).
+# Measured with scripts/bench_stacked.py on this project's 2-core CPU (docs/performance.md): no stack beat two single
+# runs at once with one thread each, for any method, in one process or two (dense "4 x 2" 1.95x the basic launcher
+# against 2.02x; vardrop_lr_ar 1.48x against 1.70x; adaprox 0.77x against 1.22x), so on a CPU the default is stacks of
+# one (single runs, the reference path) in one worker per core. On a GPU, where a LeNet-300-100 step is mostly launch
+# overhead, 64 is the expectation, not yet measured here (no GPU has been lent to this project's sessions).
 DEFAULT_MAX_STACK = {"cpu": 1, "cuda": 64}
 
 
