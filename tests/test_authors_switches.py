@@ -66,6 +66,28 @@ def test_adaptive_dropout_trains_sparse_on_synthetic_data(synthetic, tmp_path):
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 0.9
 
 
+@pytest.mark.parametrize("penalty", ["logsum", "mcp", "scad", "l1", "lpp", "elastic_net", "huber", "l0"])
+def test_adaptive_dropout_trains_with_every_penalty_that_has_a_closed_form_eta_hat(penalty, synthetic, tmp_path):
+    """Any penalty of the calculus whose eta_hat is a closed form becomes a dropout method by name alone (its own
+    parameter defaults: nothing to unset when leaving LogSum)."""
+    from adrop.methods.eta_hat_layer import _trains
+
+    assert _trains(penalty)
+    run = Run(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.05", "lr=1e-2",
+                        "epochs=2"), tmp_path)
+    assert type(run.method.pen).name == penalty
+    summary = run.fit()
+    assert summary["status"] == "completed" and 0 <= summary["nonzero_fraction"] <= 1
+    assert all(np.isfinite(v).all() for v in np.load(tmp_path / "weights.npz").values())
+
+
+@pytest.mark.parametrize("penalty", ["variational_dropout", "lp", "hard_thresh", "standout"])
+def test_a_penalty_without_a_closed_form_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
+    with pytest.raises(ValueError, match=f"penalty '{penalty}' has no closed-form eta_hat on torch tensors.*"
+                                         "penalties that train: .*logsum"):
+        Run(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}"), tmp_path)
+
+
 def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_rule(synthetic, tmp_path):
     from adrop.report import collect, tables
     from adrop.train import evaluate

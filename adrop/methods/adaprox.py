@@ -23,7 +23,7 @@ from .eta_hat_layer import EtaHatMethod
 @dataclass
 class AdaProxParams:
     penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
+    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
     authors_keep_rule: bool = False
 
 

@@ -29,7 +29,7 @@ MASKS = ("bernoulli", "gaussian")
 @dataclass
 class AdaptiveDropoutParams:
     penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
+    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
     mask: str = "bernoulli"
     additive: bool = True
 

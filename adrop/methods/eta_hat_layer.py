@@ -15,7 +15,7 @@ from .base import Method
 @dataclass
 class PenaltyParams:
     penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
+    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
 
 
 class EtaHatMethod(Method):
@@ -23,7 +23,7 @@ class EtaHatMethod(Method):
 
     def __init__(self, params, steps_per_epoch, epochs):
         super().__init__(params, steps_per_epoch, epochs)
-        self.pen = penalties.get(params.penalty, **dict(params.penalty_params))
+        self.pen = trainable_penalty(params.penalty, dict(params.penalty_params))
 
     def keep_probability(self, layer, lam) -> torch.Tensor:
         return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), layer.per_config(lam))
@@ -41,3 +41,25 @@ class EtaHatMethod(Method):
         w = layer.weight
         eta = self.pen.eta_hat(w)
         w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * layer.per_config(lam))))
+
+
+def trainable_penalty(name: str, params: dict):
+    """The penalty `name` if its eta_hat has a closed form on torch tensors (training needs one); else a one-line
+    error that names those that do. (The others' eta_hat is numerical, NumPy and float64: the penalty calculus.)"""
+    pen = penalties.get(name, **params)
+    try:
+        ok = isinstance(pen.eta_hat(torch.zeros(1)), torch.Tensor)
+    except TypeError:
+        ok = False
+    if not ok:
+        usable = [n for n in penalties.names() if _trains(n)]
+        raise ValueError(f"penalty {name!r} has no closed-form eta_hat on torch tensors, which training needs; "
+                         f"penalties that train: {', '.join(usable)}")
+    return pen
+
+
+def _trains(name: str) -> bool:
+    try:
+        return isinstance(penalties.get(name).eta_hat(torch.zeros(1)), torch.Tensor)
+    except (TypeError, ValueError):
+        return False

@@ -27,7 +27,7 @@ from .base import Method, register
 @dataclass
 class EtaTrickParams:
     penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=lambda: {"eps": 2.0})
+    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
     init_log_eta: float = 5.0
     log_eta_weight: float = 1e-3
     authors_dual: bool = False
