@@ -81,10 +81,33 @@ def test_adaptive_dropout_trains_with_every_penalty_that_has_a_closed_form_eta_h
     assert all(np.isfinite(v).all() for v in np.load(tmp_path / "weights.npz").values())
 
 
-@pytest.mark.parametrize("penalty", ["variational_dropout", "lp", "hard_thresh", "standout"])
-def test_a_penalty_without_a_closed_form_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
-    with pytest.raises(ValueError, match=f"penalty '{penalty}' has no closed-form eta_hat on torch tensors.*"
-                                         "penalties that train: .*logsum"):
+@pytest.mark.parametrize("lam", [1e-3, 1.0])
+def test_a_numerical_eta_hat_is_tabulated_for_training(lam):
+    """The variational dropout dual has no closed-form eta_hat: a log-log table of its numerical one stands in on
+    torch tensors, off the knots and beyond the grid's ends (power laws) within 1e-3 relative; eta_hat(0) = 0."""
+    from adrop import penalties
+    from adrop.penalties.tabulated import TabulatedEtaHat
+
+    pen = penalties.get("variational_dropout", lam=lam)
+    rng = np.random.default_rng(0)
+    w = np.concatenate([-np.logspace(-10, 5, 157), [0.0], rng.uniform(-3, 3, 200)])
+    got = TabulatedEtaHat(pen).eta_hat(torch.tensor(w)).numpy()
+    np.testing.assert_allclose(got, pen.eta_hat(w), rtol=1e-3, atol=0)
+    assert got[157] == 0.0
+
+
+def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tmp_path):
+    run = Run(synthetic("method=adaptive_dropout", "method.params.penalty=variational_dropout",
+                        "+method.params.penalty_params.lam=0.05", "lam=0.05", "lr=1e-2", "epochs=2"), tmp_path)
+    assert run.method.pen.name == "variational_dropout"
+    summary = run.fit()
+    assert summary["status"] == "completed" and summary["nonzero_fraction"] < 1
+
+
+@pytest.mark.parametrize("penalty", ["lp", "hard_thresh", "standout", "bernoulli_l0"])
+def test_a_penalty_without_a_usable_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
+    with pytest.raises(ValueError, match=f"penalty '{penalty}' has no eta_hat that training can use .*"
+                                         "penalties that train: .*logsum.*variational_dropout"):
         Run(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}"), tmp_path)
 
 

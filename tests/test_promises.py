@@ -105,6 +105,9 @@ def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
     (["method=lasso"], "unknown method 'lasso'; valid method options: adaprox, adaptive_dropout, adatikhonov, dense,"),
     (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
     (["data.rot=x"], "unknown key data.rot (did you mean data.root?)"),
+    (["method=logsum", "method.params.penalty_params.eps=3"],
+     "method.params.penalty_params.eps is not set by default (the penalty's own defaults apply): add it with "
+     "+method.params.penalty_params.eps=<value>"),
     (["epochs=abc"], "Error merging override epochs=abc: Value 'abc' of type 'str' could not be converted"),
 ])
 def test_hydra_errors_become_one_line(config, overrides, message):

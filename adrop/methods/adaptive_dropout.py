@@ -2,7 +2,8 @@
 the paper proves dual to regularised ERM, where the other methods here run its deterministic duals.
 
 Every minibatch draws one mask per weight, s ~ Mask(alpha) with keep probability alpha = eta_hat(w) / (eta_hat(w) +
-lam) from a penalty of adrop.penalties chosen by name (LogSum(2) by default; any closed form: mcp, scad, l1, ...):
+lam) from a penalty of adrop.penalties chosen by name (LogSum(2) by default; any closed form: mcp, scad, l1, ...;
+the variational dropout dual through a table of its numerical eta_hat, adrop.penalties.tabulated):
 
     mask="bernoulli"   s = Bernoulli(alpha) / alpha          (unbiased dropout)
     mask="gaussian"    s ~ N(1, 1/alpha - 1)                  (the same two moments)

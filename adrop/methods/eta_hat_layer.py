@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 
 from adrop import keep_rule, penalties
+from adrop.penalties.tabulated import TabulatedEtaHat
 
 from .base import Method
 
@@ -44,22 +45,30 @@ class EtaHatMethod(Method):
 
 
 def trainable_penalty(name: str, params: dict):
-    """The penalty `name` if its eta_hat has a closed form on torch tensors (training needs one); else a one-line
-    error that names those that do. (The others' eta_hat is numerical, NumPy and float64: the penalty calculus.)"""
+    """The penalty `name`, with an eta_hat that works on torch tensors (training needs one): its closed form, or for a
+    penalty whose eta_hat is numerical (the variational dropout dual, lp) a table of it (adrop.penalties.tabulated).
+    A penalty that has neither is refused in one line that names those that train."""
     pen = penalties.get(name, **params)
     try:
-        ok = isinstance(pen.eta_hat(torch.zeros(1)), torch.Tensor)
-    except TypeError:
-        ok = False
-    if not ok:
+        return _on_tensors(pen)
+    except ValueError as err:
         usable = [n for n in penalties.names() if _trains(n)]
-        raise ValueError(f"penalty {name!r} has no closed-form eta_hat on torch tensors, which training needs; "
-                         f"penalties that train: {', '.join(usable)}")
-    return pen
+        raise ValueError(f"penalty {name!r} has no eta_hat that training can use ({err}); "
+                         f"penalties that train: {', '.join(usable)}") from None
+
+
+def _on_tensors(pen):
+    try:
+        if isinstance(pen.eta_hat(torch.zeros(1)), torch.Tensor):
+            return pen
+    except TypeError:
+        pass
+    return TabulatedEtaHat(pen)
 
 
 def _trains(name: str) -> bool:
     try:
-        return isinstance(penalties.get(name).eta_hat(torch.zeros(1)), torch.Tensor)
+        _on_tensors(penalties.get(name))
+        return True
     except (TypeError, ValueError):
         return False

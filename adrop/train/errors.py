@@ -77,6 +77,9 @@ def one_line(err: BaseException) -> str:
     found = re.match(r"Could not override '([^']+)'", text)
     if found and "not in" in str(err.__cause__ or ""):
         key = found.group(1)
+        if key.startswith("method.params.penalty_params."):  # an open dict, empty by default: a key is added
+            return (f"{key} is not set by default (the penalty's own defaults apply): add it with "
+                    f"+{key}=<value>")
         return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
     lines = _meaningful(text) + _meaningful(str(err.__cause__ or ""))
     return ": ".join(lines[:2]) if lines else type(err).__name__
