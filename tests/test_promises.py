@@ -38,7 +38,8 @@ def test_claim_says_new_resume_completed_or_refuses(synthetic, tmp_path):
     assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "resume"
     Run(cfg, tmp_path / "a").fit()
     assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "completed"
-    for other in ("seed=1", "lam=0.5", "method=logsum", "model.hidden=[32]", "epochs=3"):
+    for other in ("seed=1", "lam=0.5", "method=logsum", "model.hidden=[32]", "epochs=3", "schedule=constant",
+                  "schedule=linear_per_epoch"):
         with pytest.raises(run_files.FolderTaken, match="holds another run"):
             run_files.claim(tmp_path / "a", run_identity(synthetic("epochs=2", other)))
 

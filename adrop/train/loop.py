@@ -26,6 +26,7 @@ from adrop.provenance import code_version
 
 from . import data as data_mod
 from . import cost, evaluate, model as model_mod, run_files, schedules, tracking
+from .schedules import SCHEDULES
 from .optim import FlatAdam
 
 log = logging.getLogger("adrop.train")
@@ -81,7 +82,7 @@ def settings(cfg) -> dict:
               (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
               (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
               (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
-              (cfg.schedule in ("linear", "constant"), f"schedule must be linear or constant, got {cfg.schedule!r}"),
+              (cfg.schedule in SCHEDULES, f"schedule must be one of {', '.join(SCHEDULES)}, got {cfg.schedule!r}"),
               (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
               (len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
                f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
@@ -99,6 +100,8 @@ def run_identity(cfg, hp: dict | None = None) -> dict:
     identity = {"method": cfg.method.name, "lam": hp["lam"], "lr": hp["lr"], "seed": cfg.seed,
                 "epochs": cfg.epochs, "batch_size": cfg.batch_size, "dataset": cfg.dataset.name,
                 "train_limit": cfg.data.train_limit}
+    if cfg.schedule != "linear":
+        identity["schedule"] = cfg.schedule
     if cfg.decay_start:
         identity["decay_start"] = cfg.decay_start
     if any(cfg.penalty_warmup):
@@ -243,7 +246,7 @@ class Run:
     # -- training -----------------------------------------------------------------------------------------------
     def lr_at(self, step: int) -> float:
         return schedules.lr_at(step, self.steps_per_epoch * self.cfg.epochs, self.hp["lr"], self.cfg.schedule,
-                               self.cfg.decay_start)
+                               self.cfg.decay_start, self.steps_per_epoch)
 
     def lam_at(self, step: int) -> float:
         """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""

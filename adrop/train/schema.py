@@ -65,7 +65,7 @@ class Config:
     batch_size: int = 128
     seed: int = 0
     device: str = "auto"               # auto | cpu | cuda | cuda:N
-    schedule: str = "linear"           # linear: lr decays linearly to 0; constant
+    schedule: str = "linear"           # linear: lr decays linearly to 0; constant; linear_per_epoch (the authors')
     decay_start: float = 0.0           # linear: the lr stays flat for this fraction of training, then decays to 0
     penalty_warmup: List[float] = field(default_factory=lambda: [0.0, 0.0])  # epochs [a, b]: the penalty term's
     #                                    weight in the loss is 0 before epoch a and ramps linearly to 1 at epoch b

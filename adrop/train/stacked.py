@@ -145,7 +145,8 @@ class StackedRun:
         return [k for k in range(self.K) if self.failed[k] is None]
 
     def lrs(self, step: int) -> list[float]:
-        return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, hp["lr"], c.schedule, c.decay_start)
+        return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, hp["lr"], c.schedule, c.decay_start,
+                                                           self.steps_per_epoch)
                 for k, (c, hp) in enumerate(zip(self.cfgs, self.hps))]
 
     def penalty_weights(self, step: int) -> list[float]:
