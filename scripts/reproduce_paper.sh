@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Reproduce the paper's LeNet-300-100 comparison (its Figure 2 and Tables 4-5), plus MagnitudePruning and
-# HardConcrete; then settings beyond the paper (conf/experiment/): sparse_vd_recipe (VarDrop+LR+AR trained as
-# Molchanov et al. trained Sparse VD), sparse_vd_recipe_sparser (the same with lam x 1.5),
+# Reproduce the paper's LeNet-300-100 comparison (its Figure 2 and Tables 4-5), plus adaptive dropout itself
+# (Algorithm 1 with masks, dual to LogSum), MagnitudePruning, HardConcrete and the dense network; then settings
+# beyond the paper (conf/experiment/): sparse_vd_recipe (VarDrop+LR+AR trained as Molchanov et al. trained Sparse VD), sparse_vd_recipe_sparser (the same with lam x 1.5),
 # sparse_vd_recipe_b100_sparser (batch 100, lam x 1.75) and pruning_at_sparse_vd_budget (plain magnitude pruning at
 # Sparse VD's budget); then 10 epochs of fine-tuning what each of the two *_sparser runs kept
 # (experiment=finetune_kept_weights: the points that beat Sparse VD in docs/results.md); then one report of everything.
@@ -25,7 +25,7 @@ LAUNCHER=${LAUNCHER:-stacked}
 STATUS=0
 DATA=${DATA:-${ADROP_DATA:-data}}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/paper_lenet300_e${EPOCHS}}
-METHODS=vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,magnitude_pruning,hard_concrete
+METHODS=vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,adaptive_dropout,magnitude_pruning,hard_concrete,dense
 COMMON=("seed=${SEEDS}" "epochs=${EPOCHS}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}")
 if [ -n "${LAUNCHER:-}" ]; then COMMON+=("hydra/launcher=${LAUNCHER}"); fi
 COMMON+=("$@")
