@@ -122,6 +122,7 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
     for members in groups.values():
         size = max_stack or default_max_stack(jobs[members[0]].cfg)
         stacks += [members[j:j + size] for j in range(0, len(members), size)]
+    stacks.sort(key=lambda stack: stack[0])  # in the sweep's order (by each stack's first job): seeds first if asked
     if stacks:
         log.info("stacked launcher: %d jobs in %d stacks of %s", sum(map(len, stacks)), len(stacks),
                  ", ".join(str(len(s)) for s in stacks))
