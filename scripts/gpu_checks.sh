@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What a session with a lent GPU checks, in as few device calls as the 10-minute limit allows. On this machine:
+#   ../shared/gpu/prepare.sh
+# then with the device tool's `run` (carry [".gpu"]), one part per call:
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh tests        the test suite (tests/test_cuda.py runs there)
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh train        every method, 2 epochs of MNIST, device=${DEVICE}; LeNet-5 too
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked and bench_train on the GPU
+# Every part writes its output under $OUT (the device tool's folder that comes back), or gpu_out/ elsewhere.
+# DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
+#   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/gpu_checks.sh train data.train_limit=256
+set -u
+PART=${1:?which part: tests, train or bench}
+shift
+EXTRA=("$@")  # more adrop train overrides for the train part (a smoke test: data.train_limit=256)
+DEVICE=${DEVICE:-cuda}
+DATA=${DATA:-.gpu/data}
+OUT=${OUT:-gpu_out}
+mkdir -p "${OUT}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "${OUT}/gpu.txt"
+case "${PART}" in
+  tests)
+    python3 -m pytest -q -p no:cacheprovider 2>&1 | tee "${OUT}/tests.txt" | tail -15 ;;
+  train)
+    for m in $(python3 -c "from adrop import methods; print(' '.join(m for m in methods.names() if m != 'fixed_mask'))"); do
+      adrop train "method=${m}" device=${DEVICE} epochs=2 "data.root=${DATA}" progress=never \
+        "hydra.run.dir=${OUT}/train/${m}" "${EXTRA[@]}" 2>&1 | tail -1
+    done
+    adrop train experiment=finetune_kept_weights "init_from=${OUT}/train/magnitude_pruning" device=${DEVICE} epochs=2 \
+      "data.root=${DATA}" progress=never "hydra.run.dir=${OUT}/train/fixed_mask" "${EXTRA[@]}" 2>&1 | tail -1
+    adrop train model=lenet5 method=vardrop_lr_ar device=${DEVICE} epochs=1 "data.root=${DATA}" progress=never \
+      "hydra.run.dir=${OUT}/train/lenet5_vardrop_lr_ar" "${EXTRA[@]}" 2>&1 | tail -1
+    adrop bench-inference "${OUT}/train/vardrop_lr_ar" --data "${DATA}" 2>&1 | tee "${OUT}/bench_inference.txt" ;;
+  bench)
+    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 \
+      --methods dense,logsum,vardrop_lr_ar,hard_concrete 2>&1 | tee "${OUT}/bench_stacked.txt"
+    python3 scripts/bench_train.py --device ${DEVICE} --data "${DATA}" --rounds 2 2>&1 | tee "${OUT}/bench_train.txt" ;;
+  *) echo "unknown part ${PART}: tests, train or bench" >&2; exit 2 ;;
+esac
