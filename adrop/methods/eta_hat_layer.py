@@ -46,7 +46,7 @@ class EtaHatMethod(Method):
 
 def trainable_penalty(name: str, params: dict):
     """The penalty `name`, with an eta_hat that works on torch tensors (training needs one): its closed form, or for a
-    penalty whose eta_hat is numerical (the variational dropout dual, lp) a table of it (adrop.penalties.tabulated).
+    penalty whose eta_hat is numerical (the variational dropout dual) a table of it (adrop.penalties.tabulated).
     A penalty that has neither is refused in one line that names those that train."""
     pen = penalties.get(name, **params)
     try:

@@ -1,4 +1,4 @@
-"""eta_hat on torch tensors for a penalty whose eta_hat is numerical (the variational dropout dual, lp), so that
+"""eta_hat on torch tensors for a penalty whose eta_hat is numerical (the variational dropout dual), so that
 training can use it (adaptive dropout with keep probability eta_hat / (eta_hat + lam), AdaProx's prox).
 
 The penalty's own numerical route (float64) fills a table of log eta_hat against log |w| once, 40 knots a decade over
