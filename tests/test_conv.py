@@ -89,3 +89,21 @@ def test_a_stack_of_conv_nets_follows_each_single_run(method, mnist, held_noise,
         assert relative_gap(a, b) < 3e-5, (i, relative_gap(a, b))
         assert json.loads((tmp_path / f"stack{i}" / "summary.json").read_text())["architecture"] == \
             summaries[i]["architecture"] == "1x28x28-c4k5-p2-576-16-10"
+
+
+@pytest.mark.parametrize("shape", [(16, 20, 24, 24), (16, 50, 8, 8), (3, 4, 5, 7)])
+def test_relu_pool_is_max_pool_of_relu_bit_for_bit_gradients_included(shape):
+    from adrop.train.model import relu_pool
+    g = torch.Generator().manual_seed(0)
+    x0 = torch.randn(shape, generator=g).round(decimals=1)  # many ties, positive, negative and zero
+    x0[:, :, ::3] = 0.0
+    grad = torch.randn(shape[0], shape[1], shape[2] // 2, shape[3] // 2, generator=g)
+    results = []
+    for f in (lambda x: F.max_pool2d(F.relu(x), 2), relu_pool):
+        x = x0.clone().requires_grad_()
+        y = f(x)
+        y.backward(grad)
+        assert y.is_contiguous()
+        results.append((y.detach(), x.grad))
+    assert torch.equal(results[0][0], results[1][0])
+    assert torch.equal(results[0][1], results[1][1])

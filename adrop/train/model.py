@@ -23,6 +23,17 @@ MODELS = ("lenet_300_100", "mlp", "linear", "lenet5", "conv_small")
 CONV_MODELS = ("lenet5", "conv_small")
 
 
+def relu_pool(x):
+    """max_pool2d(relu(x), 2), bit for bit in values and gradients, faster. ReLU commutes with max, so it runs on the
+    pooled quarter; and on a CPU PyTorch's max-pool is much faster on channels-last memory than on NCHW (measured on
+    LeNet-5's two pools, forward and backward, one thread: 9.2 -> 6.8 ms and 2.4 -> 1.1 ms per batch of 128, the
+    copies there and back included), while the result comes back NCHW so the next convolution computes exactly as
+    before. Ties go to the same element either way (tested), so the gradients are the same bits."""
+    if x.device.type == "cpu":
+        return torch.relu(F.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2)).contiguous()
+    return torch.relu(F.max_pool2d(x, 2))
+
+
 class MLP(nn.Module):
     """configs=K: K stacked copies (parameters with a leading axis of K, inputs (K, batch, features))."""
 
@@ -84,7 +95,7 @@ class ConvNet(nn.Module):
             K, B = x.shape[:2]
             x = x.view(K, B, *self.image).transpose(0, 1).reshape(B, K * self.image[0], *self.image[1:])
         for layer in self.layers[:self.n_conv]:
-            x = F.max_pool2d(torch.relu(layer(x)), 2)
+            x = relu_pool(layer(x))
         if self.configs is None:
             x = x.flatten(1)
         else:
@@ -105,7 +116,7 @@ class ConvNet(nn.Module):
         """Logits with weights [(name, W, b)]: conv2d, ReLU, max_pool2d for conv layers, then x W^T + b, ReLU."""
         x = x.view(-1, *self.image)
         for name, w, b in weights[:self.n_conv]:
-            x = F.max_pool2d(torch.relu_(F.conv2d(x, w, b)), 2)
+            x = relu_pool(F.conv2d(x, w, b))
         return MLP.predict(x.flatten(1), weights[self.n_conv:])
 
 
