@@ -2,6 +2,7 @@
 
     python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
                                     [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
+                                    [--model lenet_300_100|lenet5]
 
 For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
 left out) of:
@@ -13,7 +14,8 @@ left out) of:
               hydra.launcher.n_jobs workers, each training one stack at a time); "1 x N" is joblib's way
 and the ratios to `separate` (above 1: faster). Each measurement runs in its own process (a warm-up epoch, then the
 median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
-training slice is the first --train-limit MNIST examples (the per-epoch times scale with it).
+training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). A stack of conv nets
+(--model lenet5) computes each convolution as one grouped convolution (groups = K).
 """
 from __future__ import annotations
 
@@ -48,7 +50,8 @@ def measure(args) -> dict:
         with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
             return compose("config", overrides=[f"data.root={args.data}", f"data.train_limit={args.train_limit}",
                                                 "data.download=false", f"device={args.device}", "progress=never",
-                                                f"method={args.method}", f"seed={seed}", "epochs=100"])
+                                                f"method={args.method}", f"seed={seed}", "epochs=100",
+                                                f"model={args.model}"])
 
     folder = Path(tempfile.mkdtemp())
     if args.k == 0:
@@ -78,7 +81,8 @@ def child(args, k: int, threads: int | None = None, extra_env=None) -> subproces
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     command = [sys.executable, __file__, "--measure", "--k", str(k), "--method", args.method, "--data", args.data,
-               "--device", args.device, "--rounds", str(args.rounds), "--train-limit", str(args.train_limit)]
+               "--device", args.device, "--rounds", str(args.rounds), "--train-limit", str(args.train_limit),
+               "--model", args.model]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -97,6 +101,7 @@ def main():
     p.add_argument("--methods", default="dense,logsum,vardrop_lr_ar,hard_concrete")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--train-limit", type=int, default=8192)
+    p.add_argument("--model", default="lenet_300_100", help="lenet_300_100 (default) or lenet5")
     p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--k", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--method", help=argparse.SUPPRESS)
@@ -106,7 +111,8 @@ def main():
         return
     cores = os.cpu_count() or 1
     print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
-          f"batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs after a warm-up")
+          f"model {args.model}, batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs "
+          "after a warm-up")
     header = f"{'method':<18}{'contender':<12}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)
     print("-" * len(header))

@@ -4,7 +4,7 @@
 # then with the device tool's `run` (carry [".gpu"]), one part per call:
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh tests        the test suite (tests/test_cuda.py runs there)
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh train        every method, 2 epochs of MNIST, device=${DEVICE}; LeNet-5 too
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked and bench_train on the GPU
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked (LeNet-300-100 and LeNet-5) and bench_train
 # Every part writes its output under $OUT (the device tool's folder that comes back), or gpu_out/ elsewhere.
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
 #   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/gpu_checks.sh train data.train_limit=256
@@ -33,6 +33,9 @@ case "${PART}" in
   bench)
     python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 \
       --methods dense,logsum,vardrop_lr_ar,hard_concrete 2>&1 | tee "${OUT}/bench_stacked.txt"
+    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16 --model lenet5 \
+      --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked_lenet5.txt"
+    python3 scripts/bench_conv_product.py --device ${DEVICE} --ks 1,4,16,64 2>&1 | tee "${OUT}/bench_conv_product.txt"
     python3 scripts/bench_train.py --device ${DEVICE} --data "${DATA}" --rounds 2 2>&1 | tee "${OUT}/bench_train.txt" ;;
   *) echo "unknown part ${PART}: tests, train or bench" >&2; exit 2 ;;
 esac
