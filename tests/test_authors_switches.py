@@ -144,3 +144,32 @@ def test_unmasked_keeps_the_masks_and_gates_a_method_trains_with(synthetic, tmp_
     assert summary["nonzero"] < summary["total"]
     assert summary["test_error_unmasked"] == summary["test_error"]
     assert summary["val_error_unmasked"] == summary["val_error"]
+
+
+@pytest.mark.slow
+def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tmp_path):
+    """scripts/recount_keep_rule.py on a run counted with the authors' rule gives the paper-rule run's own numbers
+    (the same training), and on the paper-rule run its own numbers back."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from adrop.train import run_files
+
+    common = ("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3")
+    summaries = {}
+    for name, extra in (("paper", ()), ("authors", ("method.params.authors_keep_rule=true",))):
+        cfg = synthetic(*common, *extra)
+        summaries[name] = Run(cfg, tmp_path / name).fit()
+        run_files.write_config(tmp_path / name, cfg, {}, [])  # what the command writes: how a reader finds the data
+    s_paper, s_authors = summaries["paper"], summaries["authors"]
+    assert s_authors["nonzero"] > s_paper["nonzero"]  # else the recount below would prove nothing
+    script = Path(__file__).resolve().parents[1] / "scripts" / "recount_keep_rule.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "authors"), str(tmp_path / "paper")],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    rows = [line.split() for line in out[1:]]
+    assert [(float(r[1]), float(r[2])) for r in rows] == [
+        (round(s_authors["nonzero_fraction"], 4), round(s_authors["test_error"], 4)),
+        (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4))]
+    for r in rows:  # the paper's count and error, for both
+        assert (float(r[3]), float(r[4])) == (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4))
