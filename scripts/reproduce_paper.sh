@@ -11,6 +11,7 @@
 #   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
 #   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, jobs in parallel: the faster way on a CPU)
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
+#   PAPER_ONLY=1 scripts/reproduce_paper.sh          only the paper's sweep and its report (scripts/gpu_checks.sh paper)
 #
 # Writes: $SWEEP_DIR (default outputs/multirun/paper_lenet300_e$EPOCHS), one folder per method and seed;
 # ${SWEEP_DIR}_beyond, one folder per experiment and seed; ${SWEEP_DIR}_finetuned/<stage-1 run>/seed=N; and the report (results.csv, results.md with the paper's
@@ -33,7 +34,11 @@ REPORT=()
 if [ -n "${REPORT_DIR:-}" ]; then REPORT+=(--out "${REPORT_DIR}"); fi
 
 adrop train -m experiment=paper_lenet300 "method=${METHODS}" "hydra.sweep.dir=${SWEEP_DIR}" "${COMMON[@]}" \
-  "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs]" || STATUS=1
+  "hydra.job.config.override_dirname.exclude_keys=[experiment,data.root,epochs,progress]" || STATUS=1
+if [ -n "${PAPER_ONLY:-}" ]; then
+  adrop report "${SWEEP_DIR}" --paper "${REPORT[@]}"
+  exit "${STATUS}"
+fi
 adrop train -m experiment=sparse_vd_recipe,sparse_vd_recipe_sparser,sparse_vd_recipe_b100_sparser,pruning_at_sparse_vd_budget \
   "hydra.sweep.dir=${SWEEP_DIR}_beyond" "${COMMON[@]}" "hydra.job.config.override_dirname.exclude_keys=[data.root,epochs]" \
   || STATUS=1
