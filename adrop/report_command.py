@@ -48,7 +48,8 @@ def run(args) -> list[Path]:
     (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
     history = collect.histories(args.dir, table)
     figures.figure2(table, history, out / "figure2.png")
-    figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper else None)
+    lenet300 = table.model.fillna("").isin(paper.MODELS).any()  # the paper's points mean nothing beside LeNet-5 alone
+    figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper and lenet300 else None)
     figures.layers(table, history, out / "layers.png")
     counts = table.status.value_counts().to_dict()
     print(f"{len(table)} runs under {', '.join(map(str, args.dir))}: "

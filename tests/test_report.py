@@ -1,4 +1,5 @@
 """`adrop report` on a tiny multirun: two methods, one epoch, small data, and one job that fails on purpose."""
+import json
 import os
 import subprocess
 import sys
@@ -217,3 +218,29 @@ def test_report_table_shows_compression_and_multiply_adds(tmp_path):
     md = tables.markdown_table(table)
     assert md.splitlines()[0].endswith("| nonzero | compression | kMACs/example |")  # |W| / |W != 0|, as x
     assert md.splitlines()[2].endswith("| 0.020 ± 0.000 | 50x | 5.3 |")
+
+
+def _finished(folder, model, architecture, error):
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "overrides.yaml").write_text("- method=logsum\n- seed=0\n")
+    (folder / "summary.json").write_text(json.dumps({
+        "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-4, "seed": 0, "epochs": 200,
+        "test_error": error, "val_error": error, "nonzero_fraction": 0.02, "model": model,
+        "architecture": architecture}))
+
+
+def test_runs_of_two_models_are_two_rows_and_the_paper_sits_beside_lenet300_only(tmp_path):
+    """A LeNet-5 run and a LeNet-300-100 run with the same method, lam, lr and overrides (their experiments chose
+    the models) are not one setting, and the paper's LeNet-300-100 numbers are not set beside the LeNet-5 run."""
+    from adrop.report import collect, tables
+
+    _finished(tmp_path / "lenet5", "lenet5", "1x28x28-c20k5-p2-c50k5-p2-800-500-10", 0.01)
+    _finished(tmp_path / "lenet300", "lenet_300_100", "784-300-100-10", 0.03)
+    table = collect.results([tmp_path / "lenet5", tmp_path / "lenet300"])
+    md = tables.markdown_table(table, with_paper=True).splitlines()
+    rows = {line.split(" | ")[1]: line for line in md[2:]}  # by setting
+    assert set(rows) == {"model=lenet5", "model=lenet_300_100"}
+    assert "1.00%" in rows["model=lenet5"] and "2.93%" not in rows["model=lenet5"]
+    assert "3.00%" in rows["model=lenet_300_100"] and "2.93%" in rows["model=lenet_300_100"]  # the paper's LogSum
+    one = collect.results(tmp_path / "lenet5")  # one model: no model in the setting, nothing changes
+    assert one.setting.iloc[0] == ""

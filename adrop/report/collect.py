@@ -56,7 +56,8 @@ def read_run(root: Path, folder: Path) -> dict:
            "test_error": summary.get("test_error"), "val_error": summary.get("val_error"),
            "test_error_unmasked": summary.get("test_error_unmasked"),
            "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
-           "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error")}
+           "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error"),
+           "model": summary.get("model") or over.get("model")}
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
         last = metrics.iloc[-1]
         row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)
@@ -99,7 +100,20 @@ def results(roots) -> pd.DataFrame:
         raise FileNotFoundError(f"no run folders under {', '.join(map(str, roots))} "
                                 f"(looked for {', '.join(RUN_FILES)})")
     names_from = base(roots)
-    return pd.DataFrame([read_run(names_from, f) for f in folders])
+    return with_models_told_apart(pd.DataFrame([read_run(names_from, f) for f in folders]))
+
+
+def with_models_told_apart(table: pd.DataFrame) -> pd.DataFrame:
+    """Runs of different models are never one setting: where the runs span several models, a run whose overrides do
+    not name its model (an experiment chose it) gets `model=<name>` in its setting, so that a LeNet-5 run and a
+    LeNet-300-100 run of the same method, lam and lr are rows (and legend entries) of their own."""
+    if table.model.dropna().nunique() < 2:
+        return table
+    named = table.setting.fillna("").str.contains(r"(?:^| )model=", regex=True)
+    add = table.model.notna() & ~named
+    setting = table.setting.fillna("").where(~add, ("model=" + table.model.fillna("") + " "
+                                                    + table.setting.fillna("")).str.strip())
+    return table.assign(setting=setting)
 
 
 def labels(table: pd.DataFrame) -> pd.Series:

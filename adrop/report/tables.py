@@ -33,7 +33,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     costs = [c for c in ("compression", "sparse_macs") if c in done and done[c].notna().any()]
     unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
     figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
-    grouped = done.groupby(["method", "lam", "lr", "setting"], dropna=False)
+    done = done.assign(model=done.model.fillna("") if "model" in done else "")
+    grouped = done.groupby(["method", "lam", "lr", "setting", "model"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out.insert(0, "runs", grouped.size())
@@ -76,6 +77,7 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                 row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
             if with_paper:
                 known = (ref is not None and r.method in ref.index  # the paper's row only for the paper's lam and lr
+                         and r.model in paper.MODELS  # and its network (runs from before the summary said: unknown)
                          and math.isclose(r.lam, ref.loc[r.method, "lam"], rel_tol=1e-6)
                          and math.isclose(r.lr, ref.loc[r.method, "lr"], rel_tol=1e-6))
                 row["paper test error"] = f"{ref.loc[r.method, 'test_error'] * 100:.2f}%" if known else "-"
