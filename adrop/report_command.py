@@ -31,7 +31,9 @@ def parser():
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("dir", type=Path, nargs="+", help="run folders, sweep folders, or any folders above runs")
     p.add_argument("--out", type=Path, help="output folder (default: DIR/report-<time>/)")
-    p.add_argument("--paper", action="store_true", help="set the paper's LeNet-300-100 numbers beside ours")
+    p.add_argument("--paper", action="store_true",
+                   help="set the published numbers beside ours: the paper's LeNet-300-100 rows; in the figure also "
+                        "Sparse VD's point, and for LeNet-5 runs the Sparse VD paper's Table 1")
     return p
 
 
@@ -48,8 +50,10 @@ def run(args) -> list[Path]:
     (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
     history = collect.histories(args.dir, table)
     figures.figure2(table, history, out / "figure2.png")
-    lenet300 = table.model.fillna("").isin(paper.MODELS).any()  # the paper's points mean nothing beside LeNet-5 alone
-    figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper and lenet300 else None)
+    models = set(table.model.fillna(""))
+    lenet300 = bool(models & set(paper.MODELS))  # the paper's points mean nothing beside LeNet-5 alone
+    figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper and lenet300 else None,
+                   published=paper.published(models) if args.paper else ())
     figures.layers(table, history, out / "layers.png")
     counts = table.status.value_counts().to_dict()
     print(f"{len(table)} runs under {', '.join(map(str, args.dir))}: "

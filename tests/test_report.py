@@ -244,3 +244,22 @@ def test_runs_of_two_models_are_two_rows_and_the_paper_sits_beside_lenet300_only
     assert "3.00%" in rows["model=lenet_300_100"] and "2.93%" in rows["model=lenet_300_100"]  # the paper's LogSum
     one = collect.results(tmp_path / "lenet5")  # one model: no model in the setting, nothing changes
     assert one.setting.iloc[0] == ""
+
+
+def test_published_points_follow_the_networks_in_the_report(tmp_path, monkeypatch):
+    """--paper on LeNet-5 runs alone: the Sparse VD paper's LeNet-5 points in the figure, not the paper's LeNet-300
+    rows; on both networks, both."""
+    from adrop.report import figures, paper
+
+    _finished(tmp_path / "runs" / "lenet5", "lenet5", "1x28x28-c20k5-p2-c50k5-p2-800-500-10", 0.01)
+    seen = []
+    monkeypatch.setattr(figures, "pareto", lambda table, path, reference=None, published=(): seen.append(
+        (reference, list(published))))
+    assert report_command.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r1"), "--paper"]) == 0
+    assert seen[-1][0] is None and seen[-1][1] == paper.LENET5_PUBLISHED
+    assert ("Sparse VD (Molchanov et al. 2017)", 0.0075, 1 / 280) in seen[-1][1]
+    _finished(tmp_path / "runs" / "lenet300", "lenet_300_100", "784-300-100-10", 0.03)
+    assert report_command.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r2"), "--paper"]) == 0
+    assert seen[-1][0] is not None and seen[-1][1] == [paper.SPARSE_VD, *paper.LENET5_PUBLISHED]
+    assert report_command.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r3")]) == 0
+    assert seen[-1] == (None, [])

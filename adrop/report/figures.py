@@ -81,7 +81,9 @@ def figure2(table, histories, path):
     _finish(fig, ax, path)
 
 
-def pareto(table, path, reference=None):
+def pareto(table, path, reference=None, published=()):
+    """Final test error against fraction nonzero, per run and per setting's mean; `reference`: the paper's rows
+    (crosses in their method's colour); `published`: (name, test error, nonzero fraction) points of the literature."""
     table = table.assign(group=groups(table), method_name=table.method, method=run_labels(table))
     done = table[table.status == "completed"]
     styles = _styles(table.group.dropna().unique())
@@ -96,8 +98,9 @@ def pareto(table, path, reference=None):
         for _, r in reference.iterrows():
             ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=paper_colour(table, styles, r), ms=8, mew=2)
         ax.plot([], [], "x", color="gray", mew=2, label="paper (x, the colour of its method)")
-        name, err, nonzero = paper.SPARSE_VD
-        ax.plot(nonzero, err * 100, "*", color="k", ms=12, label=f"{name}, published")
+    for i, (name, err, nonzero) in enumerate(published):
+        ax.plot(nonzero, err * 100, "*P^vD"[i % 5], color="k", ms=11, mfc="none" if i else "k",
+                label=f"{name}, published")
     ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="test error (%)",
            title="final test error against sparsity (masked; lower left is better)")
     ax.grid(alpha=0.3, which="both")

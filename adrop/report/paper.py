@@ -1,4 +1,5 @@
-"""The paper's LeNet-300-100 results (its Appendix C, Tables 4 and 5), for comparison in reports.
+"""The paper's LeNet-300-100 results (its Appendix C, Tables 4 and 5), and the published LeNet-300-100 and LeNet-5
+points of the sparsification literature, for comparison in reports.
 
 Caveat from ../shared/REFERENCE.md: for the non-VarDrop methods the authors' evaluation did not apply the sparsity
 mask, so their test errors are those of unmasked networks while their sparsity counts alpha < 0.05.
@@ -19,6 +20,22 @@ ROWS = [  # method, lam, lr, test error, nonzero fraction, per layer
     ("logsum", 1e-3, 1e-4, 0.0293, 0.019, (0.016, 0.025, 0.479)),
 ]
 SPARSE_VD = ("Sparse VD (Molchanov et al. 2017)", 0.0192, 0.0147)  # test error, nonzero fraction
+
+# LeNet-5-Caffe on MNIST, the Sparse VD paper's Table 1 (../shared/REFERENCE.md): test error, |W| / |W != 0| as a
+# fraction nonzero (1 / compression)
+LENET5 = ("lenet5",)
+LENET5_PUBLISHED = [
+    ("Sparse VD (Molchanov et al. 2017)", 0.0075, 1 / 280),
+    ("Pruning (Han et al. 2015)", 0.0077, 1 / 12),
+    ("Dynamic Network Surgery (Guo et al. 2016)", 0.0091, 1 / 111),
+    ("Soft weight sharing (Ullrich et al. 2017)", 0.0097, 1 / 200),
+]
+
+
+def published(models) -> list[tuple[str, float, float]]:
+    """The literature's points for the networks among `models` (model names; "" for a run that does not say)."""
+    models = set(models)
+    return ([SPARSE_VD] if models & set(MODELS) else []) + (LENET5_PUBLISHED if models & set(LENET5) else [])
 
 
 def table() -> pd.DataFrame:
