@@ -18,7 +18,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from . import paper  # noqa: E402
 from .collect import groups, labels as run_labels  # noqa: E402
 
 
