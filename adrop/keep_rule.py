@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from adrop.penalties.array_ops import ops
+from adrop.penalties.array_ops import is_tensor, ops
 
 KEEP_THRESHOLD = 0.05
 LOG_ALPHA_ZERO = math.log((1 - KEEP_THRESHOLD) / KEEP_THRESHOLD)  # 2.944: variational dropout's form of the rule
@@ -20,6 +20,8 @@ LOG_ALPHA_ZERO = math.log((1 - KEEP_THRESHOLD) / KEEP_THRESHOLD)  # 2.944: varia
 def keep_probability(eta, lam):
     """alpha = eta / (eta + lam), 1 where eta = inf."""
     o = ops(eta)
+    if is_tensor(eta):  # torch: no warnings to silence (and np.errstate would break a torch.compile graph)
+        return o.where(o.isinf(eta), 1.0, eta / (eta + lam))
     with np.errstate(invalid="ignore", divide="ignore"):
         return o.where(o.isinf(eta), 1.0, eta / (eta + lam))
 

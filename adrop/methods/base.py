@@ -180,6 +180,11 @@ class Method:
     def start(self, layers) -> None:
         """Called once before the first training step of a new run (after init_from), not when one resumes."""
 
+    # after_step is elementwise tensor arithmetic that does not branch on `step` (AdaProx's prox, or nothing), so a
+    # stack with compile=true may trace it with the optimiser's update; a method whose after_step has Python control
+    # flow per step (a pruning schedule) sets False and runs it eagerly after the compiled update
+    after_step_compiles = True
+
     def after_step(self, layers, step: int, lam, step_size: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Called after every optimiser step (step counts from 1); step_size(p) is the step the optimiser just took
         for each coordinate of parameter p (for Adam, lr / (sqrt(v_hat) + eps))."""

@@ -71,6 +71,8 @@ class MagnitudePruning(Masked):
         progress = min((step - t0) / max(t1 - t0, 1), 1.0)
         return p.final_sparsity + (p.initial_sparsity - p.final_sparsity) * (1 - progress) ** 3
 
+    after_step_compiles = False  # the mask update every `frequency` steps is Python control flow on the step
+
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
         if step % self.params.frequency == 0 or step == self.total_steps:

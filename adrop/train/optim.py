@@ -117,6 +117,9 @@ class StackedAdam:
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.denom = torch.empty_like(self.flat)
         self.lr = torch.zeros(configs, 1, dtype=first.dtype, device=first.device)
+        # this step's 1 / (1 - beta1^t) and 1 - beta2^t as tensors, set by advance(): the arithmetic (apply(),
+        # step_size()) reads no Python number that changes per step, so torch.compile traces it once
+        self.correction = torch.ones(2, dtype=first.dtype, device=first.device)
 
     def set_lr(self, lrs: torch.Tensor) -> None:
         """This step's K learning rates (a tensor on the buffer's device: no host sync)."""
@@ -127,14 +130,26 @@ class StackedAdam:
 
     @torch.no_grad()
     def step(self) -> None:
+        self.advance()
+        self.apply()
+
+    def advance(self) -> None:
+        """Count the step and set its bias corrections (outside any compiled region: they change every step)."""
         beta1, beta2 = self.betas
         self.step_count += 1
         t = self.step_count
+        self.correction.copy_(torch.tensor([1.0 / (1 - beta1 ** t), 1 - beta2 ** t]))
+
+    @torch.no_grad()
+    def apply(self) -> None:
+        """The update of the step advance() counted: tensors only, compilable (StackedRun's compile=true fuses it
+        with the method's after_step into one pass)."""
+        beta1, beta2 = self.betas
         self.exp_avg.lerp_(self.flat_grad, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(self.flat_grad, self.flat_grad, value=1 - beta2)
-        torch.sqrt(self.exp_avg_sq, out=self.denom).div_((1 - beta2 ** t) ** 0.5).add_(self.eps)
+        torch.sqrt(self.exp_avg_sq, out=self.denom).div_(self.correction[1].sqrt()).add_(self.eps)
         torch.div(self.exp_avg, self.denom, out=self.denom)  # the update direction, in place
-        self.flat.addcmul_(self.denom, self.lr, value=-1.0 / (1 - beta1 ** t))
+        self.flat.addcmul_(self.denom, self.lr * self.correction[0], value=-1.0)
 
     @torch.no_grad()
     def freeze(self, rows) -> None:
@@ -144,11 +159,16 @@ class StackedAdam:
 
     def effective_step(self, param) -> torch.Tensor:
         """Per coordinate (K, ...): lr_k / (sqrt(v / (1 - beta2^t)) + eps), as FlatAdam.effective_step for each row."""
+        if self.step_count == 0:
+            shape = param.shape
+            return self.lr.view(-1, *([1] * (len(shape) - 1))).expand(shape)  # (K, 1, ..., 1) for any layer
+        return self.step_size(param)
+
+    def step_size(self, param) -> torch.Tensor:
+        """effective_step after at least one step, from tensors only (what a compiled after_step calls)."""
         offset, size = self.index[param]
         shape = param.shape
-        if self.step_count == 0:
-            return self.lr.view(-1, *([1] * (len(shape) - 1))).expand(shape)  # (K, 1, ..., 1) for any layer
-        v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / (1 - self.betas[1] ** float(self.step_count))
+        v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / self.correction[1]
         return self.lr.view(-1, *([1] * (len(shape) - 1))) / (v_hat.sqrt() + self.eps)
 
     def config_state(self, k: int) -> dict:

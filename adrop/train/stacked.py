@@ -83,8 +83,10 @@ class StackedRun:
         self.lam = torch.tensor([hp["lam"] for hp in self.hps], device=self.device)  # (K,): layer.per_config shapes it
         self.warmups = [tuple(e * self.steps_per_epoch for e in c.penalty_warmup) for c in cfgs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
-        # compile=true: one fused kernel for many elementwise passes (the noisy methods' per-weight work)
+        # compile=true: one fused kernel for many elementwise passes: the loss (the noisy methods' per-weight work),
+        # and Adam's update with the method's after_step (AdaProx's prox), a dozen memory-bound passes made one
         self.loss = torch.compile(self.step_loss) if base.compile else self.step_loss
+        self.fused_update = torch.compile(self.update) if base.compile else None
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
         self.failed: list[str | None] = [None] * self.K
@@ -179,12 +181,27 @@ class StackedRun:
             loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
-            self.optimizer.step()
-            if frozen:
-                self.optimizer.freeze(frozen)
-            self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
+            if self.fused_update is not None:
+                self.optimizer.advance()
+                self.fused_update(step + 1)
+                if not self.method.after_step_compiles:
+                    self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
+                if frozen:
+                    self.optimizer.freeze(frozen)
+            else:
+                self.optimizer.step()
+                if frozen:
+                    self.optimizer.freeze(frozen)
+                self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
         return sums / self.steps_per_epoch
+
+    def update(self, step: int) -> None:
+        """Adam's update (after optimizer.advance()) and, where it is elementwise arithmetic, the method's after_step:
+        what compile=true traces into one kernel."""
+        self.optimizer.apply()
+        if self.method.after_step_compiles:
+            self.method.after_step(self.model.layers, step, self.lam, self.optimizer.step_size)
 
     def weights(self, k: int, all_weights) -> list:
         return [(name, w[k], b[k]) for name, w, b in all_weights]
