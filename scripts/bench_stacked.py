@@ -2,7 +2,7 @@
 
     python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
                                     [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
-                                    [--model lenet_300_100|lenet5]
+                                    [--model lenet_300_100|lenet5] [--compile]
 
 For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
 left out) of:
@@ -14,7 +14,9 @@ left out) of:
               hydra.launcher.n_jobs workers, each training one stack at a time); "1 x N" is joblib's way
 and the ratios to `separate` (above 1: faster). Each measurement runs in its own process (a warm-up epoch, then the
 median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
-training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). A stack of conv nets
+training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). --compile adds, for
+K = 1 and each K of --ks, the same stacks with compile=true (`stack K compiled`, `K x N compiled`: the loss, and
+Adam's update fused with the method's after_step, traced by torch.compile; its compilation in the warm-up epoch). A stack of conv nets
 (--model lenet5) computes each convolution as one grouped convolution (groups = K).
 """
 from __future__ import annotations
@@ -51,7 +53,7 @@ def measure(args) -> dict:
             return compose("config", overrides=[f"data.root={args.data}", f"data.train_limit={args.train_limit}",
                                                 "data.download=false", f"device={args.device}", "progress=never",
                                                 f"method={args.method}", f"seed={seed}", "epochs=100",
-                                                f"model={args.model}"])
+                                                f"model={args.model}", f"compile={args.compiled}"])
 
     folder = Path(tempfile.mkdtemp())
     if args.k == 0:
@@ -76,13 +78,13 @@ def measure(args) -> dict:
     return {"seconds": statistics.median(times) / per, "peak_mb": peak / 2**20}
 
 
-def child(args, k: int, threads: int | None = None, extra_env=None) -> subprocess.Popen:
+def child(args, k: int, threads: int | None = None, extra_env=None, compiled: bool = False) -> subprocess.Popen:
     env = {**os.environ, **(extra_env or {})}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     command = [sys.executable, __file__, "--measure", "--k", str(k), "--method", args.method, "--data", args.data,
                "--device", args.device, "--rounds", str(args.rounds), "--train-limit", str(args.train_limit),
-               "--model", args.model]
+               "--model", args.model, *(["--compiled"] if compiled else [])]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -102,6 +104,8 @@ def main():
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--train-limit", type=int, default=8192)
     p.add_argument("--model", default="lenet_300_100", help="lenet_300_100 (default) or lenet5")
+    p.add_argument("--compile", action="store_true", help="also the stacks with compile=true")
+    p.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--k", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--method", help=argparse.SUPPRESS)
@@ -113,7 +117,7 @@ def main():
     print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
           f"model {args.model}, batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs "
           "after a warm-up")
-    header = f"{'method':<18}{'contender':<12}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
+    header = f"{'method':<18}{'contender':<20}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)
     print("-" * len(header))
     for method in args.methods.split(","):
@@ -125,14 +129,17 @@ def main():
             runs = [result(j) for j in jobs]
             rows.append(("joblib", {"seconds": max(r["seconds"] for r in runs) / cores,
                                     "peak_mb": sum(r["peak_mb"] for r in runs)}))
-        for k in (int(v) for v in args.ks.split(",")):
-            rows.append((f"stack {k}", result(child(args, k))))
-            if args.device == "cpu" and k > 1:
-                runs = [result(j) for j in [child(args, k, threads=1) for _ in range(cores)]]
-                rows.append((f"{k} x {cores}", {"seconds": max(r["seconds"] for r in runs) / cores,
-                                                "peak_mb": sum(r["peak_mb"] for r in runs)}))
+        for compiled in ((False, True) if args.compile else (False,)):
+            suffix = " compiled" if compiled else ""
+            ks = [int(v) for v in args.ks.split(",")]
+            for k in ([1] if compiled and 1 not in ks else []) + ks:
+                rows.append((f"stack {k}{suffix}", result(child(args, k, compiled=compiled))))
+                if args.device == "cpu" and (k > 1 or compiled):
+                    runs = [result(j) for j in [child(args, k, threads=1, compiled=compiled) for _ in range(cores)]]
+                    rows.append((f"{k} x {cores}{suffix}", {"seconds": max(r["seconds"] for r in runs) / cores,
+                                                            "peak_mb": sum(r["peak_mb"] for r in runs)}))
         for name, r in rows:
-            print(f"{method:<18}{name:<12}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
+            print(f"{method:<18}{name:<20}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
                   f"{r['peak_mb']:>10.0f}", flush=True)
 
 
