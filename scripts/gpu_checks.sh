@@ -36,7 +36,7 @@ case "${PART}" in
       "hydra.run.dir=${OUT}/train/lenet5_vardrop_lr_ar" "${EXTRA[@]}" 2>&1 | tail -1
     adrop bench-inference "${OUT}/train/vardrop_lr_ar" --data "${DATA}" 2>&1 | tee "${OUT}/bench_inference.txt" ;;
   bench)
-    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 \
+    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 --compile \
       --methods dense,logsum,vardrop_lr_ar,hard_concrete 2>&1 | tee "${OUT}/bench_stacked.txt"
     python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16 --model lenet5 \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked_lenet5.txt"
