@@ -4,7 +4,8 @@
 # then with the device tool's `run` (carry [".gpu"]), one part per call:
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh tests        the test suite (tests/test_cuda.py runs there)
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh train        every method, 2 epochs of MNIST, device=${DEVICE}; LeNet-5 too
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked (LeNet-300-100 and LeNet-5) and bench_train
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked (LeNet-300-100, K up to 64) and bench_train
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench2       compiled stacks of 64, LeNet-5 stacks, the conv product
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh paper        the paper's table with 3 seeds (reproduce_paper.sh's first
 #        sweep, stacks of the 3 seeds, N_JOBS stacks at once on the GPU) for LIMIT seconds (default 510); its folder
 #        gpu_out/ stays on the machine while it is warm, so the same call again resumes it; the result files (no
@@ -14,7 +15,7 @@
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
 #   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/gpu_checks.sh train data.train_limit=256
 set -u
-PART=${1:?which part: tests, train, bench or paper}
+PART=${1:?which part: tests, train, bench, bench2 or paper}
 shift
 EXTRA=("$@")  # more adrop train overrides for the train and paper parts (a smoke test: data.train_limit=256)
 DEVICE=${DEVICE:-cuda}
@@ -36,17 +37,20 @@ case "${PART}" in
       "hydra.run.dir=${OUT}/train/lenet5_vardrop_lr_ar" "${EXTRA[@]}" 2>&1 | tail -1
     adrop bench-inference "${OUT}/train/vardrop_lr_ar" --data "${DATA}" 2>&1 | tee "${OUT}/bench_inference.txt" ;;
   bench)
-    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 --compile \
+    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 \
       --methods dense,logsum,vardrop_lr_ar,hard_concrete 2>&1 | tee "${OUT}/bench_stacked.txt"
+    python3 scripts/bench_train.py --device ${DEVICE} --data "${DATA}" --rounds 2 2>&1 | tee "${OUT}/bench_train.txt" ;;
+  bench2)
+    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 64 --compile \
+      --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked_compiled.txt"
     python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16 --model lenet5 \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked_lenet5.txt"
-    python3 scripts/bench_conv_product.py --device ${DEVICE} --ks 1,4,16,64 2>&1 | tee "${OUT}/bench_conv_product.txt"
-    python3 scripts/bench_train.py --device ${DEVICE} --data "${DATA}" --rounds 2 2>&1 | tee "${OUT}/bench_train.txt" ;;
+    python3 scripts/bench_conv_product.py --device ${DEVICE} --ks 1,4,16,64 2>&1 | tee "${OUT}/bench_conv_product.txt" ;;
   paper)
     SWEEP=gpu_out/paper_lenet300_e${EPOCHS:-200}
     PAPER_ONLY=1 SEEDS=${SEEDS:-0,1,2} DATA="${DATA}" SWEEP_DIR="${SWEEP}" REPORT_DIR="${SWEEP}/report.$(date +%H%M%S)" \
       timeout "${LIMIT:-510}" scripts/reproduce_paper.sh "device=${DEVICE}" progress=never \
       "hydra.launcher.n_jobs=${N_JOBS:-6}" "${EXTRA[@]}" 2>&1 | tail -40 | tee "${OUT}/paper.txt"
     tar czf "${OUT}/paper_lenet300.tar.gz" --exclude=checkpoint.pt --exclude=weights.npz "${SWEEP}" ;;
-  *) echo "unknown part ${PART}: tests, train, bench or paper" >&2; exit 2 ;;
+  *) echo "unknown part ${PART}: tests, train, bench, bench2 or paper" >&2; exit 2 ;;
 esac
