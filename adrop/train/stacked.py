@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from . import data as data_mod
 from . import evaluate, model as model_mod, run_files, schedules, tracking
-from .loop import (TrainError, denormals_flushed, load_weights, method_params, reset_state, resolve_device,
+from .loop import (TrainError, compiled, denormals_flushed, load_weights, method_params, reset_state, resolve_device,
                    run_identity, run_summary, settings, unmasked_errors)
 from .optim import StackedAdam
 
@@ -85,8 +85,8 @@ class StackedRun:
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
         # compile=true: one fused kernel for many elementwise passes: the loss (the noisy methods' per-weight work),
         # and Adam's update with the method's after_step (AdaProx's prox), a dozen memory-bound passes made one
-        self.loss = torch.compile(self.step_loss) if base.compile else self.step_loss
-        self.fused_update = torch.compile(self.update) if base.compile else None
+        self.loss = compiled(self.step_loss, self.device) if base.compile else self.step_loss
+        self.fused_update = compiled(self.update, self.device) if base.compile else None
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
         self.failed: list[str | None] = [None] * self.K
