@@ -117,9 +117,12 @@ class StackedAdam:
         self.exp_avg_sq = torch.zeros_like(self.flat)
         self.denom = torch.empty_like(self.flat)
         self.lr = torch.zeros(configs, 1, dtype=first.dtype, device=first.device)
-        # this step's 1 / (1 - beta1^t) and 1 - beta2^t as tensors, set by advance(): the arithmetic (apply(),
-        # step_size()) reads no Python number that changes per step, so torch.compile traces it once
+        # this step's 1 / (1 - beta1^t) and 1 - beta2^t as tensors, set by advance() from a step counter kept on the
+        # device (float64, as Python computes them): the arithmetic (apply(), step_size()) reads no Python number that
+        # changes per step, so torch.compile traces it once, and no step copies from the host (a GPU never waits)
         self.correction = torch.ones(2, dtype=first.dtype, device=first.device)
+        self.t = torch.zeros((), dtype=torch.float64, device=first.device)
+        self.beta_powers = torch.tensor(betas, dtype=torch.float64, device=first.device)
 
     def set_lr(self, lrs: torch.Tensor) -> None:
         """This step's K learning rates (a tensor on the buffer's device: no host sync)."""
@@ -135,10 +138,10 @@ class StackedAdam:
 
     def advance(self) -> None:
         """Count the step and set its bias corrections (outside any compiled region: they change every step)."""
-        beta1, beta2 = self.betas
         self.step_count += 1
-        t = self.step_count
-        self.correction.copy_(torch.tensor([1.0 / (1 - beta1 ** t), 1 - beta2 ** t]))
+        self.t += 1
+        powers = self.beta_powers ** self.t
+        self.correction.copy_(torch.stack([1.0 / (1 - powers[0]), 1 - powers[1]]))
 
     @torch.no_grad()
     def apply(self) -> None:
@@ -184,5 +187,6 @@ class StackedAdam:
         if inner is None:  # a checkpoint before the first step
             return
         self.step_count = int(inner["step"])
+        self.t.fill_(self.step_count)
         self.exp_avg[k].copy_(inner["exp_avg"])
         self.exp_avg_sq[k].copy_(inner["exp_avg_sq"])
