@@ -7,6 +7,7 @@ Works on NumPy arrays and torch tensors alike.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -20,9 +21,8 @@ LOG_ALPHA_ZERO = math.log((1 - KEEP_THRESHOLD) / KEEP_THRESHOLD)  # 2.944: varia
 def keep_probability(eta, lam):
     """alpha = eta / (eta + lam), 1 where eta = inf."""
     o = ops(eta)
-    if is_tensor(eta):  # torch: no warnings to silence (and np.errstate would break a torch.compile graph)
-        return o.where(o.isinf(eta), 1.0, eta / (eta + lam))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # NumPy's 0/0 warnings silenced; torch has none (and np.errstate would break a torch.compile graph)
+    with contextlib.nullcontext() if is_tensor(eta) else np.errstate(invalid="ignore", divide="ignore"):
         return o.where(o.isinf(eta), 1.0, eta / (eta + lam))
 
 

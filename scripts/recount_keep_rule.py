@@ -13,24 +13,13 @@ script computes what training computes).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from adrop import keep_rule, penalties
-from adrop.export import conv2d, max_pool2, read, relu, test_split
-
-
-def logits(weights, names, x, image):
-    for i, name in enumerate(names):
-        w, b = weights[name]
-        if w.ndim == 4:
-            x = max_pool2(relu(conv2d(x.reshape(-1, *image) if x.ndim == 2 else x, w, b)))
-            continue
-        x = x.reshape(len(x), -1) @ w.T + b
-        if i < len(names) - 1:
-            x = relu(x)
-    return x
+from adrop.export import csr, csr_predict, read, test_split
 
 
 def main():
@@ -52,7 +41,8 @@ def main():
             kept, total = kept + int(keep.sum()), total + keep.size
             layers.append(f"{keep.mean():.3f}")
         x, y, image = test_split(run, args.data)
-        error = float(np.mean(logits(masked, run.names, x, image).argmax(1) != y))
+        logits = csr_predict(csr(dataclasses.replace(run, weights=masked)), x, image)  # as `adrop export` checks
+        error = float(np.mean(logits.argmax(1) != y))
         own = run.summary
         print(f"{str(folder)[-70:]:<70}{own['nonzero_fraction']:>12.4f}{own['test_error']:>10.4f}"
               f"{kept / total:>14.4f}{error:>12.4f}  {' / '.join(layers)}", flush=True)

@@ -61,6 +61,21 @@ def relative_gap(a, b):
     return max(float(np.abs(a[k] - b[k]).max() / max(np.abs(a[k]).max(), 1e-30)) for k in a.files)
 
 
+def assert_same_weights(folders, others, tolerance):
+    """Each pair of runs' weights.npz within `tolerance`, relative to the largest weight of each array."""
+    for a, b in zip(folders, others):
+        gap = relative_gap(np.load(a / "weights.npz"), np.load(b / "weights.npz"))
+        assert gap < tolerance, (a.name, b.name, gap)
+
+
+def with_compile(cfgs):
+    """Copies of the configurations with compile=true."""
+    out = [c.copy() for c in cfgs]
+    for c in out:
+        c.compile = True
+    return out
+
+
 @pytest.mark.parametrize("method", methods.names())
 def test_a_stack_of_three_follows_each_single_run(method, synthetic, held_noise, pruned, tmp_path):
     """Three configurations (seeds 0-2, lam x1-x3, three lrs) trained as one stack end where their single runs end,
@@ -92,16 +107,12 @@ def test_a_compiled_stack_follows_each_single_run(method, synthetic, tmp_path):
     counters.clear()
     extra = ["method.params.final_sparsity=0.5", "method.params.frequency=2"] if method == "magnitude_pruning" else []
     cfgs = three(synthetic, method, extra)
-    for i, c in enumerate(cfgs):
-        Run(c, tmp_path / f"single{i}").fit()
-    compiled = [c.copy() for c in cfgs]
-    for c in compiled:
-        c.compile = True
-    StackedRun(compiled, [tmp_path / f"stack{i}" for i in range(3)]).fit()
+    singles, stacks = [tmp_path / f"single{i}" for i in range(3)], [tmp_path / f"stack{i}" for i in range(3)]
+    for c, folder in zip(cfgs, singles):
+        Run(c, folder).fit()
+    StackedRun(with_compile(cfgs), stacks).fit()
     assert counters["stats"]["unique_graphs"] <= 3 and not counters["graph_break"], dict(counters["graph_break"])
-    for i in range(3):
-        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
-        assert relative_gap(a, b) < 1e-4, (i, relative_gap(a, b))
+    assert_same_weights(singles, stacks, 1e-4)
 
 
 @pytest.mark.slow
@@ -110,14 +121,10 @@ def test_a_compiled_stack_of_a_noisy_method_draws_the_eager_stacks_noise(method,
     """With real noise: compile=true on a CPU draws its random numbers from eager torch (inductor's fallback_random),
     so a compiled stack follows the eager stack's trajectory, noise included, to rounding."""
     cfgs = three(synthetic, method)
-    StackedRun(cfgs, [tmp_path / f"eager{i}" for i in range(3)]).fit()
-    compiled = [c.copy() for c in cfgs]
-    for c in compiled:
-        c.compile = True
-    StackedRun(compiled, [tmp_path / f"compiled{i}" for i in range(3)]).fit()
-    for i in range(3):
-        a, b = np.load(tmp_path / f"eager{i}" / "weights.npz"), np.load(tmp_path / f"compiled{i}" / "weights.npz")
-        assert relative_gap(a, b) < 1e-4, (i, relative_gap(a, b))
+    eager, compiled = [tmp_path / f"eager{i}" for i in range(3)], [tmp_path / f"compiled{i}" for i in range(3)]
+    StackedRun(cfgs, eager).fit()
+    StackedRun(with_compile(cfgs), compiled).fit()
+    assert_same_weights(eager, compiled, 1e-4)
 
 
 @pytest.mark.slow

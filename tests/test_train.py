@@ -216,11 +216,9 @@ def test_mlflow_logger_writes_a_file_store_each_epoch(config, tmp_path):
 def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
     """compile=true (torch.compile of the loss) is not bitwise, but on a CPU it draws its eager run's noise (inductor's
     fallback_random) and ends within 1e-4 relative of the eager run's weights after an epoch."""
+    from test_stacked import assert_same_weights, with_compile
+
     eager = synthetic(f"method={method}", "epochs=1", "batch_size=256")
     Run(eager, tmp_path / "eager").fit()
-    fast = eager.copy()
-    fast.compile = True
-    Run(fast, tmp_path / "compiled").fit()
-    a, b = np.load(tmp_path / "eager" / "weights.npz"), np.load(tmp_path / "compiled" / "weights.npz")
-    gap = max(float(np.abs(a[k] - b[k]).max() / max(np.abs(a[k]).max(), 1e-30)) for k in a.files)
-    assert gap < 1e-4, gap
+    Run(with_compile([eager])[0], tmp_path / "compiled").fit()
+    assert_same_weights([tmp_path / "eager"], [tmp_path / "compiled"], 1e-4)

@@ -118,8 +118,8 @@ class StackedAdam:
         self.denom = torch.empty_like(self.flat)
         self.lr = torch.zeros(configs, 1, dtype=first.dtype, device=first.device)
         # this step's 1 / (1 - beta1^t) and 1 - beta2^t as tensors, set by advance() from a step counter kept on the
-        # device (float64, as Python computes them): the arithmetic (apply(), step_size()) reads no Python number that
-        # changes per step, so torch.compile traces it once, and no step copies from the host (a GPU never waits)
+        # device (float64, as Python computes them): the arithmetic (apply(), effective_step()) reads no Python number
+        # that changes per step, so torch.compile traces it once, and no step copies from the host (a GPU never waits)
         self.correction = torch.ones(2, dtype=first.dtype, device=first.device)
         self.t = torch.zeros((), dtype=torch.float64, device=first.device)
         self.beta_powers = torch.tensor(betas, dtype=torch.float64, device=first.device)
@@ -131,11 +131,6 @@ class StackedAdam:
     def zero_grad(self) -> None:
         self.flat_grad.zero_()
 
-    @torch.no_grad()
-    def step(self) -> None:
-        self.advance()
-        self.apply()
-
     def advance(self) -> None:
         """Count the step and set its bias corrections (outside any compiled region: they change every step)."""
         self.step_count += 1
@@ -146,7 +141,7 @@ class StackedAdam:
     @torch.no_grad()
     def apply(self) -> None:
         """The update of the step advance() counted: tensors only, compilable (StackedRun's compile=true fuses it
-        with the method's after_step into one pass)."""
+        with the method's after_step into one pass). A step is advance() then apply()."""
         beta1, beta2 = self.betas
         self.exp_avg.lerp_(self.flat_grad, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(self.flat_grad, self.flat_grad, value=1 - beta2)
@@ -161,14 +156,8 @@ class StackedAdam:
             buffer[rows] = 0.0
 
     def effective_step(self, param) -> torch.Tensor:
-        """Per coordinate (K, ...): lr_k / (sqrt(v / (1 - beta2^t)) + eps), as FlatAdam.effective_step for each row."""
-        if self.step_count == 0:
-            shape = param.shape
-            return self.lr.view(-1, *([1] * (len(shape) - 1))).expand(shape)  # (K, 1, ..., 1) for any layer
-        return self.step_size(param)
-
-    def step_size(self, param) -> torch.Tensor:
-        """effective_step after at least one step, from tensors only (what a compiled after_step calls)."""
+        """Per coordinate (K, ...) of the step just taken: lr_k / (sqrt(v / (1 - beta2^t)) + eps), as
+        FlatAdam.effective_step for each row; from tensors only, so a compiled after_step can call it."""
         offset, size = self.index[param]
         shape = param.shape
         v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / self.correction[1]

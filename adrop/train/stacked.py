@@ -86,7 +86,7 @@ class StackedRun:
         # compile=true: one fused kernel for many elementwise passes: the loss (the noisy methods' per-weight work),
         # and Adam's update with the method's after_step (AdaProx's prox), a dozen memory-bound passes made one
         self.loss = compiled(self.step_loss, self.device) if base.compile else self.step_loss
-        self.fused_update = compiled(self.update, self.device) if base.compile else None
+        self.apply_update = compiled(self.update, self.device) if base.compile else self.update
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in cfgs], [[] for _ in cfgs]
         self.failed: list[str | None] = [None] * self.K
@@ -181,27 +181,21 @@ class StackedRun:
             loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
-            if self.fused_update is not None:
-                self.optimizer.advance()
-                self.fused_update(step + 1)
-                if not self.method.after_step_compiles:
-                    self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
-                if frozen:
-                    self.optimizer.freeze(frozen)
-            else:
-                self.optimizer.step()
-                if frozen:
-                    self.optimizer.freeze(frozen)
+            self.optimizer.advance()
+            self.apply_update(step + 1)
+            if frozen:
+                self.optimizer.freeze(frozen)
+            if not self.method.after_step_compiles:
                 self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
         return sums / self.steps_per_epoch
 
     def update(self, step: int) -> None:
         """Adam's update (after optimizer.advance()) and, where it is elementwise arithmetic, the method's after_step:
-        what compile=true traces into one kernel."""
+        what compile=true traces into one kernel (a pruning schedule's after_step runs after it, eagerly)."""
         self.optimizer.apply()
         if self.method.after_step_compiles:
-            self.method.after_step(self.model.layers, step, self.lam, self.optimizer.step_size)
+            self.method.after_step(self.model.layers, step, self.lam, self.optimizer.effective_step)
 
     def weights(self, k: int, all_weights) -> list:
         return [(name, w[k], b[k]) for name, w, b in all_weights]
