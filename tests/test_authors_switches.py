@@ -1,5 +1,5 @@
 """Switches that follow the authors' public code where it departs from the paper (../shared/REFERENCE.md), off by
-default: eta-Trick's dual and extra term, AdaProx's counting rule."""
+default: eta-Trick's dual and extra term, AdaProx's counting rule and its prox on validation batches."""
 import math
 
 import numpy as np
@@ -46,6 +46,40 @@ def test_authors_keep_rule_counts_with_the_step_size_and_trains_the_same(synthet
     assert torch.equal(authors.method.keep_mask(authors.model.layers[0], 0.05), expected)
     assert s_authors["nonzero"] >= s_paper["nonzero"]  # rho lam < lam: more weights count as kept
     assert set(a.files) == set(b.files)
+
+
+def test_authors_validation_prox_proxes_once_per_validation_batch_after_each_epoch(synthetic, tmp_path):
+    """The same epoch, then the prox ceil(validation examples / batch size) more times at the last step's sizes."""
+    common = ("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=1", "batch_size=64")
+    paper = Run(synthetic(*common), tmp_path / "paper")
+    s_paper = paper.fit()
+    authors = Run(synthetic(*common, "method.params.authors_validation_prox=true"), tmp_path / "authors")
+    s_authors = authors.fit()
+    batches = math.ceil(len(paper.data.val) / 64)
+    assert batches > 1
+    with torch.no_grad():
+        for _ in range(batches):
+            for layer in paper.model.layers:
+                w, rho = layer.weight, paper.optimizer.effective_step(layer.weight)
+                eta = 2 * w.abs() + w * w  # LogSum(2)'s eta_hat
+                w.mul_(eta / (eta + rho * 0.05))
+    for replayed, trained in zip(paper.model.layers, authors.model.layers):
+        assert torch.allclose(replayed.weight, trained.weight, rtol=1e-5, atol=1e-12)
+    assert s_authors["nonzero"] < s_paper["nonzero"]
+
+
+def test_a_stack_proxes_on_validation_batches_as_its_single_runs(synthetic, tmp_path):
+    from adrop.train.stacked import StackedRun
+
+    cfgs = [synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=2", f"seed={seed}",
+                      "method.params.authors_validation_prox=true", "method.params.authors_keep_rule=true")
+            for seed in (0, 1)]
+    singles = [Run(c, tmp_path / f"single{i}").fit() for i, c in enumerate(cfgs)]
+    stacked = StackedRun(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
+    for i in range(2):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        assert all(np.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a.files)
+        assert stacked[i]["nonzero"] == pytest.approx(singles[i]["nonzero"], abs=2)
 
 
 @pytest.mark.parametrize("mask", ["bernoulli", "gaussian"])

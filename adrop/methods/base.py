@@ -11,6 +11,7 @@ against that layer's weights. The loop only ever calls:
     method.before_step(step, lam)             before every step's forward pass (adaptive dropout's masks need lam)
     method.penalty(layers, lam)               the regulariser R; the loop minimises  data term + lam * R
     method.after_step(layers, step, lam, step_size)   e.g. a proximal step or a pruning schedule
+    method.end_epoch(layers, lam, step_size, validation_batches)   after an epoch's steps, before its evaluation
     method.keep_mask(layer, lam)              which weights count as nonzero (the paper's rule, adrop.keep_rule)
     method.effective_weight(layer, lam)       the weight evaluation uses, masks and deterministic gates folded in
     method.unmasked_weight(layer)             the same without the keep rule (evaluate_unmasked: the authors' way)
@@ -188,6 +189,11 @@ class Method:
     def after_step(self, layers, step: int, lam, step_size: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Called after every optimiser step (step counts from 1); step_size(p) is the step the optimiser just took
         for each coordinate of parameter p (for Adam, lr / (sqrt(v_hat) + eps))."""
+
+    def end_epoch(self, layers, lam, step_size: Callable[[torch.Tensor], torch.Tensor], validation_batches: int) -> None:
+        """Called after an epoch's last step, before it is evaluated (and checkpointed); validation_batches is how
+        many batches the validation set makes at the run's batch size. Nothing by default: only a method that
+        follows a training loop's work between epochs (AdaProx's authors_validation_prox) uses it."""
 
     def state_dict(self) -> dict:
         return {}

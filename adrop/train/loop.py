@@ -289,6 +289,8 @@ class Run:
             self.optimizer.step()
             self.method.after_step(layers, step0 + b + 1, self.hp["lam"], self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()])
+        self.method.end_epoch(layers, self.hp["lam"], self.optimizer.effective_step,
+                              math.ceil(len(self.data.val) / cfg.batch_size))
         return (sums / self.steps_per_epoch).tolist()  # the one host sync of the epoch
 
     def evaluate(self, split):

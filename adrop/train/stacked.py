@@ -188,6 +188,8 @@ class StackedRun:
             if not self.method.after_step_compiles:
                 self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
+        self.method.end_epoch(layers, self.lam, self.optimizer.effective_step,
+                              math.ceil(len(self.data.val) / batch))
         return sums / self.steps_per_epoch
 
     def update(self, step: int) -> None:
