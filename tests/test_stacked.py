@@ -187,6 +187,17 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
 
 
+@pytest.mark.parametrize("setting", ["max_stack=0", "max_stack=-1", "n_jobs=0"])
+def test_the_stacked_launcher_refuses_sizes_below_one_in_one_line(adrop, tmp_path, setting):
+    """max_stack=-1 used to train nothing and exit 0; 0 meant the default. Both are refused, before any folder."""
+    out = adrop("train", "-m", "dataset=synthetic", "model=mlp", "seed=0,1", "hydra/launcher=stacked",
+                f"hydra.launcher.{setting}", "hydra.sweep.dir=sweep")
+    key, value = setting.split("=")
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        f"adrop train: error: hydra.launcher.{key} must be a positive integer or null (the default), got {value}"]
+    assert not (tmp_path / "sweep").exists()
+
+
 @pytest.mark.slow
 def test_the_stacked_launcher_trains_stacks_in_worker_processes(adrop, tmp_path):
     """hydra.launcher.n_jobs=2: two stacks at once, each in its own process (one torch thread each), the same

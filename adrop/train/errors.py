@@ -12,7 +12,7 @@ import os
 import re
 import traceback
 
-from hydra.errors import MissingConfigException
+from hydra.errors import InstantiationException, MissingConfigException
 
 from . import schema
 
@@ -69,6 +69,8 @@ def _meaningful(text: str) -> list[str]:
 
 def one_line(err: BaseException) -> str:
     text = str(err)
+    if isinstance(err, InstantiationException) and isinstance(err.__cause__, ValueError):
+        return str(err.__cause__)  # a plugin (the stacked launcher) refused its settings: its own words, not Hydra's
     if isinstance(err, MissingConfigException) and err.options is not None:
         found = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
         if found:

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 class StackedLauncher(Launcher):
     def __init__(self, max_stack: Optional[int] = None, n_jobs: Optional[int] = None) -> None:
+        for key, value in (("max_stack", max_stack), ("n_jobs", n_jobs)):
+            if value is not None and value < 1:  # 0 or -1 would otherwise mean "the default" or train nothing
+                raise ValueError(f"hydra.launcher.{key} must be a positive integer or null (the default), got {value}")
         self.max_stack, self.n_jobs = max_stack, n_jobs
         self.config = self.hydra_context = self.task_function = None
 
