@@ -4,7 +4,8 @@
 - a refused or failed start of a single run leaves no new folder behind;
 - a sweep exits non-zero when any job failed, with a one-line count, and never rewrites its multirun.yaml;
 - unknown keys are refused even with `+`, naming the closest valid key; Hydra's errors are one line;
-- a model with no hidden layer only by name; summary.json records the architecture.
+- a model with no hidden layer only by name; summary.json records the architecture;
+- a folder another command is training in is refused, single run or sweep job, and nothing in it is written.
 The command line runs in subprocesses (marked slow); the rules behind it are also tested in-process (fast).
 """
 import json
@@ -118,6 +119,15 @@ def test_hydra_errors_become_one_line(config, overrides, message):
     assert message in line and "\n" not in line
 
 
+def test_a_held_folder_cannot_be_held_again_until_released(tmp_path):
+    folder = tmp_path / "new" / "run"
+    with run_files.Held(folder):
+        assert folder.is_dir() and not any(folder.iterdir())  # made, and no lock file in it
+        with pytest.raises(run_files.FolderTaken, match="is in use: another adrop command is training this run"):
+            run_files.Held(folder)
+    run_files.Held(folder).close()  # released
+
+
 # -- the command line -----------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -140,6 +150,28 @@ def test_a_folder_with_another_run_is_never_touched(adrop, tmp_path):
     same = adrop("train", *SMALL, "method=hard_concrete", f"hydra.run.dir={done}")
     assert same.returncode == 0 and "already holds this run, completed; nothing to do" in same.stdout
     assert files(done) == before[done]
+
+
+@pytest.mark.slow
+def test_a_folder_in_use_by_another_command_is_refused(adrop, tmp_path):
+    """A run half trained, its folder held as a running command holds it: the same command (which would resume it)
+    is refused in one line, as a single run and as a sweep's job, and nothing in the folder changes."""
+    folder = tmp_path / "sweep" / "seed_0"
+    assert adrop("train", *SMALL, "epochs=3", f"hydra.run.dir={folder}").returncode == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps({**summary, "status": "running"}))
+    before = files(folder)
+    with run_files.Held(folder):
+        single = adrop("train", *SMALL, "epochs=3", f"hydra.run.dir={folder}")
+        sweep = adrop("train", "-m", *SMALL, "epochs=3", "seed=0,1", "hydra/launcher=stacked",
+                      f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=seed_${seed}")
+    assert single.returncode == 1 and single.stderr.strip().splitlines() == [
+        f"adrop train: error: {folder} is in use: another adrop command is training this run right now; rerun this "
+        "one once that has stopped (the run resumes from its last checkpoint)"]
+    assert sweep.returncode == 1 and "seed_0: " in sweep.stderr and "is in use" in sweep.stderr
+    assert "1 of 2 jobs failed" in last_line(sweep)
+    assert json.loads((tmp_path / "sweep" / "seed_1" / "summary.json").read_text())["status"] == "completed"
+    assert files(folder) == before
 
 
 @pytest.mark.slow

@@ -62,13 +62,19 @@ def task(cfg: DictConfig) -> dict | None:
     try:
         identity = start_checks(cfg, hc.runtime.choices.get("method"))  # again in a sweep: each job's own values
         state = run_files.claim(folder, identity)
+        held = run_files.Held(folder)  # until this job ends: a second command on the folder is refused
     except TrainError as err:
         return failed_start(folder, cfg, str(err), multirun)
-    except run_files.FolderTaken as err:  # nothing written: the folder is another run's
+    except run_files.FolderTaken as err:  # nothing written: the folder is another run's, or in use
         report(str(err), multirun, folder)
         if not multirun:
             sys.exit(1)
         return {"status": "refused", "error": str(err), "method": cfg.method.name}
+    with held:
+        return train(cfg, folder, multirun, identity, state, hc)
+
+
+def train(cfg, folder: Path, multirun: bool, identity: dict, state: str, hc) -> dict | None:
     if state == "completed":
         previous = run_files.read_summary(folder)
         print(f"{folder} already holds this run, completed; nothing to do ({one_line(previous)})")

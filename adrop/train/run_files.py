@@ -18,6 +18,9 @@
 
 A folder belongs to the first run that starts in it: `claim` says whether a run may use a folder (new, resume,
 completed) before anything in it is written; a folder that holds another run, or files adrop cannot read, is refused.
+While a command trains a run, it holds the folder (`Held`: an exclusive flock on the folder itself, no file added),
+so that a second command on the same folder, one that would resume the same run, is refused instead of training it
+a second time into the same files.
 """
 from __future__ import annotations
 
@@ -28,6 +31,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; folders are not held there
+    fcntl = None
 
 from . import cost
 
@@ -148,6 +156,37 @@ def claim(folder: Path, identity: dict) -> str:
     names = sorted(p.name for p in folder.iterdir())
     raise FolderTaken(f"{folder} is not empty and holds no adrop run ({', '.join(names[:5])}"
                       f"{', ...' if len(names) > 5 else ''}); {where}")
+
+
+class Held:
+    """`folder` held by this process while it trains a run there: an exclusive, non-blocking flock on the folder
+    (made if missing), released by close() or when the process ends, however it ends. Raises FolderTaken when
+    another process holds it. On a network file system flock may not reach other machines."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.fd = Path(folder), None
+        if fcntl is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise FolderTaken(f"{self.folder} is in use: another adrop command is training this run right now; "
+                              "rerun this one once that has stopped (the run resumes from its last checkpoint)") from None
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def describe(identity: dict, summary: dict | None) -> str:

@@ -98,6 +98,15 @@ def record_failure(job: Job, message: str, identity: dict | None = None) -> dict
 
 
 def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> list[dict]:
+    held = []  # the folders this sweep trains in, held until it ends (a second command on them is refused)
+    try:
+        return _run(jobs, max_stack, n_jobs, held)
+    finally:
+        for h in held:
+            h.close()
+
+
+def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list) -> list[dict]:
     results: list[dict | None] = [None] * len(jobs)
     groups: dict[tuple, list[int]] = {}
     identities = {}
@@ -105,6 +114,8 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
         try:
             identities[i] = start_checks(job.cfg, job.method_choice)
             state = run_files.claim(job.folder, identities[i])
+            if state != "completed":
+                held.append(run_files.Held(job.folder))
         except TrainError as err:
             results[i] = record_failure(job, str(err))
             continue
