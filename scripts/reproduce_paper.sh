@@ -12,6 +12,8 @@
 #   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, jobs in parallel: the faster way on a CPU)
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
 #   PAPER_ONLY=1 scripts/reproduce_paper.sh          only the paper's sweep and its report (scripts/gpu_checks.sh paper)
+#   PAPER_ONLY=1 METHODS=logsum,adaprox scripts/reproduce_paper.sh   some of its rows (two such commands with other
+#                                                   METHODS can share the sweep folder: each holds only its own jobs)
 #
 # Writes: $SWEEP_DIR (default outputs/multirun/paper_lenet300_e$EPOCHS), one folder per method and seed;
 # ${SWEEP_DIR}_beyond, one folder per experiment and seed; ${SWEEP_DIR}_finetuned/<stage-1 run>/seed=N; and the report (results.csv, results.md with the paper's
@@ -26,7 +28,7 @@ LAUNCHER=${LAUNCHER:-stacked}
 STATUS=0
 DATA=${DATA:-${ADROP_DATA:-data}}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/paper_lenet300_e${EPOCHS}}
-METHODS=vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,adaptive_dropout,magnitude_pruning,hard_concrete,dense
+METHODS=${METHODS:-vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,adaptive_dropout,magnitude_pruning,hard_concrete,dense}
 COMMON=("seed=${SEEDS}" "epochs=${EPOCHS}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}")
 if [ -n "${LAUNCHER:-}" ]; then COMMON+=("hydra/launcher=${LAUNCHER}"); fi
 COMMON+=("$@")

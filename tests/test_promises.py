@@ -169,7 +169,8 @@ def test_a_folder_in_use_by_another_command_is_refused(adrop, tmp_path):
         f"adrop train: error: {folder} is in use: another adrop command is training this run right now; rerun this "
         "one once that has stopped (the run resumes from its last checkpoint)"]
     assert sweep.returncode == 1 and "seed_0: " in sweep.stderr and "is in use" in sweep.stderr
-    assert "1 of 2 jobs failed" in last_line(sweep)
+    assert last_line(sweep).startswith("adrop train: error: 1 of 2 jobs failed")
+    assert last_line(sweep).endswith("(refused, as said above, with nothing written)")
     assert json.loads((tmp_path / "sweep" / "seed_1" / "summary.json").read_text())["status"] == "completed"
     assert files(folder) == before
 

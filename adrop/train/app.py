@@ -148,9 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for key, value in saved.items():
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    failures = sweeper.RESULT.get("failed")
+    failures, refused = sweeper.RESULT.get("failed"), sweeper.RESULT.get("refused") or []
     if failures:
+        why = ("each failed job's summary.json says why" if not refused else
+               "refused, as said above, with nothing written" if len(refused) == len(failures) else
+               f"{len(refused)} of them refused, as said above, with nothing written; the others' summary.json "
+               "says why")
         print(f"adrop train: error: {len(failures)} of {sweeper.RESULT['jobs']} jobs failed: see "
-              f"{sweeper.RESULT['dir']} (each failed job's summary.json says why)", file=sys.stderr)
+              f"{sweeper.RESULT['dir']} ({why})", file=sys.stderr)
         return 1
     return 0

@@ -17,7 +17,8 @@ from hydra.core.utils import JobStatus
 from omegaconf import OmegaConf
 
 log = logging.getLogger(__name__)
-RESULT: dict = {}  # the last sweep of this process: {"jobs": n, "failed": [job folders], "dir": sweep folder}
+RESULT: dict = {}  # the last sweep of this process: {"jobs": n, "failed": [job overrides], "refused": [those of them
+#                   refused: another run's folder, or one in use], "dir": sweep folder}
 
 
 def save_new(config, folder: Path) -> Path:
@@ -29,11 +30,13 @@ def save_new(config, folder: Path) -> Path:
     return path
 
 
-def job_failed(result) -> bool:
+def job_status(result) -> str | None:
+    """"failed" or "refused" (nothing written: another run's folder, or one in use), else None."""
     if result.status == JobStatus.FAILED:
-        return True
+        return "failed"
     value = result._return_value  # the task's summary dict; never raises, unlike .return_value
-    return isinstance(value, dict) and value.get("status") in ("failed", "refused")
+    status = value.get("status") if isinstance(value, dict) else None
+    return status if status in ("failed", "refused") else None
 
 
 class AdropSweeper(BasicSweeper):
@@ -46,14 +49,19 @@ class AdropSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         save_new(self.config, sweep_dir)
         RESULT.clear()
-        RESULT.update(jobs=0, failed=[], dir=str(sweep_dir))
+        RESULT.update(jobs=0, failed=[], refused=[], dir=str(sweep_dir))
         returns, initial_job_idx = [], 0
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
             results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
             RESULT["jobs"] += len(results)
-            RESULT["failed"] += [" ".join(r.overrides or []) for r in results if job_failed(r)]
+            for r in results:
+                status = job_status(r)
+                if status:
+                    RESULT["failed"].append(" ".join(r.overrides or []))
+                if status == "refused":
+                    RESULT["refused"].append(" ".join(r.overrides or []))
             initial_job_idx += len(batch)
             returns.append(results)
         return returns
