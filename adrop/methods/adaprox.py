@@ -51,18 +51,17 @@ class AdaProx(EtaHatMethod):
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
-        self.prox_all(layers, lam, step_size)
-
-    @torch.no_grad()
-    def end_epoch(self, layers, lam, step_size, validation_batches):
-        if self.params.authors_validation_prox:
-            for _ in range(validation_batches):  # the step sizes stay those of the epoch's last step
-                self.prox_all(layers, lam, step_size)
-
-    def prox_all(self, layers, lam, step_size):
         for layer in layers:
             rho = step_size(layer.weight)
             self.prox(layer, lam, rho)
             if self.params.authors_keep_rule:
                 layer.last_step.copy_(rho)
 
+    @torch.no_grad()
+    def end_epoch(self, layers, lam, step_size, validation_batches):
+        if not self.params.authors_validation_prox:
+            return
+        rhos = [step_size(layer.weight) for layer in layers]  # the epoch's last step sizes: no optimiser step between
+        for _ in range(validation_batches):
+            for layer, rho in zip(layers, rhos):
+                self.prox(layer, lam, rho)

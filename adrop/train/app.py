@@ -62,6 +62,10 @@ def task(cfg: DictConfig) -> dict | None:
     try:
         identity = start_checks(cfg, hc.runtime.choices.get("method"))  # again in a sweep: each job's own values
         state = run_files.claim(folder, identity)
+        if state == "completed":
+            previous = run_files.read_summary(folder)
+            print(f"{folder} already holds this run, completed; nothing to do ({one_line(previous)})")
+            return previous
         held = run_files.Held(folder)  # until this job ends: a second command on the folder is refused
     except TrainError as err:
         return failed_start(folder, cfg, str(err), multirun)
@@ -71,14 +75,10 @@ def task(cfg: DictConfig) -> dict | None:
             sys.exit(1)
         return {"status": "refused", "error": str(err), "method": cfg.method.name}
     with held:
-        return train(cfg, folder, multirun, identity, state, hc)
+        return train(cfg, folder, multirun, identity, hc)
 
 
-def train(cfg, folder: Path, multirun: bool, identity: dict, state: str, hc) -> dict | None:
-    if state == "completed":
-        previous = run_files.read_summary(folder)
-        print(f"{folder} already holds this run, completed; nothing to do ({one_line(previous)})")
-        return previous
+def train(cfg, folder: Path, multirun: bool, identity: dict, hc) -> dict | None:
     try:
         run = Run(cfg, folder, multirun=multirun)
     except (TrainError, ValueError) as err:
@@ -148,8 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for key, value in saved.items():
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    failures, refused = sweeper.RESULT.get("failed"), sweeper.RESULT.get("refused") or []
+    failures = sweeper.RESULT.get("failed")
     if failures:
+        refused = [job for job, status in failures if status == "refused"]
         why = ("each failed job's summary.json says why" if not refused else
                "refused, as said above, with nothing written" if len(refused) == len(failures) else
                f"{len(refused)} of them refused, as said above, with nothing written; the others' summary.json "

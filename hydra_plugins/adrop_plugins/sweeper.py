@@ -17,8 +17,8 @@ from hydra.core.utils import JobStatus
 from omegaconf import OmegaConf
 
 log = logging.getLogger(__name__)
-RESULT: dict = {}  # the last sweep of this process: {"jobs": n, "failed": [job overrides], "refused": [those of them
-#                   refused: another run's folder, or one in use], "dir": sweep folder}
+RESULT: dict = {}  # the last sweep of this process: {"jobs": n, "failed": [(job overrides, "failed" or "refused")],
+#                   "dir": sweep folder}
 
 
 def save_new(config, folder: Path) -> Path:
@@ -49,19 +49,14 @@ class AdropSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         save_new(self.config, sweep_dir)
         RESULT.clear()
-        RESULT.update(jobs=0, failed=[], refused=[], dir=str(sweep_dir))
+        RESULT.update(jobs=0, failed=[], dir=str(sweep_dir))
         returns, initial_job_idx = [], 0
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
             results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
             RESULT["jobs"] += len(results)
-            for r in results:
-                status = job_status(r)
-                if status:
-                    RESULT["failed"].append(" ".join(r.overrides or []))
-                if status == "refused":
-                    RESULT["refused"].append(" ".join(r.overrides or []))
+            RESULT["failed"] += [(" ".join(r.overrides or []), job_status(r)) for r in results if job_status(r)]
             initial_job_idx += len(batch)
             returns.append(results)
         return returns
