@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
+import torch
 
+from adrop.methods.magnitude_pruning import Masked
 from adrop.train.loop import Run, TrainError
 
 
@@ -47,3 +49,28 @@ def test_init_from_without_weights_or_with_other_shapes_is_a_clear_error(synthet
         Run(synthetic("method=fixed_mask", f"init_from={tmp_path / 'nothing'}"), tmp_path / "a")
     with pytest.raises(TrainError, match=r"fc2.weight should be \(16, 64\), found \(4, 64\)"):
         Run(synthetic("method=fixed_mask", "model.hidden=[64,16]", f"init_from={pruned}"), tmp_path / "b")
+
+
+def test_masked_gradients_are_the_bits_of_the_masked_product(synthetic, pruned, tmp_path, monkeypatch):
+    """The mask left the forward pass (before_update zeroes masked gradients instead): every gradient, masked or not,
+    has the bits the forward product weight * mask gave it, so the reference runs are unchanged bit for bit."""
+    run = Run(synthetic("method=fixed_mask", f"init_from={pruned}"), tmp_path)
+    run.method.start(run.model.layers)
+    layers = run.model.layers
+    x, y = run.data.train.x[:64], run.data.train.y[:64]
+    assert any(bool((~layer.mask).any()) for layer in layers)
+
+    def gradients():
+        for layer in layers:
+            layer.weight.grad = None
+        torch.nn.functional.cross_entropy(run.model(x), y).backward()
+        return [layer.weight.grad.clone() for layer in layers]
+
+    now = gradients()
+    run.method.before_update(layers)
+    now = [layer.weight.grad.clone() for layer in layers]
+    with monkeypatch.context() as m:  # the mask in the forward pass, as before
+        m.setattr(Masked, "forward", lambda self, layer, x: layer.product(x, layer.weight * layer.mask, layer.bias))
+        before = gradients()
+    for a, b in zip(before, now):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))

@@ -99,8 +99,9 @@ def test_a_stack_of_three_follows_each_single_run(method, synthetic, held_noise,
 @pytest.mark.parametrize("method", ["adaprox", "magnitude_pruning"])
 def test_a_compiled_stack_follows_each_single_run(method, synthetic, tmp_path):
     """compile=true traces a stack's loss, and Adam's update fused with the method's after_step (AdaProx's prox;
-    magnitude pruning's schedule stays eager): not bitwise, but within 1e-4 relative of the single runs after the
-    first 7 steps, without graph breaks (graphs: the update, the loss, the loss of the last, smaller batch)."""
+    magnitude pruning's gradient mask and fold, its mask updates eager): not bitwise, but within 1e-4 relative of
+    the single runs after the first 7 steps, without graph breaks (graphs: the update, the loss, the loss of the
+    last, smaller batch; magnitude pruning also the update without its fold, at the steps that update masks)."""
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
@@ -111,7 +112,8 @@ def test_a_compiled_stack_follows_each_single_run(method, synthetic, tmp_path):
     for c, folder in zip(cfgs, singles):
         Run(c, folder).fit()
     StackedRun(with_compile(cfgs), stacks).fit()
-    assert counters["stats"]["unique_graphs"] <= 3 and not counters["graph_break"], dict(counters["graph_break"])
+    graphs = 4 if method == "magnitude_pruning" else 3
+    assert counters["stats"]["unique_graphs"] <= graphs and not counters["graph_break"], dict(counters["graph_break"])
     assert_same_weights(singles, stacks, 1e-4)
 
 

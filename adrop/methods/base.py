@@ -10,6 +10,7 @@ against that layer's weights. The loop only ever calls:
     method.start(layers)                      once, before the first step of a new run (not on resume)
     method.before_step(step, lam)             before every step's forward pass (adaptive dropout's masks need lam)
     method.penalty(layers, lam)               the regulariser R; the loop minimises  data term + lam * R
+    method.before_update(layers)              after the backward pass, before the optimiser's step (a gradient mask)
     method.after_step(layers, step, lam, step_size)   e.g. a proximal step or a pruning schedule
     method.end_epoch(layers, lam, step_size, validation_batches)   after an epoch's steps, before its evaluation
     method.keep_mask(layer, lam)              which weights count as nonzero (the paper's rule, adrop.keep_rule)
@@ -181,10 +182,15 @@ class Method:
     def start(self, layers) -> None:
         """Called once before the first training step of a new run (after init_from), not when one resumes."""
 
-    # after_step is elementwise tensor arithmetic that does not branch on `step` (AdaProx's prox, or nothing), so a
-    # stack with compile=true may trace it with the optimiser's update; a method whose after_step has Python control
-    # flow per step (a pruning schedule) sets False and runs it eagerly after the compiled update
-    after_step_compiles = True
+    def before_update(self, layers) -> None:
+        """Called after every step's backward pass, before the optimiser's update (pruning zeroes masked gradients)."""
+
+    def after_step_is_elementwise(self, step: int) -> bool:
+        """Whether after_step at this step is elementwise tensor arithmetic that does not branch on `step` (AdaProx's
+        prox, a mask folded into the weights, or nothing): then a stack with compile=true traces it with the
+        optimiser's update, passing step=None. A step with Python control flow (a pruning schedule's mask update)
+        answers False and after_step runs eagerly after the compiled update, with its step."""
+        return True
 
     def after_step(self, layers, step: int, lam, step_size: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Called after every optimiser step (step counts from 1); step_size(p) is the step the optimiser just took

@@ -14,7 +14,7 @@ from .magnitude_pruning import Masked
 
 @register
 class FixedMask(Masked):
-    name = "fixed_mask"  # a mask buffer, applied in the forward pass; masked weights get zero gradients
+    name = "fixed_mask"  # a mask buffer; masked weights get zero gradients and stay zero
 
     @torch.no_grad()
     def start(self, layers) -> None:

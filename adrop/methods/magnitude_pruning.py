@@ -34,14 +34,18 @@ class PruningParams:
 
 
 class Masked(Method):
-    """Weights under a fixed-for-now mask (a boolean buffer), applied in the forward pass: masked weights get zero
-    gradients and count as zero."""
+    """Weights under a fixed-for-now mask (a boolean buffer): masked weights are zero and stay zero, their gradients
+    zeroed before each update. The forward pass uses the weights as they are: multiplying by the mask there would
+    give the same numbers (masked weights are already 0) at the price of a pass over every weight, forward and
+    backward, each step (docs/performance.md: the mask out of the forward pass)."""
 
     def add_parameters(self, layer):
         layer.register_buffer("mask", torch.ones(layer.weight.shape, dtype=torch.bool))
 
-    def forward(self, layer, x):
-        return layer.product(x, layer.weight * layer.mask, layer.bias)
+    @torch.no_grad()
+    def before_update(self, layers):
+        for layer in layers:  # mul_, not masked_fill_: the product's gradient had the sign of g * 0 (-0 too), bitwise
+            layer.weight.grad.mul_(layer.mask)
 
     def keep_mask(self, layer, lam):
         return layer.mask & (layer.weight != 0)
@@ -71,11 +75,15 @@ class MagnitudePruning(Masked):
         progress = min((step - t0) / max(t1 - t0, 1), 1.0)
         return p.final_sparsity + (p.initial_sparsity - p.final_sparsity) * (1 - progress) ** 3
 
-    after_step_compiles = False  # the mask update every `frequency` steps is Python control flow on the step
+    def mask_update_due(self, step: int) -> bool:
+        return step % self.params.frequency == 0 or step == self.total_steps
+
+    def after_step_is_elementwise(self, step):
+        return not self.mask_update_due(step)  # the mask update is Python control flow; the fold is elementwise
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
-        if step % self.params.frequency == 0 or step == self.total_steps:
+        if step is not None and self.mask_update_due(step):
             self.update_masks(layers, self.target(step))
         for layer in layers:
             layer.weight.mul_(layer.mask)

@@ -286,6 +286,7 @@ class Run:
             loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], self.lam_at(step0 + b))
             self.optimizer.zero_grad()
             loss.backward()
+            self.method.before_update(layers)
             self.optimizer.step()
             self.method.after_step(layers, step0 + b + 1, self.hp["lam"], self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()])

@@ -182,22 +182,25 @@ class StackedRun:
             self.optimizer.zero_grad()
             loss.sum().backward()
             self.optimizer.advance()
-            self.apply_update(step + 1)
+            elementwise = self.method.after_step_is_elementwise(step + 1)
+            self.apply_update(elementwise)
             if frozen:
                 self.optimizer.freeze(frozen)
-            if not self.method.after_step_compiles:
+            if not elementwise:
                 self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
         self.method.end_epoch(layers, self.lam, self.optimizer.effective_step,
                               math.ceil(len(self.data.val) / batch))
         return sums / self.steps_per_epoch
 
-    def update(self, step: int) -> None:
-        """Adam's update (after optimizer.advance()) and, where it is elementwise arithmetic, the method's after_step:
-        what compile=true traces into one kernel (a pruning schedule's after_step runs after it, eagerly)."""
+    def update(self, with_after_step: bool) -> None:
+        """The method's before_update, Adam's update (after optimizer.advance()) and, where it is elementwise
+        arithmetic, the method's after_step (step=None): what compile=true traces into one kernel (a step whose
+        after_step branches on the step, a pruning schedule's mask update, runs it after this, eagerly)."""
+        self.method.before_update(self.model.layers)
         self.optimizer.apply()
-        if self.method.after_step_compiles:
-            self.method.after_step(self.model.layers, step, self.lam, self.optimizer.effective_step)
+        if with_after_step:
+            self.method.after_step(self.model.layers, None, self.lam, self.optimizer.effective_step)
 
     def weights(self, k: int, all_weights) -> list:
         return [(name, w[k], b[k]) for name, w, b in all_weights]
