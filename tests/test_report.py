@@ -263,3 +263,24 @@ def test_published_points_follow_the_networks_in_the_report(tmp_path, monkeypatc
     assert seen[-1][0] is not None and seen[-1][1] == [paper.SPARSE_VD, *paper.LENET5_PUBLISHED]
     assert report_command.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r3")]) == 0
     assert seen[-1] == (None, [])
+
+
+def test_runs_of_another_length_are_another_row_without_the_papers_numbers(tmp_path):
+    """LogSum at the paper's lam and lr trained for 200 epochs and for 1000: two rows (not two seeds of one), the
+    paper's numbers beside the 200-epoch row only, and legends that say the length."""
+    from adrop.report import collect, tables
+
+    for epochs, error in [(200, 0.03), (1000, 0.02)]:
+        folder = tmp_path / f"epochs={epochs}"
+        folder.mkdir()
+        (folder / "summary.json").write_text(json.dumps({
+            "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-4, "seed": 0, "epochs": epochs,
+            "epochs_planned": epochs, "test_error": error, "val_error": error, "nonzero_fraction": 0.02,
+            "model": "lenet_300_100"}))
+    table = collect.results(tmp_path)
+    md = tables.markdown_table(table, with_paper=True).splitlines()
+    rows = {line.split(" | ")[4]: line for line in md[2:]}  # by epochs
+    assert set(rows) == {"200", "1000"}
+    assert "3.00%" in rows["200"] and "2.93%" in rows["200"]  # the paper's LogSum beside its own length
+    assert "2.00%" in rows["1000"] and "2.93%" not in rows["1000"]
+    assert sorted(collect.labels(table)) == ["logsum (epochs=1000)", "logsum (epochs=200)"]

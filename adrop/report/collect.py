@@ -117,12 +117,19 @@ def with_models_told_apart(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def labels(table: pd.DataFrame) -> pd.Series:
-    """A name per run for legends: the method, with what tells its runs apart (lam, lr, setting) where they differ."""
+    """A name per run for legends: the method, with what tells its runs apart (lam, lr, length, setting) where they
+    differ."""
     table = table.assign(setting=table.setting.fillna("") if "setting" in table else "")
+    if "epochs_planned" in table:  # a run's length is what it was set to train, finished or not
+        table = table.assign(length=table.epochs_planned.fillna(table.epochs))
+    else:
+        table = table.assign(length=table.epochs if "epochs" in table else None)
     out = table.method.copy()
     for method, rows in table.groupby("method"):
         parts = [(key, rows[key].map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)))
                  for key in ("lam", "lr") if rows[key].nunique(dropna=False) > 1]
+        if rows.length.nunique(dropna=False) > 1:
+            parts.append(("epochs", rows.length.map(lambda v: "?" if pd.isna(v) else str(int(v)))))
         if rows.setting.nunique() > 1:
             short = rows.setting.map(_short_paths)
             parts.append(("", short if short.nunique() == rows.setting.nunique() else rows.setting))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 LAYERS = ("fc1", "fc2", "fc3")  # 784x300, 300x100, 100x10
+EPOCHS = 200  # the length of the paper's trainings (its Appendix C)
 MODELS = ("lenet_300_100", "")  # the runs the paper's rows compare with ("": a summary that does not name its model)
 ROWS = [  # method, lam, lr, test error, nonzero fraction, per layer
     ("vardrop_lr_ar", 1 / 60000, 1e-4, 0.0321, 0.024, (0.020, 0.035, 0.502)),

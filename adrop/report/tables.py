@@ -23,7 +23,8 @@ def layer_columns(table: pd.DataFrame) -> list[str]:
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, lam, lr, setting) over completed runs: count, mean and std of the figures."""
+    """One row per (method, lam, lr, setting, model, epochs) over completed runs: count, mean and std of the figures.
+    Runs of another length are another row (VarDrop at 1000 epochs is not a fourth seed of VarDrop at 200)."""
     done = table[table.status == "completed"]
     if "setting" not in done:
         done = done.assign(setting="")
@@ -34,12 +35,11 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
     figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
     done = done.assign(model=done.model.fillna("") if "model" in done else "")
-    grouped = done.groupby(["method", "lam", "lr", "setting", "model"], dropna=False)
+    grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out.insert(0, "runs", grouped.size())
     out.insert(1, "seeds", grouped.seed.apply(lambda s: ",".join(str(int(v)) for v in sorted(s.dropna()))))
-    out.insert(2, "epochs", grouped.epochs.max())
     return out.reset_index()
 
 
@@ -78,6 +78,7 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
             if with_paper:
                 known = (ref is not None and r.method in ref.index  # the paper's row only for the paper's lam and lr
                          and r.model in paper.MODELS  # and its network (runs from before the summary said: unknown)
+                         and int(r.epochs) == paper.EPOCHS  # and its length
                          and math.isclose(r.lam, ref.loc[r.method, "lam"], rel_tol=1e-6)
                          and math.isclose(r.lr, ref.loc[r.method, "lr"], rel_tol=1e-6))
                 row["paper test error"] = f"{ref.loc[r.method, 'test_error'] * 100:.2f}%" if known else "-"
