@@ -66,7 +66,7 @@ def test_masked_gradients_are_the_bits_of_the_masked_product(synthetic, pruned, 
         torch.nn.functional.cross_entropy(run.model(x), y).backward()
         return [layer.weight.grad.clone() for layer in layers]
 
-    now = gradients()
+    gradients()
     run.method.before_update(layers)
     now = [layer.weight.grad.clone() for layer in layers]
     with monkeypatch.context() as m:  # the mask in the forward pass, as before
