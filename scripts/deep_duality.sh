@@ -3,8 +3,12 @@
 # Algorithm 1 with real masks, keep probability eta_hat / (eta_hat + lam) from LogSum(2)) beside the deterministic
 # methods it is dual to (logsum, adatikhonov, adaprox: scripts/reproduce_paper.sh runs those, and adaptive_dropout's
 # default row), in the paper's LeNet-300-100 setting at 200 epochs, 3 seeds: Bernoulli and Gaussian masks, with and
-# without the additive reparameterisation. Then the paper's remark that VarDrop run for 1000 epochs reaches about 0.1
-# nonzero (one seed; resumable: rerun the same command). Then one report.
+# without the additive reparameterisation. Then adaptive dropout with the calculus's other penalties in place of
+# LogSum(2) (Bernoulli, additive; MCP, SCAD, l1 and the VarDrop dual at their defaults; PENALTY_SEEDS, default seed 0).
+# Then the paper's remark that VarDrop run for 1000 epochs reaches about 0.1 nonzero (one seed). Then one report over
+# the parts that exist. Every part is resumable: rerun the same command (finished runs are skipped).
+#
+#   PARTS=masks,penalties (or vardrop) runs only those parts, so two commands can share the cores.
 #
 #   DATA=../shared/data scripts/deep_duality.sh                       (set OMP_NUM_THREADS=1 on a CPU: the stacked
 #                                                                      launcher runs one single run per core)
@@ -16,6 +20,9 @@ set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 LONG_EPOCHS=${LONG_EPOCHS:-1000}
 SEEDS=${SEEDS:-0,1,2}
+PENALTY_SEEDS=${PENALTY_SEEDS:-0}
+PENALTIES=${PENALTIES:-mcp,scad,l1,variational_dropout}
+PARTS=${PARTS:-masks,penalties,vardrop}
 DATA=${DATA:-${ADROP_DATA:-data}}
 LAUNCHER=${LAUNCHER:-stacked}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/deep_duality_e${EPOCHS}}
@@ -26,11 +33,25 @@ COMMON=(experiment=paper_lenet300 "data.root=${DATA}" "hydra/launcher=${LAUNCHER
         "hydra.job.config.override_dirname.exclude_keys=[experiment,method,data.root,epochs,progress]")
 COMMON+=("$@")
 
-adrop train -m "seed=${SEEDS}" method=adaptive_dropout method.params.mask=bernoulli,gaussian \
-  method.params.additive=true,false "epochs=${EPOCHS}" "hydra.sweep.dir=${SWEEP_DIR}/adaptive_dropout" \
-  "${COMMON[@]}" || STATUS=1
-adrop train -m seed=0 method=vardrop "epochs=${LONG_EPOCHS}" "hydra.sweep.dir=${SWEEP_DIR}/vardrop_e${LONG_EPOCHS}" \
-  "${COMMON[@]}" || STATUS=1
+part() { [[ ",${PARTS}," == *",$1,"* ]]; }
+
+if part masks; then
+  adrop train -m "seed=${SEEDS}" method=adaptive_dropout method.params.mask=bernoulli,gaussian \
+    method.params.additive=true,false "epochs=${EPOCHS}" "hydra.sweep.dir=${SWEEP_DIR}/adaptive_dropout" \
+    "${COMMON[@]}" || STATUS=1
+fi
+if part penalties; then
+  adrop train -m "seed=${PENALTY_SEEDS}" method=adaptive_dropout "method.params.penalty=${PENALTIES}" \
+    "epochs=${EPOCHS}" "hydra.sweep.dir=${SWEEP_DIR}/adaptive_dropout_penalties" "${COMMON[@]}" || STATUS=1
+fi
+if part vardrop; then
+  adrop train -m seed=0 method=vardrop "epochs=${LONG_EPOCHS}" \
+    "hydra.sweep.dir=${SWEEP_DIR}/vardrop_e${LONG_EPOCHS}" "${COMMON[@]}" || STATUS=1
+fi
+FOLDERS=()
+for f in adaptive_dropout adaptive_dropout_penalties "vardrop_e${LONG_EPOCHS}"; do
+  if [ -d "${SWEEP_DIR}/${f}" ]; then FOLDERS+=("${SWEEP_DIR}/${f}"); fi
+done
 if [ -e "${REPORT_DIR}" ]; then REPORT_DIR="${REPORT_DIR}.$(date +%Y%m%d-%H%M%S)"; fi
-adrop report "${SWEEP_DIR}/adaptive_dropout" "${SWEEP_DIR}/vardrop_e${LONG_EPOCHS}" --paper --out "${REPORT_DIR}"
+adrop report "${FOLDERS[@]}" --paper --out "${REPORT_DIR}"
 exit "${STATUS}"
