@@ -134,7 +134,7 @@ def main():
             ks = [int(v) for v in args.ks.split(",")]
             for k in ([1] if compiled and 1 not in ks else []) + ks:
                 rows.append((f"stack {k}{suffix}", result(child(args, k, compiled=compiled))))
-                if args.device == "cpu" and (k > 1 or compiled):
+                if args.device == "cpu":
                     runs = [result(j) for j in [child(args, k, threads=1, compiled=compiled) for _ in range(cores)]]
                     rows.append((f"{k} x {cores}{suffix}", {"seconds": max(r["seconds"] for r in runs) / cores,
                                                             "peak_mb": sum(r["peak_mb"] for r in runs)}))

@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .batched_linear import batched_linear
+
 METHODS: dict[str, type["Method"]] = {}
 
 
@@ -104,9 +106,7 @@ class SparseLinear(SparseLayer):
         """x W^T + b: F.linear for one run; for a stack, (K, batch, in) x (K, out, in) -> (K, batch, out)."""
         if self.configs is None:
             return F.linear(x, weight, bias)
-        if bias is None:
-            return torch.bmm(x, weight.transpose(1, 2))
-        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        return batched_linear(x, weight, bias)
 
 
 class SparseConv2d(SparseLayer):

@@ -141,7 +141,26 @@ class StackedAdam:
     @torch.no_grad()
     def apply(self) -> None:
         """The update of the step advance() counted: tensors only, compilable (StackedRun's compile=true fuses it
-        with the method's after_step into one pass). A step is advance() then apply()."""
+        with the method's after_step into one pass). A step is advance() then apply().
+
+        Eager on a CPU, torch's fused Adam kernel updates each row (configuration) in one pass with its own lr: on
+        the 2-core CPU (266,610 weights, one thread) 160 us a step against 435 us for the seven elementwise passes
+        below. Not on a GPU, where a launch per row would cost more than the passes over all rows save."""
+        if self.flat.device.type == "cpu" and not torch.compiler.is_compiling():
+            self.apply_fused_rows()
+        else:
+            self.apply_elementwise()
+
+    @torch.no_grad()
+    def apply_fused_rows(self) -> None:
+        beta1, beta2 = self.betas
+        for k in range(self.K):
+            torch._fused_adam_([self.flat[k]], [self.flat_grad[k]], [self.exp_avg[k]], [self.exp_avg_sq[k]], [],
+                               [self.t], lr=self.lr[k, 0], beta1=beta1, beta2=beta2, weight_decay=0.0, eps=self.eps,
+                               amsgrad=False, maximize=False)
+
+    @torch.no_grad()
+    def apply_elementwise(self) -> None:
         beta1, beta2 = self.betas
         self.exp_avg.lerp_(self.flat_grad, 1 - beta1)
         self.exp_avg_sq.mul_(beta2).addcmul_(self.flat_grad, self.flat_grad, value=1 - beta2)

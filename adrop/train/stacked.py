@@ -59,6 +59,12 @@ def stack_key(cfg) -> str:
     return json.dumps(plain, sort_keys=True, default=str)
 
 
+def rows(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """t[idx] for a (K, batch) index: each configuration's batch, (K, batch, ...). index_select, not advanced
+    indexing: the same rows, and on the 2-core CPU 36 -> 14 us for a batch of 128 MNIST images (one thread)."""
+    return t.index_select(0, idx.reshape(-1)).view(*idx.shape, *t.shape[1:])
+
+
 class StackedRun:
     def __init__(self, cfgs: list, folders: list[Path]):
         if len({stack_key(c) for c in cfgs}) != 1:
@@ -178,7 +184,7 @@ class StackedRun:
             idx = orders[:, b * batch:(b + 1) * batch]
             self.optimizer.set_lr(lrs[b])
             self.method.before_step(step, self.lam)
-            loss, data_term, penalty = self.loss(train.x[idx], train.y[idx], weights[b])
+            loss, data_term, penalty = self.loss(rows(train.x, idx), rows(train.y, idx), weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
             self.optimizer.advance()
