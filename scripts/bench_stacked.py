@@ -11,7 +11,8 @@ left out) of:
               each (measured: that many single runs at once, each in its own process)
   stack K     one StackedRun of K configurations (seeds 0..K-1), all threads
   K x N       N StackedRuns of K at once (N = cores), one thread each: the stacked launcher's CPU default (its
-              hydra.launcher.n_jobs workers, each training one stack at a time); "1 x N" is joblib's way
+              hydra.launcher.n_jobs workers, each training one stack at a time); "1 x N" is joblib's way of running,
+              with the stacked path's kernels (a StackedRun of one)
 and the ratios to `separate` (above 1: faster). Each measurement runs in its own process (a warm-up epoch, then the
 median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
 training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). --compile adds, for
