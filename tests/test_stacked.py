@@ -169,7 +169,8 @@ def test_a_killed_stack_resumes_exactly_and_its_checkpoints_are_single_runs(synt
 def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     small = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu")
     basic = adrop("train", "-m", *small, "method=logsum", "seed=0,1", "lam=0.001,-1", "hydra.sweep.dir=basic")
-    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=4", *small, "method=logsum",
+    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=4", "hydra.launcher.n_jobs=1",
+                *small, "method=logsum",
                 "seed=0,1", "lam=0.001,-1", "hydra.sweep.dir=stacked")
     assert basic.returncode == out.returncode == 1 and "2 of 4 jobs failed" in out.stderr.splitlines()[-1]
     assert "stacked launcher: 2 jobs in 1 stacks (2 configurations)" in out.stdout
@@ -187,6 +188,22 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     again = adrop("train", "-m", "hydra/launcher=stacked", *small, "method=logsum", "seed=0,1", "lam=0.001",
                   "hydra.sweep.dir=stacked")
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
+
+
+@pytest.mark.parametrize("jobs, size, workers, sizes", [
+    (9, 4, 2, [3, 3, 3]), (8, 4, 2, [4, 4]), (4, 4, 2, [2, 2]), (3, 4, 2, [2, 1]), (1, 4, 2, [1]),
+    (5, 1, 2, [1] * 5), (5, 64, 1, [5]), (130, 64, 1, [44, 43, 43])])
+def test_a_sweep_splits_into_even_stacks_that_keep_every_worker_busy(jobs, size, workers, sizes):
+    from adrop.train.stacked_jobs import split
+
+    stacks = split(list(range(jobs)), size, workers)
+    assert [len(s) for s in stacks] == sizes and sum(stacks, []) == list(range(jobs))
+
+
+def test_the_default_stack_on_a_cpu_is_the_methods(synthetic):
+    from adrop.train.stacked_jobs import default_max_stack
+
+    assert [default_max_stack(synthetic(f"method={m}")) for m in ("dense", "magnitude_pruning", "logsum")] == [4, 4, 1]
 
 
 @pytest.mark.parametrize("setting", ["max_stack=0", "max_stack=-1", "n_jobs=0"])

@@ -6,6 +6,7 @@ together (adrop.train.stacked.stack_key, and the same epoch to resume from) trai
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
 import os
 import sys
@@ -17,18 +18,20 @@ from pathlib import Path
 
 import torch
 
+from adrop import methods
+
 from . import errors, run_files
 from .hooks import start_checks
 from .loop import Run, TrainError, resolve_device
 from .stacked import StackedRun, stack_key
 
 log = logging.getLogger("adrop.train")
-# Measured with scripts/bench_stacked.py on this project's 2-core CPU (docs/performance.md): no stack beat two single
-# runs at once with one thread each, for any method, in one process or two (dense "4 x 2" 1.95x the basic launcher
-# against 2.02x; vardrop_lr_ar 1.48x against 1.70x; adaprox 0.77x against 1.22x), so on a CPU the default is stacks of
-# one (single runs, the reference path) in one worker per core. On a GPU, where a LeNet-300-100 step is mostly launch
-# overhead, 64 is the issue's expectation, not yet measured here (no GPU has been lent to this project's sessions).
-DEFAULT_MAX_STACK = {"cpu": 1, "cuda": 64}
+# On a CPU the default stack size is the method's (Method.cpu_stack, measured with scripts/bench_stacked.py on this
+# project's 2-core CPU, docs/performance.md): stacks of 4 where a step is mostly matrix products (dense, magnitude
+# pruning), stacks of one (single runs, the reference path) for the methods whose per-weight passes a stack makes
+# leave the caches; one worker per core either way. On a GPU, where a LeNet-300-100 step is mostly launch overhead,
+# 64 is the issue's expectation, not yet measured here (no GPU has been lent to this project's sessions).
+DEFAULT_MAX_STACK = {"cuda": 64}
 
 
 @dataclass
@@ -41,10 +44,26 @@ class Job:
 
 
 def default_max_stack(cfg) -> int:
+    """64 on a GPU; on a CPU the method's measured cpu_stack (adrop.methods.base.Method)."""
     try:
-        return DEFAULT_MAX_STACK[resolve_device(cfg.device).type]
+        device = resolve_device(cfg.device).type
     except TrainError:
-        return DEFAULT_MAX_STACK["cpu"]
+        device = "cpu"
+    return DEFAULT_MAX_STACK.get(device) or methods.get(cfg.method.name).cpu_stack
+
+
+def split(members: list, size: int, workers: int) -> list[list]:
+    """members (in order) as stacks of at most `size`, at least as many as there are workers while members last, of
+    sizes that differ by at most one: 9 jobs on 2 workers with size 4 are 3, 3, 3 (not 4, 4, 1), 4 jobs are 2, 2
+    (not one stack of 4 and an idle core)."""
+    n = max(math.ceil(len(members) / size), min(len(members), workers))
+    q, r = divmod(len(members), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + q + (i < r)
+        out.append(members[start:end])
+        start = end
+    return out
 
 
 def default_n_jobs(cfg) -> int:
@@ -129,10 +148,11 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
             continue
         checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
         groups.setdefault((stack_key(job.cfg), checkpoint["epoch"] if checkpoint else 0), []).append(i)
+    first = next((jobs[m[0]].cfg for m in groups.values()), None)
+    n_workers = n_jobs or (default_n_jobs(first) if first is not None else 1)
     stacks = []
     for members in groups.values():
-        size = max_stack or default_max_stack(jobs[members[0]].cfg)
-        stacks += [members[j:j + size] for j in range(0, len(members), size)]
+        stacks += split(members, max_stack or default_max_stack(jobs[members[0]].cfg), n_workers)
     stacks.sort(key=lambda stack: stack[0])  # in the sweep's order (by each stack's first job): seeds first if asked
     if stacks:
         log.info("stacked launcher: %d jobs in %d stacks of %s", sum(map(len, stacks)), len(stacks),
@@ -145,7 +165,7 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
             run_files.begin(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides, jobs[i].cfg.method.name,
                             identities[i])
     work = [([jobs[i] for i in members], [identities[i] for i in members]) for members in stacks]
-    workers = min(n_jobs or (default_n_jobs(jobs[stacks[0][0]].cfg) if stacks else 1), max(len(stacks), 1))
+    workers = min(n_workers, max(len(stacks), 1))
 
     def report(n, summaries):
         for i, summary in zip(stacks[n], summaries):
