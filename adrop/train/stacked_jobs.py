@@ -22,15 +22,16 @@ from adrop import methods
 
 from . import errors, run_files
 from .hooks import start_checks
-from .loop import Run, TrainError, resolve_device
+from .loop import TrainError, resolve_device
 from .stacked import StackedRun, stack_key
 
 log = logging.getLogger("adrop.train")
 # On a CPU the default stack size is the method's (Method.cpu_stack, measured with scripts/bench_stacked.py on this
 # project's 2-core CPU, docs/performance.md): stacks of 4 where a step is mostly matrix products (dense, magnitude
-# pruning), stacks of one (single runs, the reference path) for the methods whose per-weight passes a stack makes
-# leave the caches; one worker per core either way. On a GPU, where a LeNet-300-100 step is mostly launch overhead,
-# 64 is the issue's expectation, not yet measured here (no GPU has been lent to this project's sessions).
+# pruning), stacks of one for the methods whose per-weight passes a stack makes leave the caches; one worker per core
+# either way. Every stack, one included, trains on the stacked path (the basic and joblib launchers run the
+# reference path). On a GPU, where a LeNet-300-100 step is mostly launch overhead, 64 is the issue's expectation, not
+# yet measured here (no GPU has been lent to this project's sessions).
 DEFAULT_MAX_STACK = {"cuda": 64}
 
 
@@ -98,9 +99,7 @@ def start_worker(threads: int, parent: int) -> None:
 def train_stack(jobs: list[Job], identities: list) -> list[dict]:
     """Train one stack (in this process or a worker's) and return its jobs' summaries; a failure is recorded in
     each job's folder, never raised."""
-    try:
-        if len(jobs) == 1:  # a stack of one is a single run: the reference path
-            return [Run(jobs[0].cfg, jobs[0].folder, multirun=True).fit()]
+    try:  # a stack of one too: the stacked path's kernels make it faster than a single run (docs/performance.md)
         return StackedRun([job.cfg for job in jobs], [job.folder for job in jobs]).fit()
     except (TrainError, ValueError) as err:
         return [record_failure(job, str(err), identity) for job, identity in zip(jobs, identities)]
