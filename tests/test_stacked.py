@@ -190,6 +190,20 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
 
 
+@pytest.mark.slow
+def test_a_stack_of_one_trains_on_the_stacked_path(adrop, tmp_path):
+    """The stacked launcher's fast path includes stacks of one (faster than a single run: docs/performance.md);
+    the basic launcher runs the reference single run."""
+    small = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "method=dense", "seed=0")
+    stacked = adrop("train", "-m", "hydra/launcher=stacked", *small, "hydra.sweep.dir=stacked")
+    basic = adrop("train", "-m", *small, "hydra.sweep.dir=basic")
+    assert stacked.returncode == basic.returncode == 0, stacked.stderr
+    assert "1 jobs in 1 stacks (1 configurations)" in stacked.stdout
+    (a,), (b,) = ([json.loads(p.read_text()) for p in (tmp_path / sweep).glob("*/summary.json")]
+                  for sweep in ("stacked", "basic"))
+    assert a["stacked"] == 1 and "stacked" not in b
+
+
 @pytest.mark.parametrize("jobs, size, workers, sizes", [
     (9, 4, 2, [3, 3, 3]), (8, 4, 2, [4, 4]), (4, 4, 2, [2, 2]), (3, 4, 2, [2, 1]), (1, 4, 2, [1]),
     (5, 1, 2, [1] * 5), (5, 64, 1, [5]), (130, 64, 1, [44, 43, 43])])
