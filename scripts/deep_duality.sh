@@ -11,7 +11,7 @@
 #   PARTS=masks,penalties (or vardrop) runs only those parts, so two commands can share the cores.
 #
 #   DATA=../shared/data scripts/deep_duality.sh                       (set OMP_NUM_THREADS=1 on a CPU: the stacked
-#                                                                      launcher runs one single run per core)
+#                                                                      launcher trains one stack per core)
 #   EPOCHS=1 LONG_EPOCHS=2 DATA=../shared/data scripts/deep_duality.sh data.train_limit=512   (a smoke test)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/deep_duality_e$EPOCHS)/{adaptive_dropout,vardrop_e$LONG_EPOCHS}/ and

@@ -32,7 +32,7 @@ log = logging.getLogger("adrop.train")
 # either way. Every stack, one included, trains on the stacked path (the basic and joblib launchers run the
 # reference path). On a GPU, where a LeNet-300-100 step is mostly launch overhead, 64 is the issue's expectation, not
 # yet measured here (no GPU has been lent to this project's sessions).
-DEFAULT_MAX_STACK = {"cuda": 64}
+GPU_STACK = 64
 
 
 @dataclass
@@ -45,12 +45,12 @@ class Job:
 
 
 def default_max_stack(cfg) -> int:
-    """64 on a GPU; on a CPU the method's measured cpu_stack (adrop.methods.base.Method)."""
+    """GPU_STACK on a GPU; on a CPU the method's measured cpu_stack (adrop.methods.base.Method)."""
     try:
         device = resolve_device(cfg.device).type
     except TrainError:
         device = "cpu"
-    return DEFAULT_MAX_STACK.get(device) or methods.get(cfg.method.name).cpu_stack
+    return methods.get(cfg.method.name).cpu_stack if device == "cpu" else GPU_STACK
 
 
 def split(members: list, size: int, workers: int) -> list[list]:
