@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from adrop import methods
-from adrop.train.loop import Run
+from engines import one, stack, train
 
 
 def eta_trick(**params):
@@ -33,10 +33,10 @@ def test_authors_extra_term_is_half_the_papers():
 
 def test_authors_keep_rule_counts_with_the_step_size_and_trains_the_same(synthetic, tmp_path):
     common = ("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3")
-    paper = Run(synthetic(*common), tmp_path / "paper")
-    s_paper = paper.fit()
-    authors = Run(synthetic(*common, "method.params.authors_keep_rule=true"), tmp_path / "authors")
-    s_authors = authors.fit()
+    paper = one(synthetic(*common), tmp_path / "paper")
+    s_paper = paper.fit()[0]
+    authors = one(synthetic(*common, "method.params.authors_keep_rule=true"), tmp_path / "authors")
+    s_authors = authors.fit()[0]
     a, b = np.load(tmp_path / "paper" / "weights.npz"), np.load(tmp_path / "authors" / "weights.npz")
     trained = authors.model.layers[0].weight.detach()
     assert torch.equal(paper.model.layers[0].weight.detach(), trained)  # the rule counts; it does not train
@@ -51,10 +51,10 @@ def test_authors_keep_rule_counts_with_the_step_size_and_trains_the_same(synthet
 def test_authors_validation_prox_proxes_once_per_validation_batch_after_each_epoch(synthetic, tmp_path):
     """The same epoch, then the prox ceil(validation examples / batch size) more times at the last step's sizes."""
     common = ("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=1", "batch_size=64")
-    paper = Run(synthetic(*common), tmp_path / "paper")
-    s_paper = paper.fit()
-    authors = Run(synthetic(*common, "method.params.authors_validation_prox=true"), tmp_path / "authors")
-    s_authors = authors.fit()
+    paper = one(synthetic(*common), tmp_path / "paper")
+    s_paper = paper.fit()[0]
+    authors = one(synthetic(*common, "method.params.authors_validation_prox=true"), tmp_path / "authors")
+    s_authors = authors.fit()[0]
     batches = math.ceil(len(paper.data.val) / 64)
     assert batches > 1
     with torch.no_grad():
@@ -69,13 +69,11 @@ def test_authors_validation_prox_proxes_once_per_validation_batch_after_each_epo
 
 
 def test_a_stack_proxes_on_validation_batches_as_its_single_runs(synthetic, tmp_path):
-    from adrop.train.stacked import StackedRun
-
     cfgs = [synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=2", f"seed={seed}",
                       "method.params.authors_validation_prox=true", "method.params.authors_keep_rule=true")
             for seed in (0, 1)]
-    singles = [Run(c, tmp_path / f"single{i}").fit() for i, c in enumerate(cfgs)]
-    stacked = StackedRun(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
+    singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
+    stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
     for i in range(2):
         a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
         assert all(np.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a.files)
@@ -96,7 +94,7 @@ def test_adaptive_dropout_masks_have_the_duality_moments(mask):
 
 
 def test_adaptive_dropout_trains_sparse_on_synthetic_data(synthetic, tmp_path):
-    summary = Run(synthetic("method=adaptive_dropout", "lam=0.05", "lr=1e-2", "epochs=4"), tmp_path).fit()
+    summary = train(synthetic("method=adaptive_dropout", "lam=0.05", "lr=1e-2", "epochs=4"), tmp_path)
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 0.9
 
 
@@ -107,10 +105,10 @@ def test_adaptive_dropout_trains_with_every_penalty_that_has_a_closed_form_eta_h
     from adrop.methods.eta_hat_layer import _trains
 
     assert _trains(penalty)
-    run = Run(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.05", "lr=1e-2",
+    run = one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.05", "lr=1e-2",
                         "epochs=2"), tmp_path)
     assert type(run.method.pen).name == penalty
-    summary = run.fit()
+    summary = run.fit()[0]
     assert summary["status"] == "completed" and 0 <= summary["nonzero_fraction"] <= 1
     assert all(np.isfinite(v).all() for v in np.load(tmp_path / "weights.npz").values())
 
@@ -131,10 +129,10 @@ def test_a_numerical_eta_hat_is_tabulated_for_training(lam):
 
 
 def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tmp_path):
-    run = Run(synthetic("method=adaptive_dropout", "method.params.penalty=variational_dropout",
+    run = one(synthetic("method=adaptive_dropout", "method.params.penalty=variational_dropout",
                         "+method.params.penalty_params.lam=0.05", "lam=0.05", "lr=1e-2", "epochs=2"), tmp_path)
     assert run.method.pen.name == "variational_dropout"
-    summary = run.fit()
+    summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 1
 
 
@@ -142,39 +140,40 @@ def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tm
 def test_a_penalty_without_a_usable_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
     with pytest.raises(ValueError, match=f"penalty '{penalty}' has no eta_hat that training can use .*"
                                          "penalties that train: .*logsum.*variational_dropout"):
-        Run(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}"), tmp_path)
+        one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}"), tmp_path)
 
 
 def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_rule(synthetic, tmp_path):
     from adrop.report import collect, tables
     from adrop.train import evaluate
 
-    run = Run(synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"),
+    run = one(synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"),
               tmp_path / "run")
-    summary = run.fit()
-    raw = [(name, layer.weight.detach(), layer.bias.detach()) for name, layer in zip(run.model.names, run.model.layers)]
-    masked = evaluate.effective(run.model, run.method, run.hp["lam"])
+    summary = run.fit()[0]
+    raw = [(name, layer.weight[0].detach(), layer.bias[0].detach())
+           for name, layer in zip(run.model.names, run.model.layers)]
+    masked = run.weights(0, evaluate.effective(run.model, run.method, run.lam))
     assert summary["nonzero"] < summary["total"]  # the keep rule removed weights that the unmasked network keeps
     assert not all(torch.equal(w, m) for (_, w, _), (_, m, _) in zip(raw, masked))
-    assert summary["test_error_unmasked"] == evaluate.error(run.model.predict, raw, run.data.test)
-    assert summary["val_error_unmasked"] == evaluate.error(run.model.predict, raw, run.data.val)
-    assert summary["test_error"] == evaluate.error(run.model.predict, masked, run.data.test)  # the headline: masked
+    assert summary["test_error_unmasked"] == evaluate.error(run.single.predict, raw, run.data.test)
+    assert summary["val_error_unmasked"] == evaluate.error(run.single.predict, raw, run.data.val)
+    assert summary["test_error"] == evaluate.error(run.single.predict, masked, run.data.test)  # the headline: masked
     assert summary["identity"]["evaluate_unmasked"] is True
     md = tables.markdown_table(collect.results([tmp_path / "run"]))  # the report says which error is which
     header, _, row = md.splitlines()[:3]
     cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in row.split("|")]))
     assert cells["test error unmasked"] == f"{summary['test_error_unmasked'] * 100:.2f}%"
     assert cells["test error"] == f"{summary['test_error'] * 100:.2f}%"
-    default = Run(synthetic("method=eta_trick", "lam=0.05", "lr=1e-2", "epochs=1"), tmp_path / "default").fit()
+    default = train(synthetic("method=eta_trick", "lam=0.05", "lr=1e-2", "epochs=1"), tmp_path / "default")
     assert "test_error_unmasked" not in default and "evaluate_unmasked" not in default["identity"]
 
 
 @pytest.mark.parametrize("method", ["magnitude_pruning", "hard_concrete"])
 def test_unmasked_keeps_the_masks_and_gates_a_method_trains_with(synthetic, tmp_path, method):
-    run = Run(synthetic(f"method={method}", "epochs=2", "evaluate_unmasked=true",
+    run = one(synthetic(f"method={method}", "epochs=2", "evaluate_unmasked=true",
                         *(["method.params.final_sparsity=0.5", "method.params.frequency=1"]
                           if method == "magnitude_pruning" else ["method.params.init_drop=0.95"])), tmp_path / "run")
-    summary = run.fit()
+    summary = run.fit()[0]
     assert summary["nonzero"] < summary["total"]
     assert summary["test_error_unmasked"] == summary["test_error"]
     assert summary["val_error_unmasked"] == summary["val_error"]
@@ -194,7 +193,7 @@ def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tm
     summaries = {}
     for name, extra in (("paper", ()), ("authors", ("method.params.authors_keep_rule=true",))):
         cfg = synthetic(*common, *extra)
-        summaries[name] = Run(cfg, tmp_path / name).fit()
+        summaries[name] = train(cfg, tmp_path / name)
         run_files.write_config(tmp_path / name, cfg, {}, [])  # what the command writes: how a reader finds the data
     s_paper, s_authors = summaries["paper"], summaries["authors"]
     assert s_authors["nonzero"] > s_paper["nonzero"]  # else the recount below would prove nothing

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 
 from adrop import export, export_command
 from adrop.train import run_files
-from adrop.train.loop import Run
+from engines import one, stack, train
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +14,7 @@ def pruned(tmp_path_factory, synthetic):
     folder = tmp_path_factory.mktemp("run")
     cfg = synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.9", "model.hidden=[32,16]",
                     "epochs=3")
-    Run(cfg, folder).fit()
+    train(cfg, folder)
     run_files.write_config(folder, cfg, {}, [])
     return folder
 
@@ -61,7 +61,7 @@ def test_compact_folds_units_without_inputs_into_the_next_bias():
 
 def test_what_cannot_be_exported_is_one_line_and_exit_2(pruned, synthetic, tmp_path, capsys):
     unfinished = tmp_path / "unfinished"
-    Run(synthetic("epochs=3"), unfinished).fit(stop_after=1)
+    train(synthetic("epochs=3"), unfinished, stop_after=1)
     for argv, message in [([str(unfinished)], "has not completed (status running)"),
                           ([str(tmp_path / "nothing")], "is not a run folder"),
                           ([str(pruned), "--out", str(pruned / "weights.npz")], "exists; adrop never overwrites")]:
@@ -75,7 +75,7 @@ def test_a_conv_net_exports_as_csr_and_reproduces_its_error(mnist, tmp_path, cap
     folder = tmp_path / "conv"
     cfg = mnist("model=conv_small", "method=magnitude_pruning", "method.params.final_sparsity=0.8", "epochs=1",
                 "data.train_limit=512")
-    summary = Run(cfg, folder).fit()
+    summary = train(cfg, folder)
     run_files.write_config(folder, cfg, {}, [])
     assert export_command.main([str(folder), "--out", str(tmp_path / "c.npz")]) == 0
     assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
@@ -128,7 +128,7 @@ def test_every_method_exports_in_every_format_with_its_test_error(method, pruned
              "magnitude_pruning": ["method.params.final_sparsity=0.5"]}
     cfg = synthetic(f"method={method}", "epochs=2", "lr=1e-2", *extra.get(method, []))
     folder = tmp_path / "run"
-    summary = Run(cfg, folder).fit()
+    summary = train(cfg, folder)
     run_files.write_config(folder, cfg, {}, [])
     for fmt in ("csr", "compact", "onnx"):
         assert export_command.main([str(folder), "--format", fmt, "--out", str(tmp_path / f"net.{fmt}")]) == 0, fmt

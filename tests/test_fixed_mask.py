@@ -5,27 +5,29 @@ import pytest
 import torch
 
 from adrop.methods.magnitude_pruning import Masked
-from adrop.train.loop import Run, TrainError
+from adrop.train.settings import TrainError
+
+from engines import error, one, train
 
 
 @pytest.fixture(scope="module")
 def pruned(tmp_path_factory, synthetic):
     """A finished run with half of its weights pruned: the first stage."""
     folder = tmp_path_factory.mktemp("pruned")
-    Run(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3"), folder).fit()
+    train(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3"), folder)
     return folder
 
 
 def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(synthetic, pruned, tmp_path):
     start = np.load(pruned / "weights.npz")
-    run = Run(synthetic("method=fixed_mask", "epochs=3", "lr=1e-2", f"init_from={pruned}"), tmp_path)
+    run = one(synthetic("method=fixed_mask", "epochs=3", "lr=1e-2", f"init_from={pruned}"), tmp_path)
     for name, layer in zip(run.model.names, run.model.layers):
-        assert np.array_equal(layer.weight.detach().numpy(), start[f"{name}.weight"])
-        assert np.array_equal(layer.bias.detach().numpy(), start[f"{name}.bias"])
-    first = run.evaluate(run.data.val)[1]
-    assert first == pytest.approx(Run(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5",
-                                             "epochs=3"), pruned).evaluate(run.data.val)[1])
-    summary = run.fit()
+        assert np.array_equal(layer.weight[0].detach().numpy(), start[f"{name}.weight"])
+        assert np.array_equal(layer.bias[0].detach().numpy(), start[f"{name}.bias"])
+    first = error(run, run.data.val)
+    assert first == pytest.approx(error(one(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5",
+                                                      "epochs=3"), pruned), run.data.val))
+    summary = run.fit()[0]
     end = np.load(tmp_path / "weights.npz")
     for key in start.files:
         if key.endswith(".weight"):
@@ -36,25 +38,25 @@ def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(synthetic, 
 
 def test_a_resumed_fine_tuning_keeps_the_mask(synthetic, pruned, tmp_path):
     overrides = ("method=fixed_mask", "epochs=2", f"init_from={pruned}")
-    straight = Run(synthetic(*overrides), tmp_path / "a").fit()
-    Run(synthetic(*overrides), tmp_path / "b").fit(stop_after=1)
-    resumed = Run(synthetic(*overrides), tmp_path / "b").fit()
+    straight = train(synthetic(*overrides), tmp_path / "a")
+    train(synthetic(*overrides), tmp_path / "b", stop_after=1)
+    resumed = train(synthetic(*overrides), tmp_path / "b")
     assert (resumed["test_error"], resumed["nonzero"]) == (straight["test_error"], straight["nonzero"])
 
 
 def test_init_from_without_weights_or_with_other_shapes_is_a_clear_error(synthetic, pruned, tmp_path):
     with pytest.raises(ValueError, match="set init_from="):  # nothing to keep fixed: refused, not trained dense
-        Run(synthetic("method=fixed_mask"), tmp_path / "none")
+        one(synthetic("method=fixed_mask"), tmp_path / "none")
     with pytest.raises(TrainError, match="no weights.npz there"):
-        Run(synthetic("method=fixed_mask", f"init_from={tmp_path / 'nothing'}"), tmp_path / "a")
+        one(synthetic("method=fixed_mask", f"init_from={tmp_path / 'nothing'}"), tmp_path / "a")
     with pytest.raises(TrainError, match=r"fc2.weight should be \(16, 64\), found \(4, 64\)"):
-        Run(synthetic("method=fixed_mask", "model.hidden=[64,16]", f"init_from={pruned}"), tmp_path / "b")
+        one(synthetic("method=fixed_mask", "model.hidden=[64,16]", f"init_from={pruned}"), tmp_path / "b")
 
 
 def test_masked_gradients_are_the_bits_of_the_masked_product(synthetic, pruned, tmp_path, monkeypatch):
     """The mask left the forward pass (before_update zeroes masked gradients instead): every gradient, masked or not,
     has the bits the forward product weight * mask gave it, so the reference runs are unchanged bit for bit."""
-    run = Run(synthetic("method=fixed_mask", f"init_from={pruned}"), tmp_path)
+    run = one(synthetic("method=fixed_mask", f"init_from={pruned}"), tmp_path)
     run.method.start(run.model.layers)
     layers = run.model.layers
     x, y = run.data.train.x[:64], run.data.train.y[:64]
@@ -63,7 +65,7 @@ def test_masked_gradients_are_the_bits_of_the_masked_product(synthetic, pruned, 
     def gradients():
         for layer in layers:
             layer.weight.grad = None
-        torch.nn.functional.cross_entropy(run.model(x), y).backward()
+        torch.nn.functional.cross_entropy(run.model(x[None])[0], y).backward()
         return [layer.weight.grad.clone() for layer in layers]
 
     gradients()

@@ -14,7 +14,9 @@ import pytest
 import torch
 
 from adrop.train import errors, hooks, run_files, schema
-from adrop.train.loop import Run, TrainError, run_identity
+from adrop.train.settings import TrainError, resolve
+
+from engines import one, stack, train
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never")
 
@@ -34,45 +36,45 @@ def last_line(process):
 
 def test_claim_says_new_resume_completed_or_refuses(synthetic, tmp_path):
     cfg = synthetic("epochs=2")
-    assert run_files.claim(tmp_path / "missing", run_identity(cfg)) == "new"
-    Run(cfg, tmp_path / "a").fit(stop_after=1)
-    assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "resume"
-    Run(cfg, tmp_path / "a").fit()
-    assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "completed"
+    assert run_files.claim(tmp_path / "missing", resolve(cfg).identity) == "new"
+    train(cfg, tmp_path / "a", stop_after=1)
+    assert run_files.claim(tmp_path / "a", resolve(cfg).identity) == "resume"
+    train(cfg, tmp_path / "a")
+    assert run_files.claim(tmp_path / "a", resolve(cfg).identity) == "completed"
     for other in ("seed=1", "lam=0.5", "method=logsum", "model.hidden=[32]", "epochs=3", "schedule=constant",
                   "schedule=linear_per_epoch"):
         with pytest.raises(run_files.FolderTaken, match="holds another run"):
-            run_files.claim(tmp_path / "a", run_identity(synthetic("epochs=2", other)))
+            run_files.claim(tmp_path / "a", resolve(synthetic("epochs=2", other)).identity)
 
 
 def test_a_run_killed_before_its_first_checkpoint_is_its_own_to_retry(synthetic, tmp_path):
     """What a start leaves before the first epoch ends (.hydra/ and a pending summary.json): the same command retries
     in that folder (a sweep's rerun resumes every job, started or not); another run is refused."""
     cfg = synthetic("epochs=2")
-    run_files.begin(tmp_path / "a", cfg, {}, [], cfg.method.name, run_identity(cfg))
+    run_files.begin(tmp_path / "a", cfg, {}, [], cfg.method.name, resolve(cfg).identity)
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [".hydra", "summary.json"]
-    assert run_files.claim(tmp_path / "a", run_identity(cfg)) == "retry"
+    assert run_files.claim(tmp_path / "a", resolve(cfg).identity) == "retry"
     with pytest.raises(run_files.FolderTaken, match="holds another run"):
-        run_files.claim(tmp_path / "a", run_identity(synthetic("epochs=2", "seed=1")))
-    assert Run(cfg, tmp_path / "a").fit()["status"] == "completed"
+        run_files.claim(tmp_path / "a", resolve(synthetic("epochs=2", "seed=1")).identity)
+    assert train(cfg, tmp_path / "a")["status"] == "completed"
 
 
 def test_a_truncated_or_foreign_checkpoint_is_named_with_what_to_do(synthetic, tmp_path):
     cfg = synthetic()
-    Run(cfg, tmp_path / "a").fit()
+    train(cfg, tmp_path / "a")
     data = (tmp_path / "a" / "checkpoint.pt").read_bytes()
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "checkpoint.pt").write_bytes(data[:1000])
     with pytest.raises(run_files.FolderTaken, match="cannot be read: it is truncated or not an adrop checkpoint"):
-        run_files.claim(tmp_path / "b", run_identity(cfg))
+        run_files.claim(tmp_path / "b", resolve(cfg).identity)
     (tmp_path / "c").mkdir()
     torch.save({"weights": torch.zeros(2)}, tmp_path / "c" / "checkpoint.pt")
     with pytest.raises(run_files.FolderTaken, match="not an adrop checkpoint.*move that folder aside"):
-        run_files.claim(tmp_path / "c", run_identity(cfg))
+        run_files.claim(tmp_path / "c", resolve(cfg).identity)
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("mine")
     with pytest.raises(run_files.FolderTaken, match="holds no adrop run"):
-        run_files.claim(tmp_path / "d", run_identity(cfg))
+        run_files.claim(tmp_path / "d", resolve(cfg).identity)
 
 
 def test_unknown_keys_are_refused_even_when_added_with_plus(config):
@@ -80,7 +82,7 @@ def test_unknown_keys_are_refused_even_when_added_with_plus(config):
     assert sorted(schema.unknown_keys(cfg)) == [("data.rot", "data.root"), ("dataset.colour", None),
                                                  ("epoch", "epochs")]
     with pytest.raises(TrainError, match=r"unknown key epoch \(did you mean epochs\?\)"):
-        hooks.start_checks(config("method=logsum", "+epoch=3"))
+        resolve(config("method=logsum", "+epoch=3"))
     assert schema.unknown_keys(config("method=logsum", "lam=0.1")) == []
 
 
@@ -92,13 +94,13 @@ def test_unknown_keys_are_refused_even_when_added_with_plus(config):
 ])
 def test_a_model_without_hidden_layers_only_by_name(config, overrides, message):
     with pytest.raises(TrainError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
-        hooks.start_checks(config(*overrides))
+        resolve(config(*overrides))
 
 
 def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
-    summary = Run(synthetic("model=linear"), tmp_path / "linear").fit()
+    summary = train(synthetic("model=linear"), tmp_path / "linear")
     assert (summary["model"], summary["architecture"]) == ("linear", "20-4")
-    summary = Run(synthetic("model.hidden=[16,8]"), tmp_path / "mlp").fit()
+    summary = train(synthetic("model.hidden=[16,8]"), tmp_path / "mlp")
     assert (summary["model"], summary["architecture"]) == ("mlp", "20-16-8-4")
     assert json.loads((tmp_path / "mlp" / "summary.json").read_text())["identity"]["model"] == "mlp[16, 8]"
 
@@ -243,7 +245,7 @@ def test_each_method_config_names_its_own_file_and_writes_no_default_twice(confi
         cls = methods.get(path.stem).Params
         assert {f.name: getattr(cls(), f.name) for f in dataclasses.fields(cls)} == dict(params)
     with pytest.raises(TrainError, match="conf/method/logsum.yaml says name: dense"):
-        hooks.start_checks(config("method=dense"), "logsum")
+        resolve(config("method=dense"), "logsum")
 
 
 def test_method_parameters_are_typed_and_closed(config):
@@ -254,4 +256,4 @@ def test_method_parameters_are_typed_and_closed(config):
                                              "method.params.final_sparsity?); `adrop train --help` lists the keys "
                                              "and groups")
     with pytest.raises(TrainError, match="method.params for logsum: Key 'epsilon' not in 'PenaltyParams'"):
-        hooks.start_checks(config("method=logsum", "+method.params.epsilon=1"))  # `+` passes Hydra, not the start
+        resolve(config("method=logsum", "+method.params.epsilon=1"))  # `+` passes Hydra, not the start

@@ -1,7 +1,8 @@
 """`adrop train`: every method trains, files agree with each other, resume is exact, bad input fails clearly.
 
-Most tests compose the config with Hydra's compose API (the fixtures in conftest.py) and drive the Run object; the
-command line itself is tested in test_promises.py."""
+Most tests compose the config with Hydra's compose API (the fixtures in conftest.py) and drive the engine with a stack
+of one (tests/engines.py); the command line itself is tested in test_promises.py."""
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -13,18 +14,20 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train.loop import Run, TrainError
+from adrop.train.settings import TrainError, resolve
+
+from engines import one, stack, train
 
 
 def objective(run):
-    """data term + lam * penalty on the training slice, in training mode (noise and all), averaged."""
+    """data term + lam * penalty on the training slice, in training mode (noise and all), averaged (a stack of one)."""
     run.model.train()
     torch.manual_seed(123)
     with torch.no_grad():
         x, y = run.data.train.x, run.data.train.y
-        run.method.before_step(0, run.hp["lam"])
-        penalty = run.method.penalty(run.model.layers, run.hp["lam"])
-        return float(F.cross_entropy(run.model(x), y) + run.hp["lam"] * penalty)
+        run.method.before_step(0, run.lam)
+        penalty = run.method.penalty(run.model.layers, run.lam)[0]
+        return float(F.cross_entropy(run.model(x[None])[0], y) + run.runs[0].lam * penalty)
 
 
 @pytest.mark.slow
@@ -33,9 +36,9 @@ def test_each_method_trains_one_epoch_and_its_files_agree(mnist, method, tmp_pat
     # pruning to the default 98% within 16 steps leaves nothing to learn with: half of the weights here
     extra = ["method.params.final_sparsity=0.5"] if method == "magnitude_pruning" else []
     cfg = mnist(f"method={method}", "epochs=1", "batch_size=64", "lr=1e-3", *extra)
-    run = Run(cfg, tmp_path)
+    run = one(cfg, tmp_path)
     before = objective(run)
-    summary = run.fit()
+    summary = run.fit()[0]
     assert objective(run) < before
     assert summary["status"] == "completed" and 0 <= summary["test_error"] <= 1
     assert 0 <= summary["nonzero_fraction"] <= 1
@@ -66,18 +69,18 @@ def test_sparsifying_methods_make_zeros_on_synthetic_data(config, tmp_path):
                           ("magnitude_pruning", ["method.params.final_sparsity=0.9"])]:
         cfg = config("dataset=synthetic", "model=mlp", f"method={method}", "epochs=4", "device=cpu",
                      "progress=never", *extra)
-        summary = Run(cfg, tmp_path / method).fit()
+        summary = train(cfg, tmp_path / method)
         assert summary["nonzero_fraction"] < 0.5, method
 
 
 @pytest.mark.slow
 def test_resume_matches_an_uninterrupted_run(mnist, tmp_path):
     overrides = ("method=vardrop_lr", "epochs=2", "batch_size=128")
-    straight = Run(mnist(*overrides), tmp_path / "a").fit()
-    Run(mnist(*overrides), tmp_path / "b").fit(stop_after=1)  # stopped after one epoch, as if killed there ...
-    resumed = Run(mnist(*overrides), tmp_path / "b")  # ... then rerun the same command in the same folder
+    straight = train(mnist(*overrides), tmp_path / "a")
+    train(mnist(*overrides), tmp_path / "b", stop_after=1)  # stopped after one epoch, as if killed there ...
+    resumed = one(mnist(*overrides), tmp_path / "b")  # ... then rerun the same command in the same folder
     assert resumed.epoch == 1
-    summary = resumed.fit()
+    summary = resumed.fit()[0]
     assert summary["test_error"] == straight["test_error"] and summary["nonzero"] == straight["nonzero"]
     a, b = np.load(tmp_path / "a" / "weights.npz"), np.load(tmp_path / "b" / "weights.npz")
     assert all(np.array_equal(a[k], b[k]) for k in a.keys())
@@ -86,18 +89,19 @@ def test_resume_matches_an_uninterrupted_run(mnist, tmp_path):
 
 
 def test_a_folder_with_another_run_is_never_overwritten(config, tmp_path):
-    Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu"), tmp_path).fit()
+    train(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu"), tmp_path)
     with pytest.raises(TrainError, match="holds a different run"):
-        Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "seed=5"), tmp_path)
+        one(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "seed=5"), tmp_path)
 
 
 def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(config, tmp_path):
     good = config("dataset=synthetic", "model=mlp", "epochs=3", "device=cpu")
-    run = Run(good, tmp_path)
+    run = one(good, tmp_path)
     run.fit(stop_after=1)
-    run.optimizer.param_groups[0]["lr"] = run.hp["lr"] = 1e38  # the second epoch overflows
-    with pytest.raises(TrainError, match="the loss became nan in epoch 2"):
-        run.fit()
+    run.runs[0] = dataclasses.replace(run.runs[0], lr=1e38)  # the second epoch overflows
+    summary = run.fit()[0]
+    assert summary["status"] == "failed" and "the loss became nan in epoch 2" in summary["error"]
+    assert json.loads((tmp_path / "summary.json").read_text())["error"] == summary["error"]
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert state["epoch"] == 1 and all(torch.isfinite(v).all() for v in state["model"].values())
 
@@ -114,13 +118,13 @@ def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(config, tmp_path):
 ])
 def test_bad_settings_fail_with_a_message(config, overrides, message, tmp_path):
     with pytest.raises((TrainError, ValueError), match=message.replace("(", r"\(").replace(")", r"\)")):
-        Run(config("dataset=synthetic", "model=mlp", "device=cpu", *overrides), tmp_path).fit()
+        train(config("dataset=synthetic", "model=mlp", "device=cpu", *overrides), tmp_path)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
     with pytest.raises(TrainError, match="CUDA is not available"):
-        Run(config("dataset=synthetic", "model=mlp", "device=cuda"), tmp_path)
+        one(config("dataset=synthetic", "model=mlp", "device=cuda"), tmp_path)
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
@@ -140,26 +144,27 @@ def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):
 
 def test_flat_then_linear_lr_and_penalty_warmup(config, tmp_path):
     """Molchanov et al.'s recipe: lr flat for the first half, then linear to 0; the penalty weight 0, then a ramp."""
-    run = Run(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu", "method=vardrop_lr_ar",
+    run = one(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu", "method=vardrop_lr_ar",
                      "decay_start=0.5", "penalty_warmup=[1,3]"), tmp_path)
-    n, lr, lam = run.steps_per_epoch, run.hp["lr"], run.hp["lam"]
-    assert [run.lr_at(s) for s in (0, 2 * n)] == [lr, lr] and run.lr_at(3 * n) == pytest.approx(lr / 2)
-    assert run.lr_at(4 * n) == 0
-    assert [run.lam_at(s) for s in (0, n - 1, 2 * n, 3 * n, 4 * n)] == [0, 0, lam / 2, lam, lam]
+    n, lr, lam = run.steps_per_epoch, run.runs[0].lr, run.runs[0].lam
+    assert [run.lrs(s)[0] for s in (0, 2 * n)] == [lr, lr] and run.lrs(3 * n)[0] == pytest.approx(lr / 2)
+    assert run.lrs(4 * n)[0] == 0
+    assert [run.penalty_weights(s)[0] for s in (0, n - 1, 2 * n, 3 * n, 4 * n)] == [0, 0, lam / 2, lam, lam]
     run.fit()
-    metrics = pd.DataFrame(run.metrics)
+    metrics = pd.DataFrame(run.metrics[0])
     assert metrics.train_loss[0] == metrics.data_term[0]  # no penalty in the first epoch
     assert metrics.train_loss[3] == pytest.approx(metrics.data_term[3] + lam * metrics.penalty_term[3], rel=1e-5)
     # the defaults leave the paper's schedule as it was: linear from the start, the full penalty throughout
-    plain = Run(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu"), tmp_path / "plain")
-    assert plain.lr_at(2 * plain.steps_per_epoch) == plain.hp["lr"] / 2 and plain.lam_at(0) == plain.hp["lam"]
+    plain = one(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu"), tmp_path / "plain")
+    assert plain.lrs(2 * plain.steps_per_epoch)[0] == plain.runs[0].lr / 2
+    assert plain.penalty_weights(0)[0] == plain.runs[0].lam
 
 
 def test_training_leaves_the_processor_flags_as_it_found_them(config, tmp_path):
     """Subnormals are flushed while training on the CPU only: the flag is the process's, NumPy shares it."""
     tiny = np.float32(1e-40)  # a subnormal float32
     assert tiny * np.float32(1.0) != 0
-    Run(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never"), tmp_path).fit()
+    train(config("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never"), tmp_path)
     assert tiny * np.float32(1.0) != 0
 
 
@@ -169,13 +174,12 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from adrop.train.stacked import StackedRun
-
+    
     cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2", "logger=tensorboard")
-    Run(cfg, tmp_path / "single").fit()
+    train(cfg, tmp_path / "single")
     other = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2",
                    "logger=tensorboard", "seed=1")
-    StackedRun([cfg, other], [tmp_path / "a", tmp_path / "b"]).fit()
+    stack([cfg, other], [tmp_path / "a", tmp_path / "b"]).fit()
     for folder in ("single", "a", "b"):
         events = EventAccumulator(str(tmp_path / folder / "tensorboard")).Reload()
         assert [e.value for e in events.Scalars("train/val_error")] == pytest.approx(
@@ -185,10 +189,8 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
 
 
 def test_an_unknown_or_missing_logger_fails_at_start(config):
-    from adrop.train import hooks
-
     with pytest.raises(TrainError, match="unknown logger .wandb.; valid loggers: none, tensorboard, mlflow"):
-        hooks.start_checks(config("logger=wandb"))
+        resolve(config("logger=wandb"))
 
 
 def test_mlflow_logger_writes_a_file_store_each_epoch(config, tmp_path):
@@ -199,7 +201,7 @@ def test_mlflow_logger_writes_a_file_store_each_epoch(config, tmp_path):
     from mlflow.tracking import MlflowClient
 
     cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=hard_concrete", "epochs=2", "logger=mlflow")
-    Run(cfg, tmp_path).fit()
+    train(cfg, tmp_path)
     client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
     (run,) = client.search_runs([client.get_experiment_by_name("adrop").experiment_id])
     assert run.info.status == "FINISHED"
@@ -219,6 +221,6 @@ def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
     from test_stacked import assert_same_weights, with_compile
 
     eager = synthetic(f"method={method}", "epochs=1", "batch_size=256")
-    Run(eager, tmp_path / "eager").fit()
-    Run(with_compile([eager])[0], tmp_path / "compiled").fit()
+    train(eager, tmp_path / "eager")
+    train(with_compile([eager])[0], tmp_path / "compiled")
     assert_same_weights([tmp_path / "eager"], [tmp_path / "compiled"], 1e-4)

@@ -137,11 +137,6 @@ class Method:
 
     name: ClassVar[str] = ""
     Params: ClassVar[type] = NoParams
-    # The stacked launcher's default stack size on a CPU (hydra.launcher.max_stack overrides it), as measured with
-    # scripts/bench_stacked.py (docs/performance.md): a stack shares matrix products' overhead but multiplies the
-    # working set of every per-weight pass, which leaves the caches; so 1 (one configuration a stack, a stack per core)
-    # unless a method's step is mostly matrix products.
-    cpu_stack: ClassVar[int] = 1
 
     def __init__(self, params, steps_per_epoch: int, epochs: int):
         self.params = params

@@ -39,8 +39,6 @@ class Masked(Method):
     give the same numbers (masked weights are already 0) at the price of a pass over every weight, forward and
     backward, each step (docs/performance.md: the mask out of the forward pass)."""
 
-    cpu_stack = 4  # as dense, plus a gradient mask: stacks of 4, one per core, 1.57x the basic launcher (1 x 2: 1.41x)
-
     def add_parameters(self, layer):
         layer.register_buffer("mask", torch.ones(layer.weight.shape, dtype=torch.bool))
 

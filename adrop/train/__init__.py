@@ -1,6 +1,8 @@
 """`adrop train`: the deep-network training of the paper's Sec. 5 (see app.py for usage).
 
-    schema.py    the configuration schema      data.py      datasets as tensors on the device
-    model.py     the MLP of sparse layers      loop.py      the method-agnostic training loop
-    evaluate.py  masked errors, sparsity       run_files.py what a run leaves, and its checkpoint
+    schema.py    the configuration schema      settings.py  a configuration resolved and checked, once
+    data.py      datasets as tensors           model.py     the networks of sparse layers
+    engine.py    the one training engine       optim.py     its Adam (K configurations, one buffer)
+    runtime.py   device, seeds, compile        evaluate.py  masked errors, sparsity
+    run_files.py what a run leaves, and its checkpoint       stacked_jobs.py  a sweep's jobs as stacks
 """

@@ -28,8 +28,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from . import errors, run_files, schema
-from .hooks import CREATED, StartRefused, start_checks
-from .loop import Run, TrainError
+from .engine import Engine
+from .hooks import CREATED, StartRefused
+from .settings import TrainError, resolve
 
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
 # it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
@@ -60,7 +61,8 @@ def task(cfg: DictConfig) -> dict | None:
     folder = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     try:
-        identity = start_checks(cfg, hc.runtime.choices.get("method"))  # again in a sweep: each job's own values
+        run = resolve(cfg, hc.runtime.choices.get("method"))  # a sweep's job: its own values, checked here
+        identity = run.identity
         state = run_files.claim(folder, identity)
         if state == "completed":
             previous = run_files.read_summary(folder)
@@ -75,23 +77,30 @@ def task(cfg: DictConfig) -> dict | None:
             sys.exit(1)
         return {"status": "refused", "error": str(err), "method": cfg.method.name}
     with held:
-        return train(cfg, folder, multirun, identity, hc)
+        return train(run, folder, multirun, hc)
 
 
-def train(cfg, folder: Path, multirun: bool, identity: dict, hc) -> dict | None:
+def train(run, folder: Path, multirun: bool, hc) -> dict | None:
+    """One run: the engine with a stack of one."""
+    cfg, identity = run.cfg, run.identity
     try:
-        run = Run(cfg, folder, multirun=multirun)
+        engine = Engine([run], [folder], multirun=multirun)
     except (TrainError, ValueError) as err:
         return failed_start(folder, cfg, str(err), multirun, identity)
     except Exception as err:  # a bug
         return failed_start(folder, cfg, errors.bug(err), multirun, identity)
     run_files.begin(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
     try:
-        summary = run.fit()
+        summary = engine.fit()[0]
     except (TrainError, ValueError) as err:
         return failed(folder, cfg, str(err), multirun, identity)
     except Exception as err:
         return failed(folder, cfg, errors.bug(err), multirun, identity)
+    if summary["status"] == "failed":  # the engine recorded why in the folder (divergence)
+        report(summary["error"], multirun, folder)
+        if not multirun:
+            sys.exit(1)
+        return summary
     print(one_line(summary))
     log.info(one_line(summary))
     return summary

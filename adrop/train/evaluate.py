@@ -38,3 +38,11 @@ def sparsity(weights):
     layers = [(name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel()) for name, w, _ in weights]
     nonzero, total = sum(l[2] for l in layers), sum(l[3] for l in layers)
     return layers, nonzero, total
+
+
+def unmasked_errors(cfg, predict, weights, data) -> tuple[float, float] | None:
+    """(test, val) errors of the network with these unmasked weights (`unmasked`), when cfg.evaluate_unmasked asks
+    for them."""
+    if not cfg.evaluate_unmasked:
+        return None
+    return tuple(error(predict, weights, split, cfg.eval_batch_size) for split in (data.test, data.val))

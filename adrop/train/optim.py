@@ -1,14 +1,8 @@
-"""Adam over one flat buffer: every parameter (and its gradient) is a view into a single tensor.
+"""Adam for the engine: K configurations' parameters as the rows of one (K, n) buffer, each with its own lr.
 
 torch.optim.Adam on the CPU runs its ~7 elementwise kernels once per parameter tensor; LeNet-300-100 with a method's
-extra parameters has 6 to 12 of them, each too small to amortise a kernel launch, so the optimiser took ~40% of a
-dense epoch. Here the same Adam runs once on the flat tensor: the same arithmetic on every element (Adam is
-elementwise), so the same result bit for bit, in a fraction of the kernel launches.
-
-The step itself is torch's single-tensor Adam (torch/optim/adam.py, the path the CPU takes) written out without the
-framework around it (hooks, argument checks, profiler records: a third of the optimiser's time at 375 steps an
-epoch), with the square-root buffer allocated once. torch.optim.Adam stays the holder of the state, so checkpoints
-keep its format.
+extra parameters has 6 to 12 of them, each too small to amortise a kernel launch (the optimiser took ~40% of a dense
+epoch). Here every parameter and its gradient are views into one buffer, so a step is a few passes over it.
 """
 from __future__ import annotations
 
@@ -16,86 +10,15 @@ import torch
 from torch import nn
 
 
-class FlatAdam:
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
-        params = [p for p in params if p.requires_grad]
-        first = params[0]
-        total = sum(p.numel() for p in params)
-        self.flat = torch.empty(total, dtype=first.dtype, device=first.device)
-        self.flat_grad = torch.zeros_like(self.flat)
-        self.index = {}  # parameter -> (offset, numel)
-        offset = 0
-        for p in params:
-            n = p.numel()
-            self.flat[offset:offset + n].copy_(p.detach().reshape(-1))
-            p.data = self.flat[offset:offset + n].view_as(p)
-            p.grad = self.flat_grad[offset:offset + n].view_as(p)  # backward accumulates into the flat gradient
-            self.index[p] = (offset, n)
-            offset += n
-        self.param = nn.Parameter(self.flat)
-        self.param.grad = self.flat_grad
-        self.adam = torch.optim.Adam([self.param], lr=lr, betas=betas, eps=eps)
-        self.denom = torch.empty_like(self.flat)
-
-    @property
-    def param_groups(self):
-        # a property, not a copy: Adam.load_state_dict replaces the list (a stale copy lost the lr schedule on resume)
-        return self.adam.param_groups
-
-    def zero_grad(self) -> None:
-        self.flat_grad.zero_()
-
-    @torch.no_grad()
-    def step(self) -> None:
-        # the operations and scalars of torch.optim.adam._single_tensor_adam (amsgrad, weight decay and maximize off),
-        # in its order, so the result is bitwise the same as Adam.step()
-        group, state = self.adam.param_groups[0], self.adam.state[self.param]
-        if not state:  # as Adam initialises it, so state_dict() is the same
-            scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
-            state["step"] = torch.tensor(0.0, dtype=scalar)
-            state["exp_avg"] = torch.zeros_like(self.flat, memory_format=torch.preserve_format)
-            state["exp_avg_sq"] = torch.zeros_like(self.flat, memory_format=torch.preserve_format)
-        beta1, beta2 = group["betas"]
-        lr, eps, grad = group["lr"], group["eps"], self.flat_grad
-        exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-        step_t += 1
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = step_t.item()
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2 ** 0.5
-        torch.sqrt(exp_avg_sq, out=self.denom).div_(bias_correction2_sqrt).add_(eps)
-        self.flat.addcdiv_(exp_avg, self.denom, value=-step_size)
-
-    def state_dict(self) -> dict:
-        return self.adam.state_dict()
-
-    def load_state_dict(self, state: dict) -> None:
-        self.adam.load_state_dict(state)
-
-    def effective_step(self, param) -> torch.Tensor | float:
-        """Per-coordinate step of the last update for `param`: lr / (sqrt(v / (1 - beta2^t)) + eps)."""
-        group = self.param_groups[0]
-        state = self.adam.state.get(self.param)
-        if not state:
-            return group["lr"]
-        offset, n = self.index[param]
-        _, beta2 = group["betas"]
-        v_hat = state["exp_avg_sq"][offset:offset + n].view_as(param) / (1 - beta2 ** float(state["step"]))
-        return group["lr"] / (v_hat.sqrt() + group["eps"])
-
-
 class StackedAdam:
     """Adam for K stacked configurations, each with its own learning rate (a tensor of K, set every step).
 
-    One flat buffer of shape (K, n), configuration-major: row k holds configuration k's parameters in the order a
-    single run's FlatAdam holds them, so row k of the buffer and of Adam's moments is exactly a single run's flat
-    state (a stacked run's checkpoint resumes as a single run and back). Adam's arithmetic is elementwise, the same
-    as FlatAdam's but for the last step, which scales each row by its own lr / (1 - beta1^t): one addcmul with a
-    (K, 1) column instead of addcdiv with a scalar, so it rounds differently in the last bit (a fast path, checked
-    against single runs by tolerance)."""
+    One flat buffer of shape (K, n), configuration-major: row k holds configuration k's parameters in the model's
+    parameter order, so row k of the buffer and of Adam's moments is one configuration's whole state, saved in
+    torch.optim.Adam's state_dict format over one flat parameter (config_state): a configuration's checkpoint
+    resumes in any stack. Adam's arithmetic is elementwise: on a CPU torch's fused kernel per row
+    (apply_fused_rows), elsewhere and under compile the same arithmetic as elementwise passes (checked against each
+    other to rounding, tests/test_stacked_kernels.py)."""
 
     def __init__(self, params, configs: int, betas=(0.9, 0.999), eps: float = 1e-8):
         params = [p for p in params if p.requires_grad]
@@ -176,14 +99,14 @@ class StackedAdam:
 
     def effective_step(self, param) -> torch.Tensor:
         """Per coordinate (K, ...) of the step just taken: lr_k / (sqrt(v / (1 - beta2^t)) + eps), as
-        FlatAdam.effective_step for each row; from tensors only, so a compiled after_step can call it."""
+        torch's Adam would give for each row; from tensors only, so a compiled after_step can call it."""
         offset, size = self.index[param]
         shape = param.shape
         v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / self.correction[1]
         return self.lr.view(-1, *([1] * (len(shape) - 1))) / (v_hat.sqrt() + self.eps)
 
     def config_state(self, k: int) -> dict:
-        """Row k as torch.optim.Adam's state_dict of a single run's FlatAdam (lr as that run's current lr)."""
+        """Row k as torch.optim.Adam's state_dict over one flat parameter (lr as that row's current lr)."""
         scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
         holder = torch.optim.Adam([nn.Parameter(torch.zeros(1))], lr=float(self.lr[k]), betas=self.betas, eps=self.eps)
         state = {"step": torch.tensor(float(self.step_count), dtype=scalar),

@@ -37,12 +37,17 @@ try:
 except ImportError:  # Windows: no flock; folders are not held there
     fcntl = None
 
+from adrop.provenance import code_version
+
 from . import cost
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
 LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction", *cost.COLUMNS]
 CHECKPOINT = "checkpoint.pt"
 SUMMARY = "summary.json"
+METRICS_CSV = "metrics.csv"
+LAYERS_CSV = "layers.csv"
+WEIGHTS = "weights.npz"
 HYDRA_DIR = ".hydra"
 
 
@@ -78,8 +83,30 @@ def layer_rows(epoch, layers, positions) -> list[dict]:
 
 
 def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:
-    write_csv(Path(folder) / "metrics.csv", METRICS, metrics)
-    write_csv(Path(folder) / "layers.csv", LAYERS, layers)
+    write_csv(Path(folder) / METRICS_CSV, METRICS, metrics)
+    write_csv(Path(folder) / LAYERS_CSV, LAYERS, layers)
+
+
+def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, test_error=None,
+            val_error=None, layers=None, nonzero=None, total=None, unmasked=None) -> dict:
+    """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
+    `model` gives the architecture and, for the cost, how often each layer's weights act per example; `unmasked` the
+    (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone)."""
+    cfg, positions = run.cfg, model.positions()
+    return {"status": status, "method": cfg.method.name, "lam": run.lam, "lr": run.lr,
+            "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
+            "test_error": test_error, "val_error": val_error,
+            **({} if unmasked is None else {"test_error_unmasked": unmasked[0], "val_error_unmasked": unmasked[1]}),
+            "nonzero_fraction": None if total is None else nonzero / total,
+            "nonzero": nonzero, "total": total,
+            "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
+                                                           "fraction": nz / n, **cost.layer_cost(shape, nz, p)}
+                                                    for (name, shape, nz, n), p in zip(layers, positions)},
+            "cost": None if layers is None else cost.network_cost(layers, positions),
+            "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
+            "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
+            "identity": run.identity, "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit,
+            "stacked": stacked}
 
 
 def write_summary(folder: Path, summary: dict) -> None:
@@ -202,7 +229,7 @@ def write_weights(folder: Path, weights) -> None:
     for name, w, b in weights:
         arrays[f"{name}.weight"] = w.float().cpu().numpy()
         arrays[f"{name}.bias"] = b.float().cpu().numpy()
-    _atomic(Path(folder) / "weights.npz", lambda tmp: np.savez(open(tmp, "wb"), **arrays))
+    _atomic(Path(folder) / WEIGHTS, lambda tmp: np.savez(open(tmp, "wb"), **arrays))
 
 
 def save_checkpoint(folder: Path, state: dict) -> None:

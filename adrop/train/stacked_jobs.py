@@ -1,7 +1,8 @@
 """A sweep's jobs as stacks: the stacked launcher's work once Hydra has composed each job (hydra_plugins/adrop_plugins/
 stacked_launcher.py). Every job gets what the basic launcher gives it: the same checks, the same refusal of a folder
 that holds another run, a finished job skipped, a failed one recorded in its folder; then the jobs that can train
-together (adrop.train.stacked.stack_key, and the same epoch to resume from) train as stacks of at most max_stack.
+together (adrop.train.settings.stack_key, and the same epoch to resume from) train as stacks of at most max_stack, each
+through the engine (adrop.train.engine).
 """
 from __future__ import annotations
 
@@ -18,20 +19,18 @@ from pathlib import Path
 
 import torch
 
-from adrop import methods
-
 from . import errors, run_files
-from .hooks import start_checks
-from .loop import TrainError, resolve_device
-from .stacked import StackedRun, stack_key
+from .engine import Engine
+from .runtime import device_type
+from .settings import TrainError, resolve, stack_key
 
 log = logging.getLogger("adrop.train")
-# On a CPU the default stack size is the method's (Method.cpu_stack, measured with scripts/bench_stacked.py on this
-# project's 2-core CPU, docs/performance.md): stacks of 4 where a step is mostly matrix products (dense, magnitude
-# pruning), stacks of one for the methods whose per-weight passes a stack makes leave the caches; one worker per core
-# either way. Every stack, one included, trains on the stacked path (the basic and joblib launchers run the
-# reference path). On a GPU, where a LeNet-300-100 step is mostly launch overhead, 64 is the issue's expectation, not
-# yet measured here (no GPU has been lent to this project's sessions).
+# The default stack size on a CPU, per method (scripts/bench_stacked.py, docs/performance.md): a stack shares the
+# matrix products' overhead but multiplies the working set of every per-weight pass, which then leaves the caches; so
+# stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack per core;
+# magnitude pruning and fixed_mask, dense plus a gradient mask, 1.57x), stacks of one for the rest. On a GPU, where a
+# LeNet-300-100 step is mostly launch overhead, GPU_STACK: an expectation, not measured.
+CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4}
 GPU_STACK = 64
 
 
@@ -45,12 +44,8 @@ class Job:
 
 
 def default_max_stack(cfg) -> int:
-    """GPU_STACK on a GPU; on a CPU the method's measured cpu_stack (adrop.methods.base.Method)."""
-    try:
-        device = resolve_device(cfg.device).type
-    except TrainError:
-        device = "cpu"
-    return methods.get(cfg.method.name).cpu_stack if device == "cpu" else GPU_STACK
+    """GPU_STACK on a GPU; on a CPU the method's CPU_STACK (1 where it has none)."""
+    return CPU_STACK.get(cfg.method.name, 1) if device_type(cfg.device) == "cpu" else GPU_STACK
 
 
 def split(members: list, size: int, workers: int) -> list[list]:
@@ -70,11 +65,7 @@ def split(members: list, size: int, workers: int) -> list[list]:
 def default_n_jobs(cfg) -> int:
     """Worker processes when the user gives none: on a CPU one per core (one thread each, as the joblib launcher
     runs jobs: measured faster than one process with all threads, docs/performance.md); on a GPU one."""
-    try:
-        device = resolve_device(cfg.device).type
-    except TrainError:
-        device = "cpu"
-    return 1 if device != "cpu" else max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+    return 1 if device_type(cfg.device) != "cpu" else max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                          else os.cpu_count() or 1)
 
 
@@ -96,20 +87,20 @@ def start_worker(threads: int, parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def train_stack(jobs: list[Job], identities: list) -> list[dict]:
+def train_stack(jobs: list[Job], runs: list) -> list[dict]:
     """Train one stack (in this process or a worker's) and return its jobs' summaries; a failure is recorded in
     each job's folder, never raised."""
-    try:  # a stack of one too: the stacked path's kernels make it faster than a single run (docs/performance.md)
-        return StackedRun([job.cfg for job in jobs], [job.folder for job in jobs]).fit()
+    try:
+        return Engine(runs, [job.folder for job in jobs], multirun=True).fit()
     except (TrainError, ValueError) as err:
-        return [record_failure(job, str(err), identity) for job, identity in zip(jobs, identities)]
+        return [record_failure(job, str(err), run.identity) for job, run in zip(jobs, runs)]
     except Exception as err:  # a bug: one line per job, the traceback in the log (and under HYDRA_FULL_ERROR=1)
         message = errors.bug(err)
-        return [record_failure(job, message, identity) for job, identity in zip(jobs, identities)]
+        return [record_failure(job, message, run.identity) for job, run in zip(jobs, runs)]
 
 
 def record_failure(job: Job, message: str, identity: dict | None = None) -> dict:
-    print(f"adrop train: error: {job.folder.name}: {message}", file=sys.stderr)
+    """The job failed: its folder says why (the launcher prints the one line)."""
     job.folder.mkdir(parents=True, exist_ok=True)
     run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
     return run_files.mark_failed(job.folder, message, job.cfg.method.name, identity)
@@ -127,14 +118,15 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
 def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list) -> list[dict]:
     results: list[dict | None] = [None] * len(jobs)
     groups: dict[tuple, list[int]] = {}
-    identities = {}
+    runs = {}
     for i, job in enumerate(jobs):
         try:
-            identities[i] = start_checks(job.cfg, job.method_choice)
-            state = run_files.claim(job.folder, identities[i])
+            runs[i] = resolve(job.cfg, job.method_choice)
+            state = run_files.claim(job.folder, runs[i].identity)
             if state != "completed":
                 held.append(run_files.Held(job.folder))
         except TrainError as err:
+            print(f"adrop train: error: {job.folder.name}: {err}", file=sys.stderr)
             results[i] = record_failure(job, str(err))
             continue
         except run_files.FolderTaken as err:
@@ -162,8 +154,8 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
         for i in members:
             jobs[i].folder.mkdir(parents=True, exist_ok=True)
             run_files.begin(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides, jobs[i].cfg.method.name,
-                            identities[i])
-    work = [([jobs[i] for i in members], [identities[i] for i in members]) for members in stacks]
+                            runs[i].identity)
+    work = [([jobs[i] for i in members], [runs[i] for i in members]) for members in stacks]
     workers = min(n_workers, max(len(stacks), 1))
 
     def report(n, summaries):
@@ -173,6 +165,8 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
                 print(f"{jobs[i].folder.name}: test error {summary['test_error']:.4f}, nonzero "
                       f"{summary['nonzero_fraction']:.4f} (stack {n + 1} of {len(stacks)}, {len(stacks[n])} "
                       f"configurations, {summary['wall_time_s']:.1f} s)", flush=True)
+            elif summary.get("status") == "failed":
+                print(f"adrop train: error: {jobs[i].folder.name}: {summary.get('error')}", file=sys.stderr, flush=True)
 
     if workers <= 1:
         for n, (stack_jobs, stack_ids) in enumerate(work):

@@ -1,0 +1,336 @@
+"""The training engine of `adrop train`: K >= 1 configurations of one method, model, dataset, epochs and batch size,
+trained as one. A single run is a stack of one; every launcher trains through this.
+
+Each epoch: each configuration's fixed permutation for (seed, epoch) (so a resumed run sees the same batches), Adam on
+data term + lam * method penalty, the method's hooks, each learning rate decayed per step; then the masked
+validation error, per-layer sparsity, the CSV files and a checkpoint per configuration. At the end: the masked test
+error, weights.npz and summary.json.
+
+What stays each configuration's own: its seed (its initialisation, made exactly as a stack of one makes it, and its
+data order), its lam and lr, its schedule settings (decay_start, penalty_warmup), its masks and thresholds. What is
+shared: the products, batched over a leading configuration axis; one Adam over one (K, n) buffer (StackedAdam); one
+draw of noise for all configurations (so a stack of K does not replay its members' noise streams when alone); and one
+pass of Python per step.
+
+Each configuration writes the files of a run into its own folder (summary.json says `stacked`: the stack's size), and
+its checkpoint is the same whatever the stack: a run resumes in a stack or alone. A configuration whose loss becomes
+non-finite, or whose data term passes DIVERGED_CE times the cross-entropy of a uniform guess, is marked failed in its
+own folder and frozen (lr 0, weights 0) while the others go on.
+
+The reference: K = 1 gives the same files bit for bit for the same command, seed and thread count on the CPU. A stack
+of K > 1 rounds differently (batched products, per-row Adam) and is checked against its K stacks of one by tolerance
+over the first steps and by statistics over a short training (tests/test_stacked.py).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import data as data_mod
+from . import evaluate, model as model_mod, run_files, schedules, tracking
+from .optim import StackedAdam
+from .runtime import compiled, denormals_flushed, reset_state, resolve_device
+from .settings import Settings, TrainError, stack_key
+
+log = logging.getLogger("adrop.train")
+# Each configuration's parameters are rows of one (K, n) buffer, so a (K, out, in) parameter is a strided view; its
+# gradient is the same view of the gradient buffer and autograd accumulates into it in place, as intended (the
+# agreement tests would fail otherwise). torch warns that such views are not dense; the warning says nothing here.
+warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+DIVERGED_CE = 1e3  # an epoch's mean cross-entropy above 1000 x ln(classes) (a uniform guess's) is divergence
+
+
+def rows(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """t[idx] for a (K, batch) index: each configuration's batch, (K, batch, ...). index_select, not advanced
+    indexing: the same rows, and on the 2-core CPU 36 -> 14 us for a batch of 128 MNIST images (one thread)."""
+    return t.index_select(0, idx.reshape(-1)).view(*idx.shape, *t.shape[1:])
+
+
+def load_weights(model, source: Path) -> None:
+    """Weights and biases from another run's weights.npz (its folder or the file); method parameters start fresh."""
+    path = source / run_files.WEIGHTS if source.is_dir() else source
+    if not path.is_file():
+        raise TrainError(f"init_from={source}: no {run_files.WEIGHTS} there (a run writes it when it completes)")
+    with np.load(path) as arrays:
+        saved = {key: arrays[key] for key in arrays.files}
+    with torch.no_grad():
+        for name, layer in zip(model.names, model.layers):
+            for part in ("weight", "bias"):
+                key, target = f"{name}.{part}", getattr(layer, part)
+                if key not in saved or saved[key].shape != tuple(target.shape):
+                    found = saved[key].shape if key in saved else "nothing"
+                    raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {found}")
+                target.copy_(torch.from_numpy(saved[key]))
+
+
+class Engine:
+    """K configurations (`runs`, resolved Settings that share a stack key) trained as one, each in its own folder,
+    resumed from their checkpoints when there are some. `multirun`: a sweep's job (no progress bar)."""
+
+    def __init__(self, runs: list[Settings], folders: list[Path], multirun: bool = False):
+        if len({stack_key(r.cfg) for r in runs}) != 1:
+            raise ValueError("a stack's configurations must agree in all but their per-configuration settings")
+        self.runs, self.folders, self.K, self.multirun = list(runs), [Path(f) for f in folders], len(runs), multirun
+        for folder in self.folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        base = self.cfg = runs[0].cfg
+        self.device = resolve_device(base.device)
+        try:
+            self.data = data_mod.load(base.dataset, base.data, self.device)
+        except data_mod.DataError as err:
+            raise TrainError(str(err)) from None
+        self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)
+        self.total_steps = self.steps_per_epoch * base.epochs
+        self.method = runs[0].make_method(self.steps_per_epoch)
+        try:
+            self.model = self.stack_models()
+        except ValueError as err:
+            raise TrainError(str(err)) from None
+        self.single = model_mod.build(base.model, self.data, self.method)  # one row's network: predict(), positions()
+        self.lam = torch.tensor([r.lam for r in runs], device=self.device)  # (K,): layer.per_config shapes it
+        self.warmups = [tuple(e * self.steps_per_epoch for e in r.cfg.penalty_warmup) for r in runs]
+        self.optimizer = StackedAdam(self.model.parameters(), self.K)
+        # compile=true: one fused kernel for many elementwise passes: the loss (the noisy methods' per-weight work),
+        # and Adam's update with the method's after_step (AdaProx's prox), a dozen memory-bound passes made one
+        self.loss = compiled(self.step_loss, self.device) if base.compile else self.step_loss
+        self.apply_update = compiled(self.update, self.device) if base.compile else self.update
+        self.epoch, self.elapsed = 0, 0.0
+        self.metrics, self.layer_rows = [[] for _ in runs], [[] for _ in runs]
+        self.failed: list[str | None] = [None] * self.K
+        self.diverged_at = DIVERGED_CE * math.log(self.data.classes)
+        torch.manual_seed(sum(r.cfg.seed * 7919 ** i for i, r in enumerate(runs)) % 2 ** 63)  # the stack's noise
+        if not self.resume():
+            self.method.start(self.model.layers)
+
+    def stack_models(self):
+        """Each configuration's network made from its seed (then init_from), stacked."""
+        singles = []
+        for run in self.runs:
+            reset_state(run.cfg.seed, self.device)
+            single = model_mod.build(run.cfg.model, self.data, run.make_method(self.steps_per_epoch))  # its init_*
+            if run.cfg.init_from:
+                load_weights(single, Path(run.cfg.init_from))
+            singles.append(single.state_dict())
+        stacked = model_mod.build(self.cfg.model, self.data, self.method, configs=self.K)
+        with torch.no_grad():
+            for name, tensor in stacked.state_dict().items():
+                tensor.copy_(torch.stack([s[name] for s in singles]))
+        return stacked.to(self.device)
+
+    # -- checkpoints: each configuration's own -----------------------------------------------------------------------
+    def resume(self) -> bool:
+        states = [run_files.load_checkpoint(folder, self.device) for folder in self.folders]
+        if all(s is None for s in states):
+            return False
+        if any(s is None for s in states) or len({s["epoch"] for s in states}) != 1:
+            raise TrainError("a stack resumes only configurations checkpointed after the same epoch")
+        with torch.no_grad():
+            for k, state in enumerate(states):
+                if state["identity"] != self.runs[k].identity:
+                    raise TrainError(f"{self.folders[k]} holds a different run ({state['identity']}); adrop never "
+                                     "overwrites an earlier run: choose another hydra.run.dir")
+                for name, tensor in self.model.state_dict().items():
+                    tensor[k].copy_(state["model"][name])
+                self.optimizer.load_config_state(k, state["optimizer"])
+                self.metrics[k], self.layer_rows[k] = state["metrics"], state["layers"]
+        self.method.load_state_dict(states[0]["method"])
+        self.epoch, self.elapsed = states[0]["epoch"], states[0]["elapsed"]
+        torch.set_rng_state(states[0]["rng_cpu"].cpu())
+        if self.device.type == "cuda" and states[0].get("rng_cuda") is not None:
+            torch.cuda.set_rng_state(states[0]["rng_cuda"].cpu(), self.device)
+        log.info("resumed %s after epoch %d", ", ".join(map(str, self.folders)), self.epoch)
+        return True
+
+    def checkpoint(self, k: int) -> None:
+        model = {name: tensor[k].clone() for name, tensor in self.model.state_dict().items()}
+        run_files.save_checkpoint(self.folders[k], {
+            "identity": self.runs[k].identity, "epoch": self.epoch, "model": model,
+            "optimizer": self.optimizer.config_state(k), "method": self.method.state_dict(),
+            "rng_cpu": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "metrics": self.metrics[k], "layers": self.layer_rows[k], "elapsed": self.elapsed, "stacked": self.K})
+
+    # -- training -----------------------------------------------------------------------------------------------
+    def active(self) -> list[int]:
+        return [k for k in range(self.K) if self.failed[k] is None]
+
+    def lrs(self, step: int) -> list[float]:
+        return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, r.lr, r.cfg.schedule,
+                                                           r.cfg.decay_start, self.steps_per_epoch)
+                for k, r in enumerate(self.runs)]
+
+    def penalty_weights(self, step: int) -> list[float]:
+        """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
+        return [0.0 if self.failed[k] else schedules.lam_at(step, r.lam, self.warmups[k])
+                for k, r in enumerate(self.runs)]
+
+    def step_loss(self, x, y, weight):
+        """Per configuration (K,): data term + weight * penalty, and its two parts, for one batch (K, B, ...)."""
+        logits = self.model(x)
+        data_term = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(self.K, -1).mean(1)
+        penalty = self.method.penalty(self.model.layers, self.lam)
+        return data_term + weight * penalty, data_term, penalty
+
+    def train_epoch(self, bar=None) -> torch.Tensor:
+        train, batch = self.data.train, self.cfg.batch_size
+        orders = torch.stack([torch.randperm(len(train), generator=torch.Generator().manual_seed(
+            r.cfg.seed * 1_000_003 + self.epoch)) for r in self.runs]).to(self.device)  # each its own order
+        layers, K = self.model.layers, self.K
+        self.model.train()
+        sums = torch.zeros(K, 3, device=self.device)
+        step0 = self.epoch * self.steps_per_epoch
+        frozen = [k for k in range(K) if self.failed[k]]
+        steps = range(step0, step0 + self.steps_per_epoch)  # each configuration's schedules, one copy per epoch
+        lrs = torch.tensor([self.lrs(s) for s in steps], device=self.device)
+        weights = torch.tensor([self.penalty_weights(s) for s in steps], device=self.device)
+        for b, step in enumerate(steps):
+            idx = orders[:, b * batch:(b + 1) * batch]
+            self.optimizer.set_lr(lrs[b])
+            self.method.before_step(step, self.lam)
+            loss, data_term, penalty = self.loss(rows(train.x, idx), rows(train.y, idx), weights[b])
+            self.optimizer.zero_grad()
+            loss.sum().backward()
+            self.optimizer.advance()
+            elementwise = self.method.after_step_is_elementwise(step + 1)
+            self.apply_update(elementwise)
+            if frozen:
+                self.optimizer.freeze(frozen)
+            if not elementwise:
+                self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
+            sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
+            if bar is not None:
+                bar.update(1)
+        self.method.end_epoch(layers, self.lam, self.optimizer.effective_step,
+                              math.ceil(len(self.data.val) / batch))
+        return sums / self.steps_per_epoch
+
+    def update(self, with_after_step: bool) -> None:
+        """The method's before_update, Adam's update (after optimizer.advance()) and, where it is elementwise
+        arithmetic, the method's after_step (step=None): what compile=true traces into one kernel (a step whose
+        after_step branches on the step, a pruning schedule's mask update, runs it after this, eagerly)."""
+        self.method.before_update(self.model.layers)
+        self.optimizer.apply()
+        if with_after_step:
+            self.method.after_step(self.model.layers, None, self.lam, self.optimizer.effective_step)
+
+    def weights(self, k: int, all_weights) -> list:
+        return [(name, w[k], b[k]) for name, w, b in all_weights]
+
+    def divergence(self, k: int, sums: list[float]) -> str | None:
+        """Why configuration k's epoch counts as divergence, or None."""
+        loss, data_term, penalty = sums
+        run = self.runs[k]
+        kept = (f"the last good checkpoint (epoch {self.epoch - 1}) stays" if self.epoch > 1 else
+                "no epoch finished")
+        where = f"in epoch {self.epoch} (lr={run.lr}, lam={run.lam}); {kept}"
+        if not all(math.isfinite(v) for v in sums):
+            return f"the loss became {loss} {where}"
+        if data_term > self.diverged_at:
+            return (f"the training diverged: its cross-entropy reached {data_term:.3g}, above {DIVERGED_CE:g} times "
+                    f"a uniform guess's, {where}")
+        return None
+
+    def fail(self, k: int, message: str) -> None:
+        """Configuration k stops (its last good checkpoint stays); the rest of the stack goes on."""
+        self.failed[k] = message
+        self.optimizer.freeze([k])
+        run_files.mark_failed(self.folders[k], message, self.cfg.method.name, self.runs[k].identity, stacked=self.K)
+        log.info("%s failed: %s", self.folders[k], message)  # the launcher tells the user, in one line
+
+    def fit(self, stop_after: int | None = None) -> list[dict]:
+        """Train to the planned epochs (or stop after epoch `stop_after`, leaving the runs to be resumed); each
+        configuration's summary."""
+        self.trackers = [tracking.make(r.cfg.logger, f) for r, f in zip(self.runs, self.folders)]
+        try:
+            with denormals_flushed(self.device):
+                return self._fit(stop_after)
+        finally:
+            for tracker in self.trackers:
+                tracker.close()
+
+    def _fit(self, stop_after):
+        epochs = self.cfg.epochs
+        bar = self.progress_bar()
+        while self.epoch < epochs and self.active():
+            if stop_after is not None and self.epoch >= stop_after:
+                break
+            t0 = time.perf_counter()
+            sums = self.train_epoch(bar).tolist()  # the one host sync of the epoch's training
+            all_weights = evaluate.effective(self.model, self.method, self.lam)
+            self.epoch += 1
+            seconds = time.perf_counter() - t0
+            self.elapsed += seconds
+            lr_end = self.lrs(self.epoch * self.steps_per_epoch - 1)
+            for k in self.active():
+                why = self.divergence(k, sums[k])
+                if why is not None:
+                    self.fail(k, why)
+                    continue
+                self.end_of_epoch(k, sums[k], self.weights(k, all_weights), lr_end[k], seconds, bar)
+        if bar is not None:
+            bar.close()
+        done = self.epoch >= epochs
+        all_weights = evaluate.effective(self.model, self.method, self.lam)
+        all_unmasked = evaluate.unmasked(self.model, self.method)
+        out = []
+        for k in range(self.K):
+            if self.failed[k] is not None:
+                out.append(run_files.read_summary(self.folders[k]))
+            elif not done:
+                last = self.metrics[k][-1]["val_error"] if self.metrics[k] else None
+                out.append(self.summary(k, "running", val_error=last))
+            else:
+                out.append(self.finish(k, self.weights(k, all_weights), self.weights(k, all_unmasked)))
+        return out
+
+    def end_of_epoch(self, k: int, sums: list[float], weights, lr: float, seconds: float, bar) -> None:
+        """Configuration k's record of the epoch just trained: its rows, checkpoint, summary and tracking."""
+        loss, data_term, penalty = sums
+        val_error = evaluate.error(self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
+        layers, nonzero, total = evaluate.sparsity(weights)
+        self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
+                                                     lr, seconds))
+        self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions())
+        run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
+        self.checkpoint(k)
+        run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
+        tracker = self.trackers[k]
+        stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
+        tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
+        if bar is not None and self.K == 1:
+            bar.set_postfix(loss=f"{loss:.4f}", val_err=f"{val_error:.4f}", nonzero=f"{nonzero / total:.4f}")
+
+    def finish(self, k: int, weights, unmasked) -> dict:
+        """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json."""
+        cfg = self.runs[k].cfg
+        test_error = evaluate.error(self.single.predict, weights, self.data.test, cfg.eval_batch_size)
+        layers, nonzero, total = evaluate.sparsity(weights)
+        run_files.write_weights(self.folders[k], weights)
+        errors = evaluate.unmasked_errors(cfg, self.single.predict, unmasked, self.data)
+        summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
+                               layers=layers, nonzero=nonzero, total=total, unmasked=errors)
+        run_files.write_summary(self.folders[k], summary)
+        return summary
+
+    def progress_bar(self):
+        """A bar over the training steps, in a terminal, for a command that is not a sweep (progress=always: any)."""
+        mode = self.cfg.progress
+        if mode == "never" or (mode == "auto" and (self.multirun or not sys.stderr.isatty())):
+            return None
+        from tqdm import tqdm
+
+        name = self.cfg.method.name + (f" x {self.K}" if self.K > 1 else "")
+        return tqdm(total=self.cfg.epochs * self.steps_per_epoch, initial=self.epoch * self.steps_per_epoch,
+                    desc=name, unit="step")
+
+    def summary(self, k: int, status: str, **results) -> dict:
+        return run_files.summary(self.runs[k], self.single, self.device, self.epoch, self.elapsed, status, self.K,
+                                 **results)

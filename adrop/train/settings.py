@@ -1,0 +1,149 @@
+"""A run's settings, resolved and checked once: the composed configuration becomes one frozen `Settings`.
+
+Everything that needs neither data nor a folder is checked here (unknown keys, the method's parameters, values,
+the logger, whether the model fits the data), and what follows from the configuration is derived here once: the
+effective lam and lr, the method's Params, the run's identity (what makes two commands the same run) and its stack
+key (what must agree for configurations to train as one stack). The Hydra callback, the task, the launchers, the
+engine and the run folder all receive the same object.
+
+Which settings do what is declared once:
+- PER_CONFIGURATION: may differ inside a stack (with the method's `init_*` parameters, which act only when each
+  configuration's network is made);
+- NOT_A_RESULT: changes no result (where the data is, how progress shows): never part of a folder's name (Hydra's
+  `override_dirname.exclude_keys` in conf/config.yaml, read from there), an identity or a stack key;
+- IDENTITY_DEFAULTS: settings that enter a run's identity only when they differ from these defaults, so that runs
+  checkpointed before those settings existed still resume.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+
+from omegaconf import DictConfig, OmegaConf
+
+from adrop import methods
+
+from . import model as model_mod, schema, tracking
+from .schedules import SCHEDULES
+
+PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
+NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
+                     .hydra.job.config.override_dirname.exclude_keys)
+IDENTITY_DEFAULTS = {"schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0], "init_from": None,
+                     "evaluate_unmasked": False}
+DEFAULT_MODEL = "lenet_300_100"
+
+
+class TrainError(Exception):
+    """A run that cannot start or go on; the message is for the user (one line)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One configuration, resolved: the composed `cfg` (read only), the method's class and Params, the effective lam
+    and lr, and the run's identity."""
+
+    cfg: DictConfig
+    method: type
+    params: object
+    lam: float
+    lr: float
+    identity: dict
+
+    def make_method(self, steps_per_epoch: int):
+        return self.method(self.params, steps_per_epoch, self.cfg.epochs)
+
+
+def check_keys(cfg) -> None:
+    unknown = schema.unknown_keys(cfg)
+    if unknown:
+        raise TrainError(schema.unknown_key_message(*unknown[0]))
+
+
+def method_params(cfg):
+    """The method's class and parameters, checked against its dataclass (unknown keys and wrong types fail here)."""
+    try:
+        cls = methods.get(cfg.method.name)
+    except ValueError as err:
+        raise TrainError(str(err)) from None
+    fields = [f.name for f in dataclasses.fields(cls.Params)]
+    valid = f"(valid: {', '.join(fields) or 'none'})"
+    unknown = [key for key in cfg.method.params.keys() if key not in fields]  # `+method.params.x=1` gets past Hydra
+    if unknown:
+        raise TrainError(f"method.params for {cls.name}: Key {unknown[0]!r} not in {cls.Params.__name__!r} {valid}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(cls.Params), cfg.method.params)
+        return cls, OmegaConf.to_object(merged)
+    except Exception as err:
+        raise TrainError(f"method.params for {cls.name}: {str(err).splitlines()[0]} {valid}") from None
+
+
+def lam_and_lr(cfg) -> tuple[float, float]:
+    """The effective lam and lr (null = the method's default), with every other value checked."""
+    lam = cfg.method.lam if cfg.lam is None else cfg.lam
+    lr = cfg.method.lr if cfg.lr is None else cfg.lr
+    checks = [(lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
+              (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
+              (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
+              (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
+              (cfg.schedule in SCHEDULES, f"schedule must be one of {', '.join(SCHEDULES)}, got {cfg.schedule!r}"),
+              (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
+              (len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
+               f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
+              (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never")]
+    for ok, message in checks:
+        if not ok:
+            raise TrainError(message)
+    return float(lam), float(lr)
+
+
+def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
+    """What makes two commands the same run: a folder is resumed (or left alone, when finished) only by its own run."""
+    identity = {"method": cfg.method.name, "lam": lam, "lr": lr, "seed": cfg.seed, "epochs": cfg.epochs,
+                "batch_size": cfg.batch_size, "dataset": cfg.dataset.name, "train_limit": cfg.data.train_limit}
+    for key, default in IDENTITY_DEFAULTS.items():
+        value = cfg[key]
+        value = list(value) if OmegaConf.is_list(value) else value
+        if value != default and (value or default is not None):
+            identity[key] = str(value) if key == "init_from" else value
+    if cfg.model.name != DEFAULT_MODEL:
+        conv = [list(c) for c in cfg.model.conv]
+        identity["model"] = f"{cfg.model.name}{conv if conv else ''}{list(cfg.model.hidden)}"
+    changed = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
+               if getattr(params, f.name) != getattr(cls.Params(), f.name)}
+    if changed:
+        identity["method_params"] = changed
+    return identity
+
+
+def resolve(cfg, chosen: str | None = None) -> Settings:
+    """Every check that needs no data and no folder, then the settings. `chosen` is the method option Hydra composed
+    (conf/method/<chosen>.yaml): its `name:` must be that, or another method would run silently."""
+    check_keys(cfg)
+    if chosen is not None and cfg.method.name != chosen:
+        raise TrainError(f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
+                         "the same (a registered method, adrop/methods/)")
+    try:
+        tracking.check(cfg.logger)
+        model_mod.check_fits(cfg.model, cfg.dataset)
+    except ValueError as err:
+        raise TrainError(str(err)) from None
+    cls, params = method_params(cfg)
+    lam, lr = lam_and_lr(cfg)
+    return Settings(cfg, cls, params, lam, lr, identity_of(cfg, lam, lr, cls, params))
+
+
+def stack_key(cfg) -> str:
+    """Configurations with the same key can train as one stack: all but the per-configuration numbers agree."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain.pop("hydra", None)
+    for key in PER_CONFIGURATION + NOT_A_RESULT:
+        parent, _, leaf = key.rpartition(".")
+        (plain.get(parent, {}) if parent else plain).pop(leaf, None)
+    params = plain.get("method", {}).get("params", {})
+    for key in [k for k in params if k.startswith("init_")]:
+        params.pop(key)
+    return json.dumps(plain, sort_keys=True, default=str)
