@@ -52,13 +52,13 @@ def read(folder: Path) -> FinishedRun:
     summary = run_files.read_summary(folder) if folder.is_dir() else None
     if summary is None:
         raise ExportError(f"{folder} is not a run folder (no summary.json)")
-    if summary.get("status") != "completed" or not (folder / "weights.npz").exists():
+    if summary.get("status") != "completed" or not (folder / run_files.WEIGHTS).exists():
         raise ExportError(f"{folder} holds a run that has not completed (status {summary.get('status')}): "
                           "finish it first (rerun its command with hydra.run.dir=<that folder>)")
-    config_path = folder / run_files.HYDRA_DIR / "config.yaml"
+    config_path = folder / run_files.HYDRA_DIR / run_files.CONFIG
     if not config_path.exists():
         raise ExportError(f"{config_path} is missing: the run's configuration is needed to find its data")
-    with np.load(folder / "weights.npz") as arrays:
+    with np.load(folder / run_files.WEIGHTS) as arrays:
         names = [key.removesuffix(".weight") for key in arrays.files if key.endswith(".weight")]
         weights = {n: (arrays[f"{n}.weight"].astype(np.float32), arrays[f"{n}.bias"].astype(np.float32))
                    for n in names}

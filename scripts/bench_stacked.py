@@ -1,4 +1,4 @@
-"""Benchmark: a sweep of K configurations run as K separate runs, as one stack, and through the joblib launcher.
+"""Benchmark: a sweep of K configurations run as K separate runs, as one stack, and several runs or stacks at once.
 
     python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
                                     [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
@@ -6,13 +6,13 @@
 
 For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
 left out) of:
-  separate    K runs one after another, as the basic launcher runs them (one single run's epoch: the same for any K)
-  joblib      K runs as the joblib launcher runs them on this machine: as many jobs at a time as cores, one thread
-              each (measured: that many single runs at once, each in its own process)
-  stack K     one StackedRun of K configurations (seeds 0..K-1), all threads
-  K x N       N StackedRuns of K at once (N = cores), one thread each: the stacked launcher's CPU default (its
-              hydra.launcher.n_jobs workers, each training one stack at a time); "1 x N" is joblib's way of running,
-              with the stacked path's kernels (a StackedRun of one)
+  separate    K runs one after another, as the basic launcher runs them (a single run, the engine with a stack of
+              one, all threads: the same for any K)
+  1 x N       N single runs at once (N = cores), one thread each, each in its own process: how the joblib launcher
+              runs a sweep on this machine, and the stacked launcher with stacks of one
+  stack K     one stack of K configurations (seeds 0..K-1), all threads
+  K x N       N stacks of K at once, one thread each: the stacked launcher's CPU default (its hydra.launcher.n_jobs
+              workers, each training one stack at a time)
 and the ratios to `separate` (above 1: faster). Each measurement runs in its own process (a warm-up epoch, then the
 median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
 training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). --compile adds, for
@@ -44,8 +44,9 @@ def measure(args) -> dict:
     from hydra import compose, initialize_config_module
 
     from adrop.train import schema
-    from adrop.train.loop import Run, denormals_flushed
-    from adrop.train.stacked import StackedRun
+    from adrop.train.engine import Engine
+    from adrop.train.runtime import denormals_flushed
+    from adrop.train.settings import resolve
 
     schema.register()
 
@@ -57,10 +58,7 @@ def measure(args) -> dict:
                                                 f"model={args.model}", f"compile={args.compiled}"])
 
     folder = Path(tempfile.mkdtemp())
-    if args.k == 0:
-        run, per = Run(cfg(0), folder / "single"), 1
-    else:
-        run, per = StackedRun([cfg(s) for s in range(args.k)], [folder / f"k{s}" for s in range(args.k)]), args.k
+    run, per = Engine([resolve(cfg(s)) for s in range(args.k)], [folder / f"k{s}" for s in range(args.k)]), args.k
     device = run.device
     times = []
     with denormals_flushed(device):
@@ -108,7 +106,7 @@ def main():
     p.add_argument("--compile", action="store_true", help="also the stacks with compile=true")
     p.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--k", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--k", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--method", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.measure:
@@ -123,18 +121,14 @@ def main():
     print("-" * len(header))
     for method in args.methods.split(","):
         args.method = method
-        separate = result(child(args, 0))
+        separate = result(child(args, 1))
         rows = [("separate", separate)]
-        if args.device == "cpu":
-            jobs = [child(args, 0, threads=1) for _ in range(cores)]
-            runs = [result(j) for j in jobs]
-            rows.append(("joblib", {"seconds": max(r["seconds"] for r in runs) / cores,
-                                    "peak_mb": sum(r["peak_mb"] for r in runs)}))
         for compiled in ((False, True) if args.compile else (False,)):
             suffix = " compiled" if compiled else ""
             ks = [int(v) for v in args.ks.split(",")]
-            for k in ([1] if compiled and 1 not in ks else []) + ks:
-                rows.append((f"stack {k}{suffix}", result(child(args, k, compiled=compiled))))
+            for k in [1] + [k for k in ks if k != 1]:
+                if k > 1 or compiled:
+                    rows.append((f"stack {k}{suffix}", result(child(args, k, compiled=compiled))))
                 if args.device == "cpu":
                     runs = [result(j) for j in [child(args, k, threads=1, compiled=compiled) for _ in range(cores)]]
                     rows.append((f"{k} x {cores}{suffix}", {"seconds": max(r["seconds"] for r in runs) / cores,

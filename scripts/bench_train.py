@@ -2,11 +2,18 @@
 
     python scripts/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3] [--model lenet5]
 
-Contenders, all at batch 128 on the same 48k MNIST training split and device, measured in one process, alternating
-(one epoch each per round, after a warm-up epoch each), median over rounds:
+    python scripts/bench_train.py --previous e144b81   (also the engines of an earlier commit, side by side)
+
+Contenders, all at batch 128 on the same 48k MNIST training split and device, alternating (one epoch each per round,
+after a warm-up epoch each), median over rounds:
   usual loop   torchvision MNIST (ToTensor, Normalize) + DataLoader(batch 128, shuffle) + nn.Sequential 784-300-100-10
                + Adam: the textbook loop
-  adrop <m>    one training epoch of `adrop train method=<m>` (data on the device, the method's layers and hooks)
+  adrop <m>    one training epoch of `adrop train method=<m>` (the engine with a stack of one: data on the device, the
+               method's layers and hooks)
+  previous ... with --previous REV: the training engines of commit REV (a git worktree of it, in a second process
+               with the same threads, asked for one epoch at a time so that the two never run at once): before the
+               one engine, `previous single <m>` (the single run, adrop.train.loop.Run) and `previous stack of one
+               <m>` (adrop.train.stacked.StackedRun of one configuration); from the one engine on, `previous <m>`
   matmuls only the epoch's matrix products alone (the shapes of a dense step's forward and backward, 375 times): the
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
 With --model lenet5 the network is LeNet-5-Caffe for adrop and for the usual loop (nn.Sequential of Conv2d,
@@ -22,9 +29,14 @@ shared by all and the same for the usual loop's decoded dataset).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,9 +44,7 @@ import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_module
 
-from adrop import methods
-from adrop.train import schema
-from adrop.train.loop import Run, denormals_flushed
+ROOT = Path(__file__).resolve().parents[1]
 
 BATCH = 128
 LAYERS = [(784, 300), (300, 100), (100, 10)]
@@ -114,13 +124,82 @@ class MatmulsOnly:
                     delta = delta @ self.w[k]
 
 
-def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100"):
+def adrop_config(method, root, device, compiled=False, model="lenet_300_100"):
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        cfg = compose("config", overrides=[f"method={method}", f"model={model}", f"data.root={root}",
-                                           f"device={device}",
-                                           "epochs=1000", "progress=never", "data.download=false",
-                                           f"compile={str(compiled).lower()}"])
-    return Run(cfg, folder)
+        return compose("config", overrides=[f"method={method}", f"model={model}", f"data.root={root}",
+                                            f"device={device}", "epochs=1000", "progress=never",
+                                            "data.download=false", f"compile={str(compiled).lower()}"])
+
+
+def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100"):
+    """The engine with a stack of one, as `adrop train` trains a run."""
+    from adrop.train.engine import Engine
+    from adrop.train.settings import resolve
+
+    return Engine([resolve(adrop_config(method, root, device, compiled, model))], [folder])
+
+
+def serve_previous(args):
+    """In the second process (PYTHONPATH: the earlier commit's worktree): its engines for each method, one epoch per
+    line read from stdin (a contender's name), each answered with the seconds it took."""
+    from adrop.train import schema as old_schema
+
+    old_schema.register()
+    scratch = Path(tempfile.mkdtemp(prefix="adrop-previous-"))
+    engines = {}
+    for m in args.methods.split(","):
+        cfg = adrop_config(m, args.data, args.device, model=args.model)
+        try:  # before the one engine: the single run and the stack of one
+            from adrop.train.loop import Run
+            from adrop.train.stacked import StackedRun
+
+            engines[f"previous single {m}"] = Run(cfg, scratch / f"single_{m}")
+            engines[f"previous stack of one {m}"] = StackedRun([cfg], [scratch / f"stack_{m}"])
+        except ImportError:
+            from adrop.train.engine import Engine
+            from adrop.train.settings import resolve
+
+            engines[f"previous {m}"] = Engine([resolve(cfg)], [scratch / m])
+    try:
+        from adrop.train.runtime import denormals_flushed
+    except ImportError:
+        from adrop.train.loop import denormals_flushed
+    device = torch.device(args.device)
+    print(json.dumps(list(engines)), flush=True)
+    with denormals_flushed(device):
+        for line in sys.stdin:
+            engine = engines[line.strip()]
+            t = time.perf_counter()
+            engine.train_epoch()
+            sync(device)
+            print(time.perf_counter() - t, flush=True)
+
+
+class Previous:
+    """The earlier commit's engines in a second process (serve_previous), one epoch at a time."""
+
+    def __init__(self, rev, args):
+        self.tree = Path(tempfile.mkdtemp(prefix="adrop-previous-tree-")) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(self.tree), rev], check=True,
+                       capture_output=True)
+        (self.tree / "adrop" / "conf").symlink_to(self.tree / "conf")  # its package adrop.conf, as installed
+        env = {**os.environ, "PYTHONPATH": str(self.tree)}
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve-previous", "--methods", args.methods, "--data", args.data,
+             "--device", args.device, "--model", args.model], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, env=env, cwd=self.tree)
+        self.names = json.loads(self.process.stdout.readline())
+
+    def epoch(self, name):
+        self.process.stdin.write(name + "\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.tree)], check=False)
+        shutil.rmtree(self.tree.parent, ignore_errors=True)
 
 
 def state_mib(model, extra=0) -> float:
@@ -139,6 +218,8 @@ def peak_memory(device, model) -> str:
 
 
 def main():
+    from adrop import methods
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "../shared/data"))
     parser.add_argument("--device", default="cpu")
@@ -149,7 +230,14 @@ def main():
     parser.add_argument("--folder", default="outputs/bench_train", help="scratch folder for the runs' files")
     parser.add_argument("--compile", action="store_true", help="also measure each method with compile=true")
     parser.add_argument("--model", default="lenet_300_100", choices=["lenet_300_100", "lenet5"])
+    parser.add_argument("--previous", metavar="REV", help="also the training engines of this earlier commit")
+    parser.add_argument("--serve-previous", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_previous:
+        return serve_previous(args)
+    from adrop.train import evaluate, schema
+    from adrop.train.runtime import denormals_flushed
+
     schema.register()
     device = torch.device(args.device)
     scratch = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -172,28 +260,34 @@ def main():
     usual = UsualLoop(args.data, order[12000:], device, args.model)
     contenders = {"usual loop": usual.epoch, **contenders}
     models = {"usual loop": usual.model, **models}
+    previous = Previous(args.previous, args) if args.previous else None
+    for name in previous.names if previous else []:  # timed in the other process: the fn returns its seconds
+        contenders[name], models[name] = (lambda name=name: previous.epoch(name)), None
     lenet300 = args.model == "lenet_300_100"
     if lenet300:  # the floor and the limit count LeNet-300-100's products
         floor = MatmulsOnly(device)
         contenders["matmuls only"], models["matmuls only"] = floor.epoch, None
 
-    with denormals_flushed(device):  # as Run.fit trains
+    with denormals_flushed(device):  # as Engine.fit trains
         memory, times = {}, {name: [] for name in contenders}
         for name, fn in contenders.items():  # warm-up
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             fn()
             sync(device)
-            memory[name] = peak_memory(device, models[name])
+            memory[name] = peak_memory(device, models[name]) if models[name] is not None or name == "matmuls only" \
+                else "(its own process)"
         for _ in range(args.rounds):
             for name, fn in contenders.items():
                 t = time.perf_counter()
-                fn()
+                elsewhere = fn()
                 sync(device)
-                times[name].append(time.perf_counter() - t)
-
+                times[name].append(elsewhere if isinstance(elsewhere, float) else time.perf_counter() - t)
+        if previous:
+            previous.close()
         t = time.perf_counter()
-        dense_run.evaluate(dense_run.data.val)
+        weights = dense_run.weights(0, evaluate.effective(dense_run.model, dense_run.method, dense_run.lam))
+        evaluate.error(dense_run.single.predict, weights, dense_run.data.val)
         sync(device)
         eval_s = time.perf_counter() - t
     flops = FLOPS_PER_EXAMPLE * 48_000

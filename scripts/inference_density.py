@@ -19,9 +19,10 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_module
 
-from adrop import bench_inference
+from adrop.commands import bench_inference
 from adrop.train import run_files, schema
-from adrop.train.loop import Run
+from adrop.train.engine import Engine
+from adrop.train.settings import resolve
 
 
 def main():
@@ -47,7 +48,7 @@ def main():
                                                f"epochs={args.epochs}", f"data.root={args.data}", "progress=never",
                                                "device=cpu", "data.download=false"])
         folder = root / f"density={density}"
-        Run(cfg, folder).fit()
+        Engine([resolve(cfg)], [folder]).fit()
         run_files.write_config(folder, cfg, {}, [])
         runs.append((f"{density:.1%} nonzero", folder))
     print_tables(runs, args)

@@ -14,7 +14,9 @@ from hydra import compose, initialize_config_module
 from torch.profiler import ProfilerActivity, profile
 
 from adrop.train import schema
-from adrop.train.loop import Run, denormals_flushed
+from adrop.train.engine import Engine
+from adrop.train.runtime import denormals_flushed
+from adrop.train.settings import resolve
 
 
 def main():
@@ -28,9 +30,9 @@ def main():
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config", overrides=[f"method={args.method}", f"data.root={args.data}", f"device={args.device}",
                                            "epochs=1000", "progress=never", "data.download=false"])
-    run = Run(cfg, tempfile.mkdtemp(prefix="adrop-profile-"))
+    run = Engine([resolve(cfg)], [tempfile.mkdtemp(prefix="adrop-profile-")])  # a single run
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
-    with denormals_flushed(run.device):  # as Run.fit trains
+    with denormals_flushed(run.device):  # as Engine.fit trains
         for i in range(2):
             t = time.perf_counter()
             run.train_epoch()

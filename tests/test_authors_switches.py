@@ -1,4 +1,4 @@
-"""Switches that follow the authors' public code where it departs from the paper (../shared/REFERENCE.md), off by
+"""Switches that follow the authors' public code where it departs from the paper (dlej/adaptive-dropout), off by
 default: eta-Trick's dual and extra term, AdaProx's counting rule and its prox on validation batches."""
 import math
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from adrop import export, export_command
+from adrop import export
+from adrop.commands import export as export_command
 from adrop.train import run_files
 from engines import one, stack, train
 
@@ -104,7 +105,7 @@ def test_onnx_without_its_packages_says_what_to_install(pruned, tmp_path, monkey
 
 
 def test_bench_inference_times_every_form_against_dense(pruned, capsys):
-    from adrop import bench_inference
+    from adrop.commands import bench_inference
 
     assert bench_inference.main([str(pruned), "--batches", "1,8", "--seconds", "0.01"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
@@ -115,7 +116,7 @@ def test_bench_inference_times_every_form_against_dense(pruned, capsys):
 
 
 def test_bench_inference_refuses_what_is_not_a_finished_run(tmp_path, capsys):
-    from adrop import bench_inference
+    from adrop.commands import bench_inference
 
     assert bench_inference.main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip().startswith("adrop bench-inference: error: ")

@@ -5,7 +5,8 @@ import sys
 import pandas as pd
 import pytest
 
-from adrop import cli, penalty_command
+from adrop import cli
+from adrop.commands import penalty as penalty_command
 
 
 def test_plot_writes_png_pdf_and_a_pandas_table(tmp_path, capsys):

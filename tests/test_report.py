@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from adrop import report_command
+from adrop.commands import report as report_command
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ hands over as step_size; the deterministic form of the paper's Algorithm 1 (Appe
 experiment.
 
 authors_keep_rule (off by default) counts a weight as kept as the authors' public code does (github
-dlej/adaptive-dropout, dropout/nn.py near line 326; ../shared/REFERENCE.md): alpha = eta_hat / (eta_hat + rho lam)
+dlej/adaptive-dropout, dropout/nn.py near line 326): alpha = eta_hat / (eta_hat + rho lam)
 with rho the last step's size, where the paper (and the default) use eta_hat / (eta_hat + lam). The step sizes are
 then kept per weight (a buffer `last_step`, in checkpoints).
 
@@ -16,20 +16,18 @@ with no gradient step between (ceil(12,000 / 128) = 94 times in the paper's sett
 what the authors' code does without meaning to. Their AdaptiveCallback (experiments/Sparse MNIST.ipynb) updates
 alpha and applies the prox in `on_batch_end`, and skorch (0.10, their environment.yml) fires `on_batch_end` for the
 validation batches too (`run_single_epoch`, with training=False), which the callback does not check."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from adrop import keep_rule
 
 from .base import register
-from .eta_hat_layer import EtaHatMethod
+from .eta_hat_layer import EtaHatMethod, PenaltyParams
 
 
 @dataclass
-class AdaProxParams:
-    penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
+class AdaProxParams(PenaltyParams):
     authors_keep_rule: bool = False
     authors_validation_prox: bool = False
 

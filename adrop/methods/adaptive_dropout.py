@@ -17,20 +17,18 @@ A weight with eta_hat(w) = 0 is dropped (s = 0). No penalty term: the noise is t
 adaptive Tikhonov term lam/2 sum w^2 / eta, eq. 4). A weight counts as zero under the paper's rule, alpha < 0.05.
 lam reaches the method from the loop before every step (before_step), as a float or a stack's K values.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from .base import noise, register
-from .eta_hat_layer import EtaHatMethod
+from .eta_hat_layer import EtaHatMethod, PenaltyParams
 
 MASKS = ("bernoulli", "gaussian")
 
 
 @dataclass
-class AdaptiveDropoutParams:
-    penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
+class AdaptiveDropoutParams(PenaltyParams):
     mask: str = "bernoulli"
     additive: bool = True
 

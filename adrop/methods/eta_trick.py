@@ -7,13 +7,13 @@ starts at 5, as in the paper) and c = 1e-3 the paper's small pull that makes eta
 counts as zero when alpha = eta / (eta + lam) < 0.05.
 
 Two switches follow the authors' public code where it departs from the paper's text (github dlej/adaptive-dropout,
-dropout/nn.py; ../shared/REFERENCE.md), off by default:
+dropout/nn.py), off by default:
     authors_dual        their dual of LogSum(eps), 2 log((r + eps)/2) - 2 (r - eps)^2 / (4 eta) with r = sqrt(eps^2 +
                         4 eta) (nn.py near line 382): the second term twice ours, a weaker penalty than LogSum(eps)
     authors_extra_term  their pull lam/2 * c * sum log eta_bar (nn.py near lines 243-245) instead of the paper's
                         lam * c * sum log eta_bar
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -22,12 +22,11 @@ from adrop import penalties
 from adrop.keep_rule import KEEP_THRESHOLD
 
 from .base import Method, register
+from .eta_hat_layer import PenaltyParams
 
 
 @dataclass
-class EtaTrickParams:
-    penalty: str = "logsum"
-    penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
+class EtaTrickParams(PenaltyParams):
     init_log_eta: float = 5.0
     log_eta_weight: float = 1e-3
     authors_dual: bool = False

@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-RUN_FILES = ("summary.json", "metrics.csv", ".hydra/overrides.yaml")
+from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
+
+RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
 # Overrides that do not make a different setting: columns of their own, or where the data lives and how it is shown.
 # Runs that differ only in these are repetitions of one setting (the table's mean ± std); any other override
 # (experiment=..., method.params.end=0.25) makes a setting of its own.
@@ -22,13 +24,13 @@ NOT_A_SETTING = {"method", "lam", "lr", "seed", "epochs", "data.root", "data.dow
 
 def run_folders(root: Path) -> list[Path]:
     root = Path(root)
-    found = {p.parent for name in ("summary.json", "metrics.csv") for p in root.rglob(name)}
-    found |= {p.parent.parent for p in root.rglob(".hydra/overrides.yaml")}
+    found = {p.parent for name in (SUMMARY, METRICS_CSV) for p in root.rglob(name)}
+    found |= {p.parent.parent for p in root.rglob(f"{HYDRA_DIR}/{OVERRIDES}")}
     return sorted(f for f in found if not any(part.startswith("report") for part in f.relative_to(root).parts))
 
 
 def overrides(folder: Path) -> dict:
-    path = folder / ".hydra" / "overrides.yaml"
+    path = folder / HYDRA_DIR / OVERRIDES
     if not path.exists():
         return {}
     out = {}
@@ -40,9 +42,9 @@ def overrides(folder: Path) -> dict:
 
 def read_run(root: Path, folder: Path) -> dict:
     summary = {}
-    if (folder / "summary.json").exists():
-        summary = json.loads((folder / "summary.json").read_text())
-    metrics = pd.read_csv(folder / "metrics.csv") if (folder / "metrics.csv").exists() else None
+    if (folder / SUMMARY).exists():
+        summary = json.loads((folder / SUMMARY).read_text())
+    metrics = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
     over = overrides(folder)
     status = summary.get("status") or ("running" if metrics is not None else "pending")
     row = {"run": str(folder.relative_to(root)) if folder != root else ".",
@@ -65,8 +67,8 @@ def read_run(root: Path, folder: Path) -> dict:
         row[key] = value
     for name, layer in (summary.get("layers") or {}).items():
         row[f"nonzero_{name}"] = layer["fraction"]
-    if not summary.get("layers") and (folder / "layers.csv").exists():
-        layers = pd.read_csv(folder / "layers.csv")
+    if not summary.get("layers") and (folder / LAYERS_CSV).exists():
+        layers = pd.read_csv(folder / LAYERS_CSV)
         for _, r in layers[layers.epoch == layers.epoch.max()].iterrows():
             row[f"nonzero_{r.layer}"] = r.nonzero_fraction
     return row
@@ -165,7 +167,7 @@ def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None
     out, names_from = {}, base(roots)
     for run in table.run:
         folder = names_from / run
-        m = pd.read_csv(folder / "metrics.csv") if (folder / "metrics.csv").exists() else None
-        l = pd.read_csv(folder / "layers.csv") if (folder / "layers.csv").exists() else None
+        m = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
+        l = pd.read_csv(folder / LAYERS_CSV) if (folder / LAYERS_CSV).exists() else None
         out[run] = (m, l)
     return out

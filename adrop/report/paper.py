@@ -1,7 +1,7 @@
 """The paper's LeNet-300-100 results (its Appendix C, Tables 4 and 5), and the published LeNet-300-100 and LeNet-5
 points of the sparsification literature, for comparison in reports.
 
-Caveat from ../shared/REFERENCE.md: for the non-VarDrop methods the authors' evaluation did not apply the sparsity
+Caveat: for the non-VarDrop methods the authors' evaluation did not apply the sparsity
 mask, so their test errors are those of unmasked networks while their sparsity counts alpha < 0.05.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ ROWS = [  # method, lam, lr, test error, nonzero fraction, per layer
 ]
 SPARSE_VD = ("Sparse VD (Molchanov et al. 2017)", 0.0192, 0.0147)  # test error, nonzero fraction
 
-# LeNet-5-Caffe on MNIST, the Sparse VD paper's Table 1 (../shared/REFERENCE.md): test error, |W| / |W != 0| as a
+# LeNet-5-Caffe on MNIST, the Sparse VD paper's Table 1 (Molchanov et al. 2017): test error, |W| / |W != 0| as a
 # fraction nonzero (1 / compression)
 LENET5 = ("lenet5",)
 LENET5_PUBLISHED = [

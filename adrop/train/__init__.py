@@ -1,4 +1,4 @@
-"""`adrop train`: the deep-network training of the paper's Sec. 5 (see app.py for usage).
+"""`adrop train`: the deep-network training of the paper's Sec. 5 (the command: adrop/commands/train.py).
 
     schema.py    the configuration schema      settings.py  a configuration resolved and checked, once
     data.py      datasets as tensors           model.py     the networks of sparse layers

@@ -50,7 +50,7 @@ DIVERGED_CE = 1e3  # an epoch's mean cross-entropy above 1000 x ln(classes) (a u
 
 def rows(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """t[idx] for a (K, batch) index: each configuration's batch, (K, batch, ...). index_select, not advanced
-    indexing: the same rows, and on the 2-core CPU 36 -> 14 us for a batch of 128 MNIST images (one thread)."""
+    indexing: the same rows, and on one CPU core 36 -> 14 us for a batch of 128 MNIST images (one thread)."""
     return t.index_select(0, idx.reshape(-1)).view(*idx.shape, *t.shape[1:])
 
 

@@ -67,7 +67,7 @@ class StackedAdam:
         with the method's after_step into one pass). A step is advance() then apply().
 
         Eager on a CPU, torch's fused Adam kernel updates each row (configuration) in one pass with its own lr: on
-        the 2-core CPU (266,610 weights, one thread) 160 us a step against 435 us for the seven elementwise passes
+        one CPU core (266,610 weights, one thread) 160 us a step against 435 us for the seven elementwise passes
         below. Not on a GPU, where a launch per row would cost more than the passes over all rows save."""
         if self.flat.device.type == "cpu" and not torch.compiler.is_compiling():
             self.apply_fused_rows()

@@ -30,7 +30,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch
 
 try:
     import fcntl
@@ -49,6 +48,7 @@ METRICS_CSV = "metrics.csv"
 LAYERS_CSV = "layers.csv"
 WEIGHTS = "weights.npz"
 HYDRA_DIR = ".hydra"
+CONFIG, HYDRA_CONFIG, OVERRIDES = "config.yaml", "hydra.yaml", "overrides.yaml"  # in HYDRA_DIR
 
 
 class FolderTaken(Exception):
@@ -133,7 +133,7 @@ def write_config(folder: Path, config, hydra_config, overrides) -> None:
 
     target = Path(folder) / HYDRA_DIR
     target.mkdir(parents=True, exist_ok=True)
-    for name, node in (("config.yaml", config), ("hydra.yaml", hydra_config), ("overrides.yaml", overrides)):
+    for name, node in ((CONFIG, config), (HYDRA_CONFIG, hydra_config), (OVERRIDES, overrides)):
         if not (target / name).exists():
             _atomic(target / name, lambda tmp, node=node: OmegaConf.save(node, tmp))
 
@@ -233,6 +233,8 @@ def write_weights(folder: Path, weights) -> None:
 
 
 def save_checkpoint(folder: Path, state: dict) -> None:
+    import torch  # here, not at the top: report and export read run folders without torch
+
     _atomic(Path(folder) / CHECKPOINT, lambda tmp: torch.save(state, tmp))
 
 
@@ -240,4 +242,6 @@ def load_checkpoint(folder: Path, device) -> dict | None:
     path = Path(folder) / CHECKPOINT
     if not path.exists():
         return None
+    import torch
+
     return torch.load(path, map_location=device, weights_only=True)

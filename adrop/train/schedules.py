@@ -3,8 +3,8 @@ out), so that a stack of configurations evaluates each one's own and tests pin t
 
     lr_at       linear: lr decays linearly to 0 over training (the paper); with decay_start = d, flat for the first
                 fraction d, then linear to 0 (Molchanov et al.: d = 0.5); constant: lr throughout;
-                linear_per_epoch: lr (1 - e/E) through epoch e = 0..E-1, the last epoch at lr/E (the authors' code,
-                ../shared/REFERENCE.md: it decays per epoch, not per step to 0)
+                linear_per_epoch: lr (1 - e/E) through epoch e = 0..E-1, the last epoch at lr/E (the authors' code:
+                it decays per epoch, not per step to 0)
     lam_at      lam times the penalty term's weight: 0 before warm-up step a, a linear ramp to 1 at step b, then 1
 """
 from __future__ import annotations

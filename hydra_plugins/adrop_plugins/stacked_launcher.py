@@ -21,6 +21,8 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log
 from hydra.plugins.launcher import Launcher
 from omegaconf import OmegaConf, open_dict, read_write
 
+from adrop.train import stacked_jobs
+
 log = logging.getLogger(__name__)
 
 
@@ -36,8 +38,6 @@ class StackedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from adrop.train import stacked_jobs
-
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         jobs, before = [], HydraConfig.instance().cfg

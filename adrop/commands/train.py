@@ -4,7 +4,7 @@
     adrop train method=vardrop_lr_ar epochs=5      any method: adrop train --help lists them
     adrop train -m method=logsum,adaprox lam=1e-4,1e-3     a sweep (multirun), one folder per job
     adrop train experiment=paper_lenet300 method=eta_trick  the paper's settings (200 epochs)
-    adrop train data.root=../shared/data data.train_limit=2000 device=cpu
+    adrop train data.root=data data.train_limit=2000 device=cpu
 
 Outputs go to outputs/runs/<time>/ (or outputs/multirun/<time>/<overrides>/): metrics.csv, layers.csv,
 summary.json, weights.npz, checkpoint.pt. Rerunning the same command with hydra.run.dir=<that folder> resumes it.
@@ -27,10 +27,10 @@ from hydra.core.plugins import Plugins
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from . import errors, run_files, schema
-from .engine import Engine
-from .hooks import CREATED, StartRefused
-from .settings import TrainError, resolve
+from adrop.train import errors, run_files, schema
+from adrop.train.engine import Engine
+from adrop.train.hooks import CREATED, StartRefused
+from adrop.train.settings import TrainError, resolve
 
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
 # it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.

@@ -3,7 +3,7 @@
     adrop export outputs/runs/<time>                          csr: <run>/export/network.csr.npz
     adrop export outputs/runs/<time> --format compact         the smaller dense network, its architecture printed
     adrop export outputs/runs/<time> --format onnx            an ONNX model onnxruntime runs (pip install -e '.[export]')
-    adrop export outputs/runs/<time> --out model.npz --data ../shared/data
+    adrop export outputs/runs/<time> --out model.npz --data data
 
 Each export recomputes the run's test error from the exported arrays alone and is written only if it equals the run's
 summary.json test_error. A run that is not finished, a folder that is not a run, an output file that exists, or an
