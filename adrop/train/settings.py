@@ -93,7 +93,10 @@ def lam_and_lr(cfg) -> tuple[float, float]:
               (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
               (len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
                f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
-              (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never")]
+              (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never"),
+              (cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}"),
+              (cfg.data.train_limit is None or cfg.data.train_limit >= 1,
+               f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}")]
     for ok, message in checks:
         if not ok:
             raise TrainError(message)
@@ -133,6 +136,9 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
         raise TrainError(str(err)) from None
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
+    from .runtime import resolve_device  # (runtime needs TrainError from here)
+
+    resolve_device(cfg.device)  # cuda where there is none: refused now, as a wrong command
     return Settings(cfg, cls, params, lam, lr, identity_of(cfg, lam, lr, cls, params))
 
 
