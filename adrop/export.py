@@ -20,6 +20,7 @@ unless it equals the test_error in the run's summary.json.
 """
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,10 +59,14 @@ def read(folder: Path) -> FinishedRun:
     config_path = folder / run_files.HYDRA_DIR / run_files.CONFIG
     if not config_path.exists():
         raise ExportError(f"{config_path} is missing: the run's configuration is needed to find its data")
-    with np.load(folder / run_files.WEIGHTS) as arrays:
-        names = [key.removesuffix(".weight") for key in arrays.files if key.endswith(".weight")]
-        weights = {n: (arrays[f"{n}.weight"].astype(np.float32), arrays[f"{n}.bias"].astype(np.float32))
-                   for n in names}
+    try:
+        with np.load(folder / run_files.WEIGHTS) as arrays:
+            names = [key.removesuffix(".weight") for key in arrays.files if key.endswith(".weight")]
+            weights = {n: (arrays[f"{n}.weight"].astype(np.float32), arrays[f"{n}.bias"].astype(np.float32))
+                       for n in names}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, or not an npz
+        raise ExportError(f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: "
+                          f"{str(err).splitlines()[0] if str(err) else 'truncated'}); the run must be trained again") from None
     return FinishedRun(folder, summary, OmegaConf.load(config_path), names, weights)
 
 
@@ -159,7 +164,7 @@ def compact_layers(arrays: dict, features: int) -> list[tuple[np.ndarray, np.nda
     """The compact network's (weight, bias) per layer for a runtime, its first layer widened back to all `features`
     inputs (zero columns where an input is never read). Why: a Gather of the inputs the network reads measured slower
     than reading them all, in torch and onnxruntime alike (LeNet-300-100 at 1.3% nonzero, 784-300-100 -> 472-64-40,
-    batch 256: onnxruntime 0.56 ms with the Gather, 0.16 ms without; torch 0.40 and 0.18; docs/inference.md)."""
+    batch 256: onnxruntime 0.56 ms with the Gather, 0.16 ms without; torch 0.40 and 0.18; docs/results/inference.md)."""
     names = list(arrays["layers"])
     layers = [(arrays[f"{n}.weight"], arrays[f"{n}.bias"]) for n in names]
     first = np.zeros((layers[0][0].shape[0], features), np.float32)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which of the authors' departures from the paper's text explains adrop's gap to the paper's eta-Trick and AdaProx
-# rows (issue 16, docs/results.md "The two deviating rows, explained"): the paper's LeNet-300-100 setting, 200 epochs,
+# rows (docs/results/authors_code.md): the paper's LeNet-300-100 setting, 200 epochs,
 # 3 seeds, each switch on and off (method.params.authors_*; AdaProx's counting rule also with the authors' per-epoch
 # lr decay, schedule=linear_per_epoch, since it reads the last step's size; then also with their prox on every
 # validation batch), every run also evaluated without the keep rule (evaluate_unmasked=true: the authors'
@@ -9,7 +9,7 @@
 #   DATA=../shared/data scripts/authors_gaps.sh                    jobs one after another
 #   DATA=../shared/data LAUNCHER=joblib scripts/authors_gaps.sh hydra.launcher.n_jobs=2   (the reference single
 #                                                                   runs in parallel; set OMP_NUM_THREADS=1)
-#   DATA=../shared/data LAUNCHER=stacked scripts/authors_gaps.sh compile=true   (the fast path: docs/performance.md)
+#   DATA=../shared/data LAUNCHER=stacked scripts/authors_gaps.sh compile=true   (the fast path: docs/results/stacked_speed.md)
 #   EPOCHS=1 DATA=../shared/data scripts/authors_gaps.sh data.train_limit=512   (arguments go to adrop train)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/authors_gaps_e$EPOCHS)/{adaprox,adaprox_authors_schedule,

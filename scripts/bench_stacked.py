@@ -2,7 +2,7 @@
 
     python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
                                     [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
-                                    [--model lenet_300_100|lenet5] [--compile]
+                                    [--model lenet_300_100|lenet5] [--compile] [--previous REV]
 
 For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
 left out) of:
@@ -19,6 +19,9 @@ training slice is the first --train-limit MNIST examples (the per-epoch times sc
 K = 1 and each K of --ks, the same stacks with compile=true (`stack K compiled`, `K x N compiled`: the loss, and
 Adam's update fused with the method's after_step, traced by torch.compile; its compilation in the warm-up epoch). A stack of conv nets
 (--model lenet5) computes each convolution as one grouped convolution (groups = K).
+With --previous REV every contender is also measured with the code of commit REV (a git worktree of it,
+scripts/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run of
+that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+import previous_tree  # noqa: E402  (scripts/ is on the path when this file runs)
 
 
 def measure(args) -> dict:
@@ -44,9 +48,20 @@ def measure(args) -> dict:
     from hydra import compose, initialize_config_module
 
     from adrop.train import schema
-    from adrop.train.engine import Engine
-    from adrop.train.runtime import denormals_flushed
-    from adrop.train.settings import resolve
+
+    try:
+        from adrop.train.engine import Engine
+        from adrop.train.runtime import denormals_flushed
+        from adrop.train.settings import resolve
+
+        def make(cfgs, folders):
+            return Engine([resolve(c) for c in cfgs], folders)
+    except ImportError:  # --previous: a commit before the one engine (a single run, and stacks)
+        from adrop.train.loop import Run, denormals_flushed
+        from adrop.train.stacked import StackedRun
+
+        def make(cfgs, folders):
+            return StackedRun(cfgs, folders) if args.k > 0 else Run(cfgs[0], folders[0])
 
     schema.register()
 
@@ -58,7 +73,8 @@ def measure(args) -> dict:
                                                 f"model={args.model}", f"compile={args.compiled}"])
 
     folder = Path(tempfile.mkdtemp())
-    run, per = Engine([resolve(cfg(s)) for s in range(args.k)], [folder / f"k{s}" for s in range(args.k)]), args.k
+    n = max(args.k, 1)  # k = 0: a commit's single run, before the one engine
+    run, per = make([cfg(s) for s in range(n)], [folder / f"k{s}" for s in range(n)]), n
     device = run.device
     times = []
     with denormals_flushed(device):
@@ -77,8 +93,10 @@ def measure(args) -> dict:
     return {"seconds": statistics.median(times) / per, "peak_mb": peak / 2**20}
 
 
-def child(args, k: int, threads: int | None = None, extra_env=None, compiled: bool = False) -> subprocess.Popen:
-    env = {**os.environ, **(extra_env or {})}
+def child(args, k: int, threads: int | None = None, extra_env=None, compiled: bool = False,
+          tree: Path | None = None) -> subprocess.Popen:
+    """One measurement in its own process; with `tree` (--previous), of that commit's code."""
+    env = {**(previous_tree.env(tree) if tree else os.environ), **(extra_env or {})}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     command = [sys.executable, __file__, "--measure", "--k", str(k), "--method", args.method, "--data", args.data,
@@ -104,6 +122,7 @@ def main():
     p.add_argument("--train-limit", type=int, default=8192)
     p.add_argument("--model", default="lenet_300_100", help="lenet_300_100 (default) or lenet5")
     p.add_argument("--compile", action="store_true", help="also the stacks with compile=true")
+    p.add_argument("--previous", metavar="REV", help="also every contender with the code of this earlier commit")
     p.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--k", type=int, default=1, help=argparse.SUPPRESS)
@@ -116,26 +135,41 @@ def main():
     print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
           f"model {args.model}, batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs "
           "after a warm-up")
-    header = f"{'method':<18}{'contender':<20}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
+    header = f"{'method':<18}{'contender':<26}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)
     print("-" * len(header))
-    for method in args.methods.split(","):
-        args.method = method
-        separate = result(child(args, 1))
-        rows = [("separate", separate)]
-        for compiled in ((False, True) if args.compile else (False,)):
-            suffix = " compiled" if compiled else ""
-            ks = [int(v) for v in args.ks.split(",")]
-            for k in [1] + [k for k in ks if k != 1]:
-                if k > 1 or compiled:
-                    rows.append((f"stack {k}{suffix}", result(child(args, k, compiled=compiled))))
-                if args.device == "cpu":
-                    runs = [result(j) for j in [child(args, k, threads=1, compiled=compiled) for _ in range(cores)]]
-                    rows.append((f"{k} x {cores}{suffix}", {"seconds": max(r["seconds"] for r in runs) / cores,
-                                                            "peak_mb": sum(r["peak_mb"] for r in runs)}))
-        for name, r in rows:
-            print(f"{method:<18}{name:<20}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
-                  f"{r['peak_mb']:>10.0f}", flush=True)
+    tree = previous_tree.make(args.previous) if args.previous else None
+    try:
+        for method in args.methods.split(","):
+            args.method = method
+            rows(args, cores, tree)
+    finally:
+        if tree:
+            previous_tree.remove(tree)
+
+
+def rows(args, cores: int, tree: Path | None) -> None:
+    """One method's contenders (each with its --previous twin right after it), printed."""
+    versions = [("", None)] + ([("previous ", tree)] if tree else [])
+    out = []
+    for prefix, code in versions:  # a single run: before the one engine, the old Run (k = 0)
+        out.append((f"{prefix}separate", result(child(args, 0 if code else 1, tree=code))))
+    separate = out[0][1]
+    for compiled in ((False, True) if args.compile else (False,)):
+        suffix = " compiled" if compiled else ""
+        ks = [int(v) for v in args.ks.split(",")]
+        for k in [1] + [k for k in ks if k != 1]:
+            for prefix, code in versions:
+                if k > 1 or compiled or code:
+                    out.append((f"{prefix}stack {k}{suffix}", result(child(args, k, compiled=compiled, tree=code))))
+            for prefix, code in versions if args.device == "cpu" else ():
+                runs = [result(j) for j in [child(args, k, threads=1, compiled=compiled, tree=code)
+                                            for _ in range(cores)]]
+                out.append((f"{prefix}{k} x {cores}{suffix}", {"seconds": max(r["seconds"] for r in runs) / cores,
+                                                               "peak_mb": sum(r["peak_mb"] for r in runs)}))
+    for name, r in out:
+        print(f"{args.method:<18}{name:<26}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
+              f"{r['peak_mb']:>10.0f}", flush=True)
 
 
 if __name__ == "__main__":

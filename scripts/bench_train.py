@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_module
 
-ROOT = Path(__file__).resolve().parents[1]
+import previous_tree  # scripts/ is on the path when this file runs
 
 BATCH = 128
 LAYERS = [(784, 300), (300, 100), (100, 10)]
@@ -179,15 +178,11 @@ class Previous:
     """The earlier commit's engines in a second process (serve_previous), one epoch at a time."""
 
     def __init__(self, rev, args):
-        self.tree = Path(tempfile.mkdtemp(prefix="adrop-previous-tree-")) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(self.tree), rev], check=True,
-                       capture_output=True)
-        (self.tree / "adrop" / "conf").symlink_to(self.tree / "conf")  # its package adrop.conf, as installed
-        env = {**os.environ, "PYTHONPATH": str(self.tree)}
+        self.tree = previous_tree.make(rev)
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--serve-previous", "--methods", args.methods, "--data", args.data,
              "--device", args.device, "--model", args.model], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, env=env, cwd=self.tree)
+            text=True, env=previous_tree.env(self.tree), cwd=self.tree)
         self.names = json.loads(self.process.stdout.readline())
 
     def epoch(self, name):
@@ -198,8 +193,7 @@ class Previous:
     def close(self):
         self.process.stdin.close()
         self.process.wait()
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.tree)], check=False)
-        shutil.rmtree(self.tree.parent, ignore_errors=True)
+        previous_tree.remove(self.tree)
 
 
 def state_mib(model, extra=0) -> float:
@@ -268,6 +262,13 @@ def main():
         floor = MatmulsOnly(device)
         contenders["matmuls only"], models["matmuls only"] = floor.epoch, None
 
+    # each method's contenders next to each other in every round, so that a slower minute of a shared machine falls
+    # on all of them alike
+    def method_of(name):
+        return next((m for m in wanted if name.endswith(f" {m}") or f" {m} " in name), name)
+
+    contenders = dict(sorted(contenders.items(), key=lambda item: wanted.index(method_of(item[0]))
+                             if method_of(item[0]) in wanted else -1))
     with denormals_flushed(device):  # as Engine.fit trains
         memory, times = {}, {name: [] for name in contenders}
         for name, fn in contenders.items():  # warm-up

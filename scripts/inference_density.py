@@ -9,7 +9,7 @@ For each density d: `adrop train method=magnitude_pruning method.params.final_sp
 the cubic schedule over the first half of --epochs epochs), then `adrop bench-inference` on the run: the speed-up over
 dense of every sparse form at batch 1 and 256. The runs are short (their errors are not the point: inference cost
 depends only on the shapes and the sparsity pattern); magnitude pruning's pattern stands in for the other methods'.
-With --runs: no training, `adrop bench-inference` on each finished run given (docs/inference.md's real runs).
+With --runs: no training, `adrop bench-inference` on each finished run given (docs/results/inference.md's real runs).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def main():
 
 def print_tables(runs, args) -> None:
     """Each run's measurements as `adrop bench-inference` prints them, then per batch size a markdown table of the
-    speed-ups over dense (dense's milliseconds per call in brackets), one column per run (docs/inference.md)."""
+    speed-ups over dense (dense's milliseconds per call in brackets), one column per run (docs/results/inference.md)."""
     results = []
     for label, folder in runs:
         header, rows = bench_inference.measure(folder, [1, 256], args.seconds, args.data)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LeNet-5-Caffe on MNIST at 200 epochs (issue 14, docs/results_lenet5.md): Sparse VD's recipe
+# LeNet-5-Caffe on MNIST at 200 epochs (docs/results/lenet5.md): Sparse VD's recipe
 # (experiment=sparse_vd_lenet5: VarDrop+LR+AR, batch 100, flat-then-linear lr, KL warm-up) and the paper's protocol
 # for dense, logsum, magnitude_pruning and hard_concrete (experiment=paper_lenet5), one seed each (SEED), then one
 # report. The Sparse VD run trains beside the sweep (one thread each on a CPU; the sweep's stacked launcher gets

@@ -4,11 +4,11 @@
 # beyond the paper (conf/experiment/): sparse_vd_recipe (VarDrop+LR+AR trained as Molchanov et al. trained Sparse VD), sparse_vd_recipe_sparser (the same with lam x 1.5),
 # sparse_vd_recipe_b100_sparser (batch 100, lam x 1.75) and pruning_at_sparse_vd_budget (plain magnitude pruning at
 # Sparse VD's budget); then 10 epochs of fine-tuning what each of the two *_sparser runs kept
-# (experiment=finetune_kept_weights: the points that beat Sparse VD in docs/results.md); then one report of everything.
+# (experiment=finetune_kept_weights: the points that beat Sparse VD in docs/results/beyond_the_paper.md); then one report of everything.
 #
 #   scripts/reproduce_paper.sh                      200 epochs, seeds 0, 1, 2, the stacked launcher (a GPU stacks the
 #                                                   seeds of a row; a CPU runs one stack per core, of the method's
-#                                                   measured size; add compile=true on a CPU: docs/performance.md)
+#                                                   measured size; add compile=true on a CPU: docs/results/stacked_speed.md)
 #   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
 #   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, the reference single runs in parallel)
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)

@@ -215,8 +215,8 @@ def test_a_sweep_with_failed_jobs_exits_non_zero_and_keeps_its_record(adrop, tmp
     a second command into the sweep folder leaves the first one's multirun.yaml as it was."""
     out = adrop("train", "-m", *SMALL, "method=dense,logsum", "lam=0.001,-1", "hydra.sweep.dir=sweep")
     assert out.returncode == 1
-    assert last_line(out) == ("adrop train: error: 2 of 4 jobs failed: see sweep (each failed job's summary.json "
-                              "says why)")
+    assert last_line(out) == (f"adrop train: error: 2 of 4 jobs failed: see {tmp_path / 'sweep'} (each failed job's "
+                              "summary.json says why)")
     summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/summary.json")]
     assert sorted(s["status"] for s in summaries) == ["completed", "completed", "failed", "failed"]
     record = (tmp_path / "sweep" / "multirun.yaml").read_bytes()

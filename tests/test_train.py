@@ -137,7 +137,7 @@ def test_every_experiment_config_passes_the_start_checks(config, name):
 
 
 def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):
-    """The stage-1 runs in docs/results.md ran as experiment=sparse_vd_recipe lam=2.5e-05: the same configuration."""
+    """The stage-1 runs in docs/results/beyond_the_paper.md ran as experiment=sparse_vd_recipe lam=2.5e-05: the same configuration."""
     assert config("experiment=sparse_vd_recipe_sparser") == config("experiment=sparse_vd_recipe", "lam=2.5e-05")
 
 

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         print(run(args))
-    except (ExportError, FileExistsError, FileNotFoundError) as err:
+    except (ExportError, OSError) as err:  # also an --out that cannot be written
         print(f"adrop export: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)  # argparse itself exits 2 with a one-line message on bad options
     try:
         run(args)
-    except (UsageError, ValueError, FileExistsError) as err:
+    except (UsageError, ValueError, OSError) as err:  # also an --out that cannot be written
         print(f"adrop penalty: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -4,7 +4,7 @@
     adrop report outputs/multirun/... --paper --out docs/results  with the paper's numbers beside ours
     adrop report outputs/multirun/sweep_a outputs/multirun/sweep_b   two sweeps in one table
 
-Writes into --out (default: a new folder DIR/report-<time>/, or in the DIRs' common parent), never over existing files:
+Writes into --out (default: a new folder outputs/reports/<time>/ here), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
                  val_error, nonzero_fraction, nonzero_<layer>, wall_time_s, device, error
   results.md     the table in the layout of the paper's Tables 4 and 5 (mean ± std over seeds), unfinished runs below
@@ -16,11 +16,10 @@ Unfinished sweeps are fine: running and failed jobs are reported as such.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
 from pathlib import Path
 
-from adrop.outputs import claim
+from adrop.outputs import claim, new_folder
 
 FILES = ["results.csv", "results.md", "figure2.png", "pareto.png", "layers.png"]
 
@@ -30,7 +29,7 @@ def parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("dir", type=Path, nargs="+", help="run folders, sweep folders, or any folders above runs")
-    p.add_argument("--out", type=Path, help="output folder (default: DIR/report-<time>/)")
+    p.add_argument("--out", type=Path, help="output folder (default: outputs/reports/<time>/)")
     p.add_argument("--paper", action="store_true",
                    help="set the published numbers beside ours: the paper's LeNet-300-100 rows; in the figure also "
                         "Sparse VD's point, and for LeNet-5 runs the Sparse VD paper's Table 1")
@@ -44,8 +43,9 @@ def run(args) -> list[Path]:
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder} is not a folder")
     table = collect.results(args.dir)
-    out = args.out or collect.base(args.dir) / f"report-{dt.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}"
-    out = claim(out, FILES)
+    for skipped in table.attrs.get("skipped", []):
+        print(f"adrop report: skipped {skipped}", file=sys.stderr)
+    out = claim(args.out, FILES) if args.out else new_folder("reports")
     table.to_csv(out / "results.csv", index=False)
     (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
     history = collect.histories(args.dir, table)
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         written = run(args)
-    except (FileNotFoundError, FileExistsError, ValueError) as err:
+    except (OSError, ValueError) as err:  # a missing folder, an --out taken or not writable
         print(f"adrop report: error: {err}", file=sys.stderr)
         return 2
     for path in written:

@@ -7,17 +7,20 @@
     adrop train data.root=data data.train_limit=2000 device=cpu
 
 Outputs go to outputs/runs/<time>/ (or outputs/multirun/<time>/<overrides>/): metrics.csv, layers.csv,
-summary.json, weights.npz, checkpoint.pt. Rerunning the same command with hydra.run.dir=<that folder> resumes it.
+summary.json, weights.npz, checkpoint.pt. The folder is printed at the start and in the last line; rerunning the same
+command with hydra.run.dir=<that folder> (a sweep: hydra.sweep.dir=<its folder>) resumes it, and an interrupted
+command (Ctrl-C, SIGTERM) prints that command.
 
 Promises (each tested): a folder that holds another run is refused before anything in it is written; a refused or
 failed start of a single run leaves no folder behind; a sweep exits non-zero when any job failed; every error a
-user can cause is one line on stderr (exit 2: the command is wrong; exit 1: the run failed or was refused), with
-the traceback only under HYDRA_FULL_ERROR=1.
+user can cause is one line on stderr (exit 2: the command is wrong; exit 1: the run failed or was refused; 130 and
+143: interrupted by SIGINT or SIGTERM), with the traceback only under HYDRA_FULL_ERROR=1.
 """
 from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -30,6 +33,7 @@ from omegaconf import DictConfig
 from adrop.train import errors, run_files, schema
 from adrop.train.engine import Engine
 from adrop.train.hooks import CREATED, StartRefused
+from adrop.train.runtime import Interrupted, stop_on_sigterm
 from adrop.train.settings import TrainError, resolve
 
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
@@ -41,6 +45,7 @@ Plugins.instance().register(sweeper.AdropSweeper)
 Plugins.instance().register(stacked_launcher.StackedLauncher)
 log = logging.getLogger("adrop.train")
 schema.register()
+STARTED: dict = {}  # this command's single run folder, once it trains: where an interruption leaves it
 
 
 def one_line(summary: dict) -> str:
@@ -49,6 +54,18 @@ def one_line(summary: dict) -> str:
     return (f"{summary['method']}: test error {summary['test_error']:.4f}{unmasked}, "
             f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} ({summary['nonzero']}/{summary['total']}), "
             f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command that resumes what this one started: its arguments with the folder it trained in."""
+    if sweeper.RESULT.get("dir"):
+        key, folder = "hydra.sweep.dir", Path(sweeper.RESULT["dir"]).absolute()
+    elif STARTED.get("run"):
+        key, folder = "hydra.run.dir", STARTED["run"]
+    else:
+        return "nothing was trained"
+    kept = [a for a in argv if not a.startswith(f"{key}=")]
+    return "resume with: " + shlex.join(["adrop", "train", *kept, f"{key}={folder}"])
 
 
 def report(message: str, multirun: bool, folder: Path) -> None:
@@ -83,16 +100,21 @@ def task(cfg: DictConfig) -> dict | None:
 def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     """One run: the engine with a stack of one."""
     cfg, identity = run.cfg, run.identity
+    if not multirun:
+        STARTED["run"] = folder.absolute()
+        print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
     try:
         engine = Engine([run], [folder], multirun=multirun)
+    except run_files.WriteFailed as err:
+        return failed_start(folder, cfg, str(err), multirun, identity)
     except (TrainError, ValueError) as err:
         return failed_start(folder, cfg, str(err), multirun, identity)
     except Exception as err:  # a bug
         return failed_start(folder, cfg, errors.bug(err), multirun, identity)
-    run_files.begin(folder, cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
+    run_files.begin(folder, run.cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
     try:
         summary = engine.fit()[0]
-    except (TrainError, ValueError) as err:
+    except (TrainError, ValueError, run_files.WriteFailed) as err:
         return failed(folder, cfg, str(err), multirun, identity)
     except Exception as err:
         return failed(folder, cfg, errors.bug(err), multirun, identity)
@@ -101,7 +123,8 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
         if not multirun:
             sys.exit(1)
         return summary
-    print(one_line(summary))
+    print(f"{one_line(summary)}; files in {folder.absolute()}" if not multirun else f"{folder.name}: {one_line(summary)}",
+          flush=True)
     log.info(one_line(summary))
     return summary
 
@@ -147,8 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({"HYDRA_FULL_ERROR": "1", errors.DEBUG: "1" if debug else "0"})
     sys.argv = ["adrop train", *argv]
     sweeper.RESULT.clear()
+    STARTED.clear()
+    stop_on_sigterm()
     try:
         hydra_main()
+    except (KeyboardInterrupt, Interrupted) as stop:
+        if debug:
+            raise
+        print(f"adrop train: interrupted ({str(stop) or 'SIGINT'}); {resume_command(argv)}", file=sys.stderr)
+        return getattr(stop, "exit_code", 130)
     except (StartRefused, Exception) as err:
         if debug:
             raise
@@ -165,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                f"{len(refused)} of them refused, as said above, with nothing written; the others' summary.json "
                "says why")
         print(f"adrop train: error: {len(failures)} of {sweeper.RESULT['jobs']} jobs failed: see "
-              f"{sweeper.RESULT['dir']} ({why})", file=sys.stderr)
+              f"{Path(sweeper.RESULT['dir']).absolute()} ({why})", file=sys.stderr)
         return 1
+    if sweeper.RESULT.get("dir"):
+        print(f"adrop train: {sweeper.RESULT['jobs']} jobs done; files in {Path(sweeper.RESULT['dir']).absolute()}")
     return 0

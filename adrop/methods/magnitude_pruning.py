@@ -37,7 +37,7 @@ class Masked(Method):
     """Weights under a fixed-for-now mask (a boolean buffer): masked weights are zero and stay zero, their gradients
     zeroed before each update. The forward pass uses the weights as they are: multiplying by the mask there would
     give the same numbers (masked weights are already 0) at the price of a pass over every weight, forward and
-    backward, each step (docs/performance.md: the mask out of the forward pass)."""
+    backward, each step (measured: docs/notebook.md)."""
 
     def add_parameters(self, layer):
         layer.register_buffer("mask", torch.ones(layer.weight.shape, dtype=torch.bool))

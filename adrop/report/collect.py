@@ -40,11 +40,20 @@ def overrides(folder: Path) -> dict:
     return out
 
 
+class UnreadableRun(Exception):
+    """A run folder whose files cannot be read (a truncated summary.json, a CSV cut short): reports skip it."""
+
+
 def read_run(root: Path, folder: Path) -> dict:
     summary = {}
-    if (folder / SUMMARY).exists():
-        summary = json.loads((folder / SUMMARY).read_text())
-    metrics = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
+    try:
+        if (folder / SUMMARY).exists():
+            summary = json.loads((folder / SUMMARY).read_text())
+            if not isinstance(summary, dict):
+                raise ValueError(f"a JSON {type(summary).__name__}, not a run's summary")
+        metrics = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
+    except (OSError, ValueError, pd.errors.ParserError) as err:
+        raise UnreadableRun(f"{folder}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
     over = overrides(folder)
     status = summary.get("status") or ("running" if metrics is not None else "pending")
     row = {"run": str(folder.relative_to(root)) if folder != root else ".",
@@ -59,7 +68,7 @@ def read_run(root: Path, folder: Path) -> dict:
            "test_error_unmasked": summary.get("test_error_unmasked"),
            "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
            "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error"),
-           "model": summary.get("model") or over.get("model")}
+           "model": summary.get("model") or over.get("model"), "train_limit": summary.get("train_limit")}
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
         last = metrics.iloc[-1]
         row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)
@@ -102,7 +111,17 @@ def results(roots) -> pd.DataFrame:
         raise FileNotFoundError(f"no run folders under {', '.join(map(str, roots))} "
                                 f"(looked for {', '.join(RUN_FILES)})")
     names_from = base(roots)
-    return with_models_told_apart(pd.DataFrame([read_run(names_from, f) for f in folders]))
+    rows, skipped = [], []
+    for folder in folders:
+        try:
+            rows.append(read_run(names_from, folder))
+        except UnreadableRun as err:
+            skipped.append(str(err))
+    if not rows:
+        raise FileNotFoundError(f"no readable run under {', '.join(map(str, roots))} ({'; '.join(skipped)})")
+    table = with_models_told_apart(pd.DataFrame(rows))
+    table.attrs["skipped"] = skipped  # what could not be read, and why: the report names them
+    return table
 
 
 def with_models_told_apart(table: pd.DataFrame) -> pd.DataFrame:

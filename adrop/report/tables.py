@@ -2,7 +2,8 @@
 
 Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
 seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. The table has a setting column
-when the runs have more than one. Runs that are not completed are listed below the table with their status (and, for
+when the runs have more than one, and a "train examples" column when any trained on part of the training set
+(data.train_limit). Runs that are not completed are listed below the table with their status (and, for
 failed ones, the error).
 """
 from __future__ import annotations
@@ -34,8 +35,9 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     costs = [c for c in ("compression", "sparse_macs") if c in done and done[c].notna().any()]
     unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
     figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
-    done = done.assign(model=done.model.fillna("") if "model" in done else "")
-    grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs"], dropna=False)
+    done = done.assign(model=done.model.fillna("") if "model" in done else "",
+                       train_limit=done.train_limit.fillna(0) if "train_limit" in done else 0)  # 0: all examples
+    grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out.insert(0, "runs", grouped.size())
@@ -62,10 +64,12 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
         rows = []
         ref = paper.table().set_index("method") if with_paper else None
         several_settings = agg.setting.nunique() > 1
+        limited = bool((agg.train_limit > 0).any())  # runs on part of the training set say so, always
         for _, r in agg.iterrows():
             row = {"method": r.method, **({"setting": r.setting or "-"} if several_settings else {}),
                    "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
                    "epochs": int(r.epochs),
+                   **({"train examples": f"{int(r.train_limit):,}" if r.train_limit else "all"} if limited else {}),
                    "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
                    **({"test error unmasked": _cell(r.test_error_unmasked_mean, r.test_error_unmasked_std,
                                                     percent=True)} if "test_error_unmasked_mean" in agg else {}),

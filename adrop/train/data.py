@@ -90,6 +90,8 @@ def torchvision_split(dataset, data):
         missing = [name for name in names if not (raw / name).exists()]
     if missing:
         raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))
+    for name in names:
+        check_idx(raw / name)
     out = []
     for train in (True, False):
         ds = cls(data.root, train=train, download=False)
@@ -98,7 +100,27 @@ def torchvision_split(dataset, data):
     return out
 
 
+def check_idx(path: Path) -> None:
+    """An idx file (MNIST's format) is as long as its header says, else DataError naming it: torchvision would fail
+    on it with a reshape error that names no file."""
+    with open(path, "rb") as fh:
+        header = fh.read(4)
+        dims = header[3] if len(header) == 4 else 0
+        shape = fh.read(4 * dims)
+    size = path.stat().st_size
+    expected = 4 + 4 * dims + math.prod(int.from_bytes(shape[4 * i:4 * i + 4], "big") for i in range(dims)) \
+        if len(header) == 4 and header[:2] == b"\0\0" and len(shape) == 4 * dims else None
+    if expected != size:
+        promise = f"its header promises {expected}" if expected is not None else "no idx header"
+        raise DataError(f"{path.resolve()} is truncated or corrupt ({size} bytes, {promise}): replace it, or delete "
+                        "it and let torchvision download it again")
+
+
 def _missing_message(raw: Path, missing, why: str) -> str:
+    gz = [name for name in missing if (raw / f"{name}.gz").exists()]
+    if gz:  # torchvision unpacks what it downloaded; an archive it could not unpack is left there
+        why += f" ({', '.join(n + '.gz' for n in gz)} {'is' if len(gz) == 1 else 'are'} there but not unpacked: " \
+               "truncated or corrupt? delete and download again)"
     return (f"{len(missing)} data file(s) missing in {raw.resolve()}: {', '.join(missing)}; {why}. Put the "
             f"uncompressed idx files there (the layout torchvision reads), or point data.root (or the ADROP_DATA "
             f"environment variable) at a folder that holds {raw.parent.name}/raw/")

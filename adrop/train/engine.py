@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from . import data as data_mod
 from . import evaluate, model as model_mod, run_files, schedules, tracking
 from .optim import StackedAdam
-from .runtime import compiled, denormals_flushed, reset_state, resolve_device
+from .runtime import Interrupted, compiled, denormals_flushed, reset_state, resolve_device
 from .settings import Settings, TrainError, stack_key
 
 log = logging.getLogger("adrop.train")
@@ -252,6 +252,12 @@ class Engine:
         try:
             with denormals_flushed(self.device):
                 return self._fit(stop_after)
+        except (KeyboardInterrupt, Interrupted) as stop:
+            why = f"interrupted ({str(stop) or 'SIGINT'}) in epoch {self.epoch + 1}; the checkpoint of epoch {self.epoch} " \
+                  "stays" if self.epoch else f"interrupted ({str(stop) or 'SIGINT'}) in epoch 1, before a checkpoint"
+            for k in self.active():
+                run_files.mark_interrupted(self.folders[k], why)
+            raise
         finally:
             for tracker in self.trackers:
                 tracker.close()
@@ -305,8 +311,13 @@ class Engine:
         tracker = self.trackers[k]
         stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
         tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
+        line = (f"epoch {self.epoch}/{self.cfg.epochs}: loss {loss:.4f}, val error {val_error:.4f}, nonzero "
+                f"{nonzero / total:.4f}, {seconds:.1f} s")
+        log.info("%s: %s", self.folders[k].name, line)  # the job's log file
         if bar is not None and self.K == 1:
             bar.set_postfix(loss=f"{loss:.4f}", val_err=f"{val_error:.4f}", nonzero=f"{nonzero / total:.4f}")
+        elif bar is None and not self.multirun and self.cfg.progress != "never":  # not a terminal: a line an epoch
+            print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
     def finish(self, k: int, weights, unmasked) -> dict:
         """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json."""

@@ -6,8 +6,8 @@
                    (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
                    and val_error_unmasked (final, without the keep rule), nonzero_fraction, layers, epochs, wall_time_s,
-                   device, method, lam, lr, seed, status (completed | failed | running; pending: started, no
-                   epoch finished yet), error (when failed),
+                   device, method, lam, lr, seed, status (completed | failed | interrupted | running; pending:
+                   started, no epoch finished yet), error (when failed or interrupted: why),
                    code (the git commit that ran, or the installed version), model and architecture, cost
                    (totals; per layer inside layers),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run)
@@ -55,11 +55,24 @@ class FolderTaken(Exception):
     """A folder that this run may not use (it holds another run, or files that are not a readable run's)."""
 
 
+class WriteFailed(Exception):
+    """A run file that could not be written (a full disk, a file-size limit, a folder made read-only); the message
+    names the file, and the file as it was before stays."""
+
+
 def _atomic(path: Path, write) -> None:
-    """Write through a temporary file and rename, so an interruption never leaves half a file."""
+    """Write through a temporary file and rename, so an interruption or a failed write never leaves half a file: the
+    temporary file goes, the file as it was stays."""
     tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, (OSError, RuntimeError)):  # torch.save reports a failed write as a RuntimeError
+            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            raise WriteFailed(f"cannot write {path}: {reason[:200]}") from None
+        raise
 
 
 def write_csv(path: Path, columns, rows) -> None:
@@ -124,6 +137,14 @@ def mark_failed(folder: Path, message: str, method: str, identity: dict | None, 
     summary.update({"status": "failed", "error": message, "method": method, "identity": identity, **extra})
     write_summary(folder, summary)
     return summary
+
+
+def mark_interrupted(folder: Path, why: str) -> None:
+    """summary.json says the run was interrupted (by a signal) after its last checkpoint: rerunning its command into
+    the folder resumes it."""
+    summary = read_summary(folder)
+    if summary is not None and summary.get("status") in ("running", "pending"):
+        write_summary(folder, {**summary, "status": "interrupted", "error": why})
 
 
 def write_config(folder: Path, config, hydra_config, overrides) -> None:

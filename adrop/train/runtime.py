@@ -3,11 +3,45 @@ from __future__ import annotations
 
 import contextlib
 import random
+import signal
 
 import numpy as np
 import torch
 
 from .settings import TrainError
+
+
+class Interrupted(BaseException):
+    """A stop asked for by a signal (SIGTERM: a scheduler's or `kill`'s; SIGINT arrives as KeyboardInterrupt). A
+    BaseException, as KeyboardInterrupt is, so that no handler of errors takes it for one."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.exit_code = 128 + signum
+
+    def __str__(self) -> str:
+        return signal.Signals(self.args[0]).name
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises Interrupted in the main thread, where training runs, so that it stops as Ctrl-C does: its files
+    say so and the same command resumes it."""
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+
+
+@contextlib.contextmanager
+def sigterm_stops_training():
+    """stop_on_sigterm while training, and the handler before it back afterwards (a worker process of the stacked
+    launcher: between stacks a SIGTERM just ends it)."""
+    before = signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def resolve_device(name: str) -> torch.device:

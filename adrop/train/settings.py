@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from adrop import methods
 
@@ -136,10 +136,25 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
         raise TrainError(str(err)) from None
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
+    cfg = with_absolute_data_root(cfg)
     from .runtime import resolve_device  # (runtime needs TrainError from here)
 
     resolve_device(cfg.device)  # cuda where there is none: refused now, as a wrong command
     return Settings(cfg, cls, params, lam, lr, identity_of(cfg, lam, lr, cls, params))
+
+
+def with_absolute_data_root(cfg):
+    """A copy of cfg whose data.root is an absolute path: a run's recorded configuration (.hydra/config.yaml) then
+    finds its data from any folder (adrop export, adrop report)."""
+    from pathlib import Path
+
+    root = str(Path(cfg.data.root).expanduser().absolute())
+    if root == cfg.data.root:
+        return cfg
+    out = cfg.copy()
+    with read_write(out), open_dict(out):
+        out.data.root = root
+    return out
 
 
 def stack_key(cfg) -> str:

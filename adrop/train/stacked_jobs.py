@@ -10,6 +10,7 @@ import logging
 import math
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -21,17 +22,18 @@ import torch
 
 from . import errors, run_files
 from .engine import Engine
-from .runtime import device_type
+from .runtime import Interrupted, device_type, sigterm_stops_training
 from .settings import TrainError, resolve, stack_key
 
 log = logging.getLogger("adrop.train")
-# The default stack size on a CPU, per method (scripts/bench_stacked.py, docs/performance.md): a stack shares the
+# The default stack size on a CPU, per method (scripts/bench_stacked.py, docs/results/stacked_speed.md): a stack shares the
 # matrix products' overhead but multiplies the working set of every per-weight pass, which then leaves the caches; so
 # stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack per core;
 # magnitude pruning and fixed_mask, dense plus a gradient mask, 1.57x), stacks of one for the rest. On a GPU, where a
 # LeNet-300-100 step is mostly launch overhead, GPU_STACK: an expectation, not measured.
 CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4}
 GPU_STACK = 64
+IN_WORKER: list = []  # not empty in a worker process of the launcher (start_worker)
 
 
 @dataclass
@@ -64,7 +66,7 @@ def split(members: list, size: int, workers: int) -> list[list]:
 
 def default_n_jobs(cfg) -> int:
     """Worker processes when the user gives none: on a CPU one per core (one thread each, as the joblib launcher
-    runs jobs: measured faster than one process with all threads, docs/performance.md); on a GPU one."""
+    runs jobs: measured faster than one process with all threads, docs/results/stacked_speed.md); on a GPU one."""
     return 1 if device_type(cfg.device) != "cpu" else max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                                          else os.cpu_count() or 1)
 
@@ -78,6 +80,11 @@ def start_worker(threads: int, parent: int) -> None:
     killed (SIGTERM, SIGKILL: only Ctrl-C reaches the whole process group) and would go on writing into run folders
     that a rerun of the same command resumes; so it exits, at its last checkpoint, once its parent is gone."""
     torch.set_num_threads(threads)
+    IN_WORKER.append(True)
+    # Ctrl-C reaches the launcher, which stops its workers with SIGTERM: a worker training a stack records it as
+    # interrupted (train_stack), an idle one just ends
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(128 + signum))
 
     def watch():
         while os.getppid() == parent:
@@ -91,8 +98,13 @@ def train_stack(jobs: list[Job], runs: list) -> list[dict]:
     """Train one stack (in this process or a worker's) and return its jobs' summaries; a failure is recorded in
     each job's folder, never raised."""
     try:
-        return Engine(runs, [job.folder for job in jobs], multirun=True).fit()
-    except (TrainError, ValueError) as err:
+        with sigterm_stops_training():
+            return Engine(runs, [job.folder for job in jobs], multirun=True).fit()
+    except (KeyboardInterrupt, Interrupted) as stop:  # the engine recorded it in the stack's folders
+        if IN_WORKER:  # a worker stops here, rather than take the next stack from the queue
+            os._exit(getattr(stop, "exit_code", 130))
+        raise
+    except (TrainError, ValueError, run_files.WriteFailed) as err:
         return [record_failure(job, str(err), run.identity) for job, run in zip(jobs, runs)]
     except Exception as err:  # a bug: one line per job, the traceback in the log (and under HYDRA_FULL_ERROR=1)
         message = errors.bug(err)
@@ -110,6 +122,10 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
     held = []  # the folders this sweep trains in, held until it ends (a second command on them is refused)
     try:
         return _run(jobs, max_stack, n_jobs, held)
+    except (KeyboardInterrupt, Interrupted) as stop:  # the jobs not yet started say so too
+        for job in jobs:
+            run_files.mark_interrupted(job.folder, f"interrupted ({str(stop) or 'SIGINT'}) before it finished")
+        raise
     finally:
         for h in held:
             h.close()
@@ -146,14 +162,13 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
         stacks += split(members, max_stack or default_max_stack(jobs[members[0]].cfg), n_workers)
     stacks.sort(key=lambda stack: stack[0])  # in the sweep's order (by each stack's first job): seeds first if asked
     if stacks:
-        log.info("stacked launcher: %d jobs in %d stacks of %s", sum(map(len, stacks)), len(stacks),
-                 ", ".join(str(len(s)) for s in stacks))
-        print(f"stacked launcher: {sum(map(len, stacks))} jobs in {len(stacks)} stacks "
-              f"({', '.join(str(len(s)) for s in stacks)} configurations)")
+        count = f"{len(stacks)} stack{'s' if len(stacks) > 1 else ''}"
+        print(f"stacked launcher: {sum(map(len, stacks))} jobs in {count}, of sizes "
+              f"{', '.join(str(len(s)) for s in stacks)}", flush=True)
     for members in stacks:
         for i in members:
             jobs[i].folder.mkdir(parents=True, exist_ok=True)
-            run_files.begin(jobs[i].folder, jobs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides, jobs[i].cfg.method.name,
+            run_files.begin(jobs[i].folder, runs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides, jobs[i].cfg.method.name,
                             runs[i].identity)
     work = [([jobs[i] for i in members], [runs[i] for i in members]) for members in stacks]
     workers = min(n_workers, max(len(stacks), 1))
@@ -174,9 +189,17 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
         return results
     threads = threads_per(workers)
     print(f"stacked launcher: {workers} worker processes, {threads} torch thread(s) each", flush=True)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=start_worker, initargs=(threads, os.getpid())) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
+                               initargs=(threads, os.getpid()))
+    try:
         futures = {pool.submit(train_stack, *w): n for n, w in enumerate(work)}
         for future in as_completed(futures):
             report(futures[future], future.result())
+    except (KeyboardInterrupt, Interrupted):
+        for process in list(pool._processes.values()):  # each stops at once and records it (start_worker)
+            if process.is_alive():
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
     return results

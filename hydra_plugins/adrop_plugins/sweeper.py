@@ -48,6 +48,7 @@ class AdropSweeper(BasicSweeper):
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         save_new(self.config, sweep_dir)
+        print(f"adrop train: sweep into {sweep_dir.absolute()}", flush=True)
         RESULT.clear()
         RESULT.update(jobs=0, failed=[], dir=str(sweep_dir))
         returns, initial_job_idx = [], 0
