@@ -10,7 +10,7 @@
 #                                                   seeds of a row; a CPU runs one stack per core, of the method's
 #                                                   measured size; add compile=true on a CPU: docs/results/stacked_speed.md)
 #   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
-#   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, the reference single runs in parallel)
+#   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, single runs in parallel)
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
 #   PAPER_ONLY=1 scripts/reproduce_paper.sh          only the paper's sweep and its report (scripts/gpu_checks.sh paper)
 #   PAPER_ONLY=1 METHODS=logsum,adaprox scripts/reproduce_paper.sh   some of its rows (two such commands with other

@@ -8,7 +8,6 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train import hooks
 from adrop.train.settings import TrainError, resolve
 
 from engines import one, stack, train

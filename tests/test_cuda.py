@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from adrop import methods
-from engines import one, stack, train
+from engines import stack, train
 from test_stacked import assert_follows, held_noise, pruned, three  # noqa: F401  (fixtures and helpers shared)
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA on this machine")

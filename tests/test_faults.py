@@ -106,16 +106,22 @@ def compose(args):
 
 
 @pytest.mark.slow
-def test_an_interrupted_stacked_sweep_marks_every_unfinished_job(start_and_wait_for, tmp_path):
-    process = start_and_wait_for("worker processes", "stdout", "-m", "method=logsum", "seed=0,1,2",
-                                 "hydra/launcher=stacked", "hydra.launcher.n_jobs=2", "hydra.sweep.dir=sweep")
+def test_an_interrupted_stacked_sweep_marks_its_unfinished_jobs_and_no_other_folder(start_and_wait_for, tmp_path):
+    foreign = tmp_path / "sweep" / "seed_3"  # another run's folder where the sweep's fourth job would go: refused
+    foreign.mkdir(parents=True)
+    (foreign / "summary.json").write_text('{"status": "running", "identity": {"method": "dense", "seed": 99}}')
+    process = start_and_wait_for("worker processes", "stdout", "-m", "method=logsum", "seed=0,1,2,3",
+                                 "hydra/launcher=stacked", "hydra.launcher.n_jobs=2", "hydra.sweep.dir=sweep",
+                                 "hydra.sweep.subdir=seed_${seed}")
     time.sleep(5)  # two stacks train, the third waits
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 143, err
     assert "Traceback" not in err and "hydra.sweep.dir=" in err.strip().splitlines()[-1]
-    statuses = [json.loads(p.read_text())["status"] for p in (tmp_path / "sweep").glob("*/summary.json")]
-    assert len(statuses) == 3 and set(statuses) == {"interrupted"}
+    statuses = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text())["status"]
+                for s in range(3)]
+    assert statuses == ["interrupted"] * 3
+    assert json.loads((foreign / "summary.json").read_text())["status"] == "running"  # not this sweep's to mark
 
 
 def test_a_truncated_data_file_is_named(config, tmp_path):

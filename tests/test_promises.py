@@ -1,4 +1,4 @@
-"""The promises of `adrop train` under misuse (issue: nothing lost, nothing silent), each tried as a user would.
+"""The promises of `adrop train` under misuse (nothing lost, nothing silent), each tried as a user would.
 
 - a folder that holds another run is refused before anything in it is written, Hydra's own files included;
 - a refused or failed start of a single run leaves no new folder behind;
@@ -13,10 +13,10 @@ import json
 import pytest
 import torch
 
-from adrop.train import errors, hooks, run_files, schema
+from adrop.train import errors, run_files, schema
 from adrop.train.settings import TrainError, resolve
 
-from engines import one, stack, train
+from engines import train
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never")
 

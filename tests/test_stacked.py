@@ -1,8 +1,9 @@
-"""Stacked training (adrop.train.stacked) against single runs, and the stacked launcher's folder contract.
+"""Stacks of K > 1 configurations (adrop.train.engine) against their K single runs (stacks of one, the reference),
+the reference's bitwise repeatability, and the stacked launcher's folder contract.
 
-The stacked path is a fast path, not the reference: it need not be bitwise equal to single runs (batched products
-and the per-row Adam step round differently). It is checked by tolerance over the first steps, with the noise of the
-noisy methods held fixed (injected zeros), and by statistics over a short training with real noise.
+A stack of several need not be bitwise equal to its single runs (batched products and the per-row Adam step round
+differently). It is checked by a tolerance derived from float32 rounding over the first steps (assert_follows), with
+the noise of the noisy methods held fixed (injected zeros), and by statistics over a short training with real noise.
 """
 import json
 import math

@@ -1,5 +1,5 @@
-"""The stacked path's own kernels: the batched linear product's backward pass and StackedAdam's fused CPU step.
-Both are fast paths: checked against the plain arithmetic they replace (autograd of baddbmm; Adam's elementwise
+"""The engine's own kernels: the batched linear product's backward pass and StackedAdam's fused CPU step.
+Both replace plain arithmetic: checked against the plain arithmetic they replace (autograd of baddbmm; Adam's elementwise
 passes), not bitwise."""
 import torch
 

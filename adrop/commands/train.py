@@ -33,7 +33,7 @@ from omegaconf import DictConfig
 from adrop.train import errors, run_files, schema
 from adrop.train.engine import Engine
 from adrop.train.hooks import CREATED, StartRefused
-from adrop.train.runtime import Interrupted, stop_on_sigterm
+from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
 from adrop.train.settings import TrainError, resolve
 
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
@@ -105,13 +105,11 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
         print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
     try:
         engine = Engine([run], [folder], multirun=multirun)
-    except run_files.WriteFailed as err:
-        return failed_start(folder, cfg, str(err), multirun, identity)
-    except (TrainError, ValueError) as err:
+        run_files.begin(folder, run.cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
+    except (TrainError, ValueError, run_files.WriteFailed) as err:
         return failed_start(folder, cfg, str(err), multirun, identity)
     except Exception as err:  # a bug
         return failed_start(folder, cfg, errors.bug(err), multirun, identity)
-    run_files.begin(folder, run.cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
     try:
         summary = engine.fit()[0]
     except (TrainError, ValueError, run_files.WriteFailed) as err:
@@ -171,14 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = ["adrop train", *argv]
     sweeper.RESULT.clear()
     STARTED.clear()
-    stop_on_sigterm()
     try:
-        hydra_main()
+        with sigterm_stops_training():
+            hydra_main()
     except (KeyboardInterrupt, Interrupted) as stop:
         if debug:
             raise
-        print(f"adrop train: interrupted ({str(stop) or 'SIGINT'}); {resume_command(argv)}", file=sys.stderr)
+        print(f"adrop train: {interruption(stop)}; {resume_command(argv)}", file=sys.stderr)
         return getattr(stop, "exit_code", 130)
+    except run_files.WriteFailed as err:  # a file of a run that cannot be written: the run failed
+        if debug:
+            raise
+        print(f"adrop train: error: {err}", file=sys.stderr)
+        return 1
     except (StartRefused, Exception) as err:
         if debug:
             raise

@@ -2,7 +2,7 @@
 
     w <- w eta / (eta + rho lam),
 
-rho being the step the optimiser just took for that coordinate (for Adam, lr / (sqrt(v_hat) + eps)), which the loop
+rho being the step the optimiser just took for that coordinate (for Adam, lr / (sqrt(v_hat) + eps)), which the engine
 hands over as step_size; the deterministic form of the paper's Algorithm 1 (Appendix B), as in its LeNet
 experiment.
 

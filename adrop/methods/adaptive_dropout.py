@@ -15,7 +15,7 @@ the variational dropout dual through a table of its numerical eta_hat, adrop.pen
 
 A weight with eta_hat(w) = 0 is dropped (s = 0). No penalty term: the noise is the regulariser (in expectation the
 adaptive Tikhonov term lam/2 sum w^2 / eta, eq. 4). A weight counts as zero under the paper's rule, alpha < 0.05.
-lam reaches the method from the loop before every step (before_step), as a float or a stack's K values.
+lam reaches the method from the engine before every step (before_step), as a float or a stack's K values.
 """
 from dataclasses import dataclass
 
@@ -44,7 +44,7 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
 
     def __init__(self, params, steps_per_epoch, epochs):
         super().__init__(params, steps_per_epoch, epochs)
-        self.lam = None  # this step's lam, from the loop (before_step)
+        self.lam = None  # this step's lam, from the engine (before_step)
 
     def before_step(self, step, lam):
         self.lam = lam
@@ -59,7 +59,7 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
 
     def forward(self, layer, x):
         if self.lam is None:
-            raise RuntimeError("adaptive_dropout needs this step's lam: the loop calls before_step(step, lam) first")
+            raise RuntimeError("adaptive_dropout needs this step's lam: the engine calls before_step(step, lam) first")
         w = layer.weight
         s = self.mask(self.keep_probability(layer, self.lam))
         noisy = w + (s - 1.0) * w.detach() if self.params.additive else s * w

@@ -1,15 +1,15 @@
-"""What a sparsification method is to the training loop, and the registry that finds one by name.
+"""What a sparsification method is to the training engine, and the registry that finds one by name.
 
 The split: a layer (`SparseLinear`, `SparseConv2d`) holds the parameters and owns the product (a linear map or a
 convolution, or K of them batched when K configurations train stacked); the method owns the elementwise math (noise, gates, penalty, keep mask) and
-calls the layer's product. lam and the optimiser's step sizes reach the method from the loop, as arguments, never
-as copies: a float for one run, a tensor of K values for a stack, which `layer.per_config(lam)` shapes to broadcast
-against that layer's weights. The loop only ever calls:
+calls the layer's product. lam and the optimiser's step sizes reach the method from the engine, as arguments, never
+as copies: the engine's tensor of K values (K = 1 for a single run), or a float for a layer outside a stack, which
+`layer.per_config(lam)` shapes to broadcast against that layer's weights. The engine only ever calls:
 
     layer(x)                                  training forward: method.forward(layer, x)
     method.start(layers)                      once, before the first step of a new run (not on resume)
     method.before_step(step, lam)             before every step's forward pass (adaptive dropout's masks need lam)
-    method.penalty(layers, lam)               the regulariser R; the loop minimises  data term + lam * R
+    method.penalty(layers, lam)               the regulariser R; the engine minimises  data term + lam * R
     method.before_update(layers)              after the backward pass, before the optimiser's step (a gradient mask)
     method.after_step(layers, step, lam, step_size)   e.g. a proximal step or a pruning schedule
     method.end_epoch(layers, lam, step_size, validation_batches)   after an epoch's steps, before its evaluation
@@ -103,7 +103,8 @@ class SparseLinear(SparseLayer):
         super().__init__((out_features, in_features), in_features, method, configs)
 
     def product(self, x, weight, bias=None):
-        """x W^T + b: F.linear for one run; for a stack, (K, batch, in) x (K, out, in) -> (K, batch, out)."""
+        """x W^T + b: F.linear for an unstacked layer (evaluation's network); for a stack, (K, batch, in) x
+        (K, out, in) -> (K, batch, out)."""
         if self.configs is None:
             return F.linear(x, weight, bias)
         return batched_linear(x, weight, bias)

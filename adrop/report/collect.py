@@ -44,16 +44,25 @@ class UnreadableRun(Exception):
     """A run folder whose files cannot be read (a truncated summary.json, a CSV cut short): reports skip it."""
 
 
+UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError, pd.errors.ParserError)
+
+
 def read_run(root: Path, folder: Path) -> dict:
-    summary = {}
+    """One run's row; UnreadableRun when one of its files cannot be read."""
     try:
-        if (folder / SUMMARY).exists():
-            summary = json.loads((folder / SUMMARY).read_text())
-            if not isinstance(summary, dict):
-                raise ValueError(f"a JSON {type(summary).__name__}, not a run's summary")
-        metrics = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
-    except (OSError, ValueError, pd.errors.ParserError) as err:
-        raise UnreadableRun(f"{folder}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
+        return _read_run(root, folder)
+    except UNREADABLE as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UnreadableRun(f"{folder}: {type(err).__name__}: {reason}") from None
+
+
+def _read_run(root: Path, folder: Path) -> dict:
+    summary = {}
+    if (folder / SUMMARY).exists():
+        summary = json.loads((folder / SUMMARY).read_text())
+        if not isinstance(summary, dict):
+            raise ValueError(f"a JSON {type(summary).__name__}, not a run's summary")
+    metrics = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
     over = overrides(folder)
     status = summary.get("status") or ("running" if metrics is not None else "pending")
     row = {"run": str(folder.relative_to(root)) if folder != root else ".",
@@ -81,6 +90,14 @@ def read_run(root: Path, folder: Path) -> dict:
         for _, r in layers[layers.epoch == layers.epoch.max()].iterrows():
             row[f"nonzero_{r.layer}"] = r.nonzero_fraction
     return row
+
+
+def _csv_or_none(path: Path) -> pd.DataFrame | None:
+    """A run's CSV for the figures, or None where it is missing or cannot be read (the run is drawn without it)."""
+    try:
+        return pd.read_csv(path) if path.exists() else None
+    except UNREADABLE:
+        return None
 
 
 def _int(value):
@@ -186,7 +203,5 @@ def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None
     out, names_from = {}, base(roots)
     for run in table.run:
         folder = names_from / run
-        m = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
-        l = pd.read_csv(folder / LAYERS_CSV) if (folder / LAYERS_CSV).exists() else None
-        out[run] = (m, l)
+        out[run] = (_csv_or_none(folder / METRICS_CSV), _csv_or_none(folder / LAYERS_CSV))
     return out

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from . import data as data_mod
 from . import evaluate, model as model_mod, run_files, schedules, tracking
 from .optim import StackedAdam
-from .runtime import Interrupted, compiled, denormals_flushed, reset_state, resolve_device
+from .runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
 from .settings import Settings, TrainError, stack_key
 
 log = logging.getLogger("adrop.train")
@@ -253,10 +253,10 @@ class Engine:
             with denormals_flushed(self.device):
                 return self._fit(stop_after)
         except (KeyboardInterrupt, Interrupted) as stop:
-            why = f"interrupted ({str(stop) or 'SIGINT'}) in epoch {self.epoch + 1}; the checkpoint of epoch {self.epoch} " \
-                  "stays" if self.epoch else f"interrupted ({str(stop) or 'SIGINT'}) in epoch 1, before a checkpoint"
             for k in self.active():
-                run_files.mark_interrupted(self.folders[k], why)
+                done = self.metrics[k][-1]["epoch"] if self.metrics[k] else 0  # its last checkpoint's epoch
+                kept = f"the checkpoint of epoch {done} stays" if done else "before its first checkpoint"
+                run_files.mark_interrupted(self.folders[k], f"{interruption(stop)} in epoch {done + 1}; {kept}")
             raise
         finally:
             for tracker in self.trackers:

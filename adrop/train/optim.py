@@ -63,7 +63,7 @@ class StackedAdam:
 
     @torch.no_grad()
     def apply(self) -> None:
-        """The update of the step advance() counted: tensors only, compilable (StackedRun's compile=true fuses it
+        """The update of the step advance() counted: tensors only, compilable (the engine's compile=true fuses it
         with the method's after_step into one pass). A step is advance() then apply().
 
         Eager on a CPU, torch's fused Adam kernel updates each row (configuration) in one pass with its own lr: on

@@ -23,20 +23,20 @@ class Interrupted(BaseException):
         return signal.Signals(self.args[0]).name
 
 
+def interruption(stop: BaseException) -> str:
+    """"interrupted (SIGTERM)": how a run's files and the last line name a stop (KeyboardInterrupt: SIGINT)."""
+    return f"interrupted ({str(stop) or 'SIGINT'})"
+
+
 def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
-def stop_on_sigterm() -> None:
-    """SIGTERM raises Interrupted in the main thread, where training runs, so that it stops as Ctrl-C does: its files
-    say so and the same command resumes it."""
-    signal.signal(signal.SIGTERM, _raise_interrupted)
-
-
 @contextlib.contextmanager
 def sigterm_stops_training():
-    """stop_on_sigterm while training, and the handler before it back afterwards (a worker process of the stacked
-    launcher: between stacks a SIGTERM just ends it)."""
+    """While training, SIGTERM raises Interrupted in the main thread, where training runs, so that it stops as Ctrl-C
+    does: its files say so and the same command resumes it. The handler before it comes back afterwards (in a worker
+    process of the stacked launcher: between stacks a SIGTERM just ends it)."""
     before = signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
         yield

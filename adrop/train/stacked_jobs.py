@@ -22,7 +22,7 @@ import torch
 
 from . import errors, run_files
 from .engine import Engine
-from .runtime import Interrupted, device_type, sigterm_stops_training
+from .runtime import Interrupted, device_type, interruption, sigterm_stops_training
 from .settings import TrainError, resolve, stack_key
 
 log = logging.getLogger("adrop.train")
@@ -112,19 +112,27 @@ def train_stack(jobs: list[Job], runs: list) -> list[dict]:
 
 
 def record_failure(job: Job, message: str, identity: dict | None = None) -> dict:
-    """The job failed: its folder says why (the launcher prints the one line)."""
-    job.folder.mkdir(parents=True, exist_ok=True)
-    run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
-    return run_files.mark_failed(job.folder, message, job.cfg.method.name, identity)
+    """The job failed: its folder says why (the launcher prints the one line). A job refused before its folder was
+    claimed (identity None) writes nothing into a folder that holds a run already; nor does a folder that cannot be
+    written."""
+    failure = {"status": "failed", "error": message, "method": job.cfg.method.name}
+    if identity is None and (job.folder / run_files.SUMMARY).exists():
+        return failure
+    try:
+        job.folder.mkdir(parents=True, exist_ok=True)
+        run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
+        return run_files.mark_failed(job.folder, message, job.cfg.method.name, identity)
+    except (OSError, run_files.WriteFailed):
+        return failure
 
 
 def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> list[dict]:
     held = []  # the folders this sweep trains in, held until it ends (a second command on them is refused)
     try:
         return _run(jobs, max_stack, n_jobs, held)
-    except (KeyboardInterrupt, Interrupted) as stop:  # the jobs not yet started say so too
-        for job in jobs:
-            run_files.mark_interrupted(job.folder, f"interrupted ({str(stop) or 'SIGINT'}) before it finished")
+    except (KeyboardInterrupt, Interrupted) as stop:  # its jobs not yet finished say so, and no other folder
+        for h in held:
+            run_files.mark_interrupted(h.folder, f"{interruption(stop)} before it finished")
         raise
     finally:
         for h in held:
@@ -141,12 +149,14 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
             state = run_files.claim(job.folder, runs[i].identity)
             if state != "completed":
                 held.append(run_files.Held(job.folder))
-        except TrainError as err:
-            print(f"adrop train: error: {job.folder.name}: {err}", file=sys.stderr)
-            results[i] = record_failure(job, str(err))
+                run_files.begin(job.folder, runs[i].cfg, job.hydra_cfg, job.overrides, job.cfg.method.name,
+                                runs[i].identity)
+        except (TrainError, run_files.WriteFailed) as err:
+            say_failed(job, err)
+            results[i] = record_failure(job, str(err), runs[i].identity if i in runs else None)
             continue
         except run_files.FolderTaken as err:
-            print(f"adrop train: error: {job.folder.name}: {err}", file=sys.stderr)
+            say_failed(job, err)
             results[i] = {"status": "refused", "error": str(err), "method": job.cfg.method.name}
             continue
         if state == "completed":
@@ -165,11 +175,6 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
         count = f"{len(stacks)} stack{'s' if len(stacks) > 1 else ''}"
         print(f"stacked launcher: {sum(map(len, stacks))} jobs in {count}, of sizes "
               f"{', '.join(str(len(s)) for s in stacks)}", flush=True)
-    for members in stacks:
-        for i in members:
-            jobs[i].folder.mkdir(parents=True, exist_ok=True)
-            run_files.begin(jobs[i].folder, runs[i].cfg, jobs[i].hydra_cfg, jobs[i].overrides, jobs[i].cfg.method.name,
-                            runs[i].identity)
     work = [([jobs[i] for i in members], [runs[i] for i in members]) for members in stacks]
     workers = min(n_workers, max(len(stacks), 1))
 
@@ -181,7 +186,7 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
                       f"{summary['nonzero_fraction']:.4f} (stack {n + 1} of {len(stacks)}, {len(stacks[n])} "
                       f"configurations, {summary['wall_time_s']:.1f} s)", flush=True)
             elif summary.get("status") == "failed":
-                print(f"adrop train: error: {jobs[i].folder.name}: {summary.get('error')}", file=sys.stderr, flush=True)
+                say_failed(jobs[i], summary.get("error"))
 
     if workers <= 1:
         for n, (stack_jobs, stack_ids) in enumerate(work):
@@ -191,15 +196,27 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
     print(f"stacked launcher: {workers} worker processes, {threads} torch thread(s) each", flush=True)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
                                initargs=(threads, os.getpid()))
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers start with Ctrl-C ignored (start_worker)
     try:
         futures = {pool.submit(train_stack, *w): n for n, w in enumerate(work)}
+    finally:
+        signal.signal(signal.SIGINT, before)
+    try:
         for future in as_completed(futures):
-            report(futures[future], future.result())
-    except (KeyboardInterrupt, Interrupted):
-        for process in list(pool._processes.values()):  # each stops at once and records it (start_worker)
+            n = futures[future]
+            try:
+                summaries = future.result()
+            except Exception as err:  # the worker died (killed, out of memory): its stack failed, the rest goes on
+                summaries = [record_failure(job, f"the worker process training it ended ({type(err).__name__}: "
+                                                 f"{err})", run.identity) for job, run in zip(*work[n])]
+            report(n, summaries)
+    finally:  # however this ends, no worker goes on training into folders this sweep no longer holds
+        for process in list(pool._processes.values()):  # a training worker records the stop (train_stack)
             if process.is_alive():
                 process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown()
     return results
+
+
+def say_failed(job: Job, why) -> None:
+    print(f"adrop train: error: {job.folder.name}: {why}", file=sys.stderr, flush=True)

@@ -63,7 +63,7 @@ class StackedLauncher(Launcher):
         returns = []
         for job, summary in zip(jobs, summaries):
             ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg,
-                            working_dir=str(job.folder), task_name="app", status=JobStatus.COMPLETED)
+                            working_dir=str(job.folder), task_name=str(job.hydra_cfg.hydra.job.name), status=JobStatus.COMPLETED)
             ret.return_value = summary
             returns.append(ret)
         return returns
