@@ -62,3 +62,10 @@ def run_adrop(*args, cwd, env=None):
 def adrop(tmp_path):
     """Run `adrop <args>` in a subprocess in tmp_path (or cwd=...); returns the CompletedProcess."""
     return lambda *args, cwd=tmp_path, env=None: run_adrop(*args, cwd=cwd, env=env)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Which torch the suite ran with (CI and a fresh clone install whatever the requirements allow)."""
+    import torch
+
+    terminalreporter.write_line(f"torch {torch.__version__}, CUDA {'yes' if torch.cuda.is_available() else 'no'}")

@@ -257,3 +257,20 @@ def test_method_parameters_are_typed_and_closed(config):
                                              "and groups")
     with pytest.raises(TrainError, match="method.params for logsum: Key 'epsilon' not in 'PenaltyParams'"):
         resolve(config("method=logsum", "+method.params.epsilon=1"))  # `+` passes Hydra, not the start
+
+
+def test_help_lists_the_groups_a_user_chooses_from(adrop):
+    """`adrop train --help` lists every config group of conf/ with its options, and not method_params (the chosen
+    method fills it in); piped into a reader that stops early, it ends quietly."""
+    out = adrop("train", "--help")
+    assert out.returncode == 0 and out.stderr == ""
+    groups = dict(line.split(": ", 1) for line in out.stdout.split("== Configuration groups ==")[1]
+                  .split("== Config ==")[0].splitlines() if ": " in line)
+    assert set(groups) == {"dataset", "experiment", "method", "model"}
+    assert "logsum" in groups["method"].split(", ") and "lenet5" in groups["model"].split(", ")
+    import subprocess
+    import sys
+
+    piped = subprocess.run(f"{sys.executable} -m adrop train --help | head -1", shell=True, capture_output=True,
+                           text=True, timeout=120)
+    assert piped.stdout.startswith("adrop train:") and piped.stderr == ""

@@ -177,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"adrop train: {interruption(stop)}; {resume_command(argv)}", file=sys.stderr)
         return getattr(stop, "exit_code", 130)
+    except BrokenPipeError:  # `adrop train --help | head`: the reader has gone, nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except run_files.WriteFailed as err:  # a file of a run that cannot be written: the run failed
         if debug:
             raise

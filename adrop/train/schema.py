@@ -11,8 +11,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from importlib import resources
+
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 @dataclass
@@ -108,11 +110,21 @@ def unknown_key_message(key: str, close: str | None) -> str:
     return f"unknown key {key}{hint}; `adrop train --help` lists the keys and groups"
 
 
+def config_groups() -> str:
+    """`group: option, ...` for each config group of conf/ a user chooses from, as `adrop train --help` shows them
+    (Hydra's own list would also show `method_params`, which the chosen method fills in by itself)."""
+    root = resources.files("adrop.conf")
+    groups = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in ("hydra", "__pycache__"))
+    return "\n".join(f"{g}: {', '.join(sorted(f.name[:-5] for f in (root / g).iterdir() if f.name.endswith('.yaml')))}"
+                     for g in groups)
+
+
 def register() -> None:
     """The schema, and each method's parameters as a config group `method_params` (its Params dataclass: the one place
     its defaults are written), which conf/config.yaml puts at method.params for the chosen method."""
     from adrop import methods
 
+    OmegaConf.register_new_resolver("adrop_config_groups", config_groups, replace=True)
     store = ConfigStore.instance()
     store.store(name="adrop_schema", node=Config)
     for name, cls in methods.METHODS.items():
