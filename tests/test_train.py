@@ -223,3 +223,21 @@ def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
     train(eager, tmp_path / "eager")
     train(with_compile([eager])[0], tmp_path / "compiled")
     assert_same_weights([tmp_path / "eager"], [tmp_path / "compiled"], 1e-4)
+
+
+def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensors(config):
+    """A sweep's jobs in one process decode MNIST once (adrop.train.data's cache); what a run changes in its own
+    tensors does not reach the next run's."""
+    from conftest import DATA
+    from adrop.train import data
+
+    if not (DATA / "MNIST" / "raw").exists():
+        pytest.skip("MNIST not found at ../shared/data")
+    cfg = config(f"data.root={DATA}", "data.download=false")
+    first = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
+    reference = [t.clone() for t in (first.train.x, first.val.x, first.test.x)]
+    for t in (first.train.x, first.val.x, first.test.x):
+        t.mul_(0)
+    second = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
+    assert all(torch.equal(a, b) for a, b in zip(reference, (second.train.x, second.val.x, second.test.x)))
+    assert len(data._DECODED) == 1

@@ -69,7 +69,8 @@ def load(dataset, data, device) -> Data:
     if image and math.prod(image) != full.x.shape[1]:
         raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
     return Data(put(full.x[train_idx], full.y[train_idx]), put(full.x[val_idx], full.y[val_idx]),
-                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1, image)
+                put(test.x.clone(), test.y.clone()), full.x.shape[1], int(full.y.max()) + 1, image)  # copies: a
+    #                                                          run never shares its tensors with the decoded cache
 
 
 def torchvision_split(dataset, data):
@@ -90,14 +91,22 @@ def torchvision_split(dataset, data):
         missing = [name for name in names if not (raw / name).exists()]
     if missing:
         raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))
-    for name in names:
-        check_idx(raw / name)
-    out = []
-    for train in (True, False):
-        ds = cls(data.root, train=train, download=False)
-        x = ds.data.reshape(len(ds.data), -1).float().div_(255.0).sub_(dataset.mean).div_(dataset.std)
-        out.append(Split(x, ds.targets.long()))
-    return out
+    files = tuple((raw / name).resolve() for name in names)
+    key = (dataset.name, files, tuple(p.stat().st_mtime_ns for p in files), dataset.mean, dataset.std)
+    if key not in _DECODED:  # a sweep's jobs in one process (the basic launcher) decode the files once
+        for path in files:
+            check_idx(path)
+        out = []
+        for train in (True, False):
+            ds = cls(data.root, train=train, download=False)
+            x = ds.data.reshape(len(ds.data), -1).float().div_(255.0).sub_(dataset.mean).div_(dataset.std)
+            out.append(Split(x, ds.targets.long()))
+        _DECODED.clear()  # one data set at a time: 220 MB for MNIST
+        _DECODED[key] = out
+    return _DECODED[key]  # read only: load() copies what a run keeps
+
+
+_DECODED: dict = {}  # the last decoded torchvision data set, by its files (and their times) and normalisation
 
 
 def check_idx(path: Path) -> None:
