@@ -70,5 +70,5 @@ def main(argv=None) -> int:
         print(f"adrop report: error: {err}", file=sys.stderr)
         return 2
     for path in written:
-        print(f"wrote {path}")
+        print(f"wrote {path.absolute()}")
     return 0

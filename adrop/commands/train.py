@@ -100,9 +100,6 @@ def task(cfg: DictConfig) -> dict | None:
 def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     """One run: the engine with a stack of one."""
     cfg, identity = run.cfg, run.identity
-    if not multirun:
-        STARTED["run"] = folder.absolute()
-        print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
     try:
         engine = Engine([run], [folder], multirun=multirun)
         run_files.begin(folder, run.cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
@@ -110,6 +107,9 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
         return failed_start(folder, cfg, str(err), multirun, identity)
     except Exception as err:  # a bug
         return failed_start(folder, cfg, errors.bug(err), multirun, identity)
+    if not multirun:  # said once it trains: a start that fails leaves no folder to name
+        STARTED["run"] = folder.absolute()
+        print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
     try:
         summary = engine.fit()[0]
     except (TrainError, ValueError, run_files.WriteFailed) as err:

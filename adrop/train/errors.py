@@ -75,7 +75,9 @@ def one_line(err: BaseException) -> str:
         found = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
         if found:
             group, name = found.groups()
-            return f"unknown {group} {name!r}; valid {group} options: {', '.join(err.options)}"
+            extra = (" (joblib, submitit_local, submitit_slurm and slurm come with pip install -e '.[launchers]')"
+                     if group == "hydra/launcher" else "")
+            return f"unknown {group} {name!r}; valid {group} options: {', '.join(err.options)}{extra}"
     found = re.match(r"Could not override '([^']+)'", text)
     if found and "not in" in str(err.__cause__ or ""):
         key = found.group(1)
@@ -83,5 +85,7 @@ def one_line(err: BaseException) -> str:
             return (f"{key} is not set by default (the penalty's own defaults apply): add it with "
                     f"+{key}=<value>")
         return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
+    if "Could not load 'hydra/launcher/submitit" in text:  # conf/hydra/launcher/slurm.yaml without the plugin
+        return f"{_meaningful(text)[0]}: the SLURM launcher needs pip install -e '.[launchers]'"
     lines = _meaningful(text) + _meaningful(str(err.__cause__ or ""))
     return ": ".join(lines[:2]) if lines else type(err).__name__
