@@ -235,9 +235,10 @@ def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensor
         pytest.skip("MNIST not found at ../shared/data")
     cfg = config(f"data.root={DATA}", "data.download=false")
     first = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
-    reference = [t.clone() for t in (first.train.x, first.val.x, first.test.x)]
-    for t in (first.train.x, first.val.x, first.test.x):
+    tensors = lambda d: (d.train.x, d.val.x, d.test.x, d.train.y, d.val.y, d.test.y)  # noqa: E731
+    reference = [t.clone() for t in tensors(first)]
+    for t in tensors(first):
         t.mul_(0)
     second = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
-    assert all(torch.equal(a, b) for a, b in zip(reference, (second.train.x, second.val.x, second.test.x)))
+    assert all(torch.equal(a, b) for a, b in zip(reference, tensors(second)))
     assert len(data._DECODED) == 1
