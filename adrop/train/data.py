@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 
@@ -73,13 +74,15 @@ def load(dataset, data, device) -> Data:
 
 
 def torchvision_split(dataset, data):
-    import torchvision
-
+    """(train, test) of MNIST or Fashion-MNIST from torchvision's layout, `data.root/<name>/raw/` (torchvision
+    downloads what is missing, where asked to)."""
     folder, names = FILES[dataset.name]
     raw = Path(data.root) / folder / "raw"
-    cls = torchvision.datasets.MNIST if dataset.name == "mnist" else torchvision.datasets.FashionMNIST
     missing = [name for name in names if not (raw / name).exists()]
     if missing and data.download:
+        import torchvision
+
+        cls = torchvision.datasets.MNIST if dataset.name == "mnist" else torchvision.datasets.FashionMNIST
         try:
             cls(data.root, train=True, download=True)
             cls(data.root, train=False, download=True)
@@ -93,32 +96,30 @@ def torchvision_split(dataset, data):
     files = tuple((raw / name).resolve() for name in names)
     key = (dataset.name, files, tuple(p.stat().st_mtime_ns for p in files))
     if key not in _DECODED:  # a sweep's jobs in one process (the basic launcher) read the files once
-        for path in files:
-            check_idx(path)
         _DECODED.clear()  # one data set at a time, as stored: 55 MB of bytes for MNIST
-        _DECODED[key] = [(ds.data, ds.targets) for ds in (cls(data.root, train=train, download=False)
-                                                          for train in (True, False))]
+        arrays = [read_idx(path) for path in files]
+        _DECODED[key] = [(arrays[0], arrays[1]), (arrays[2], arrays[3])]  # (images, labels) of train, then test
     return [Split(pixels.reshape(len(pixels), -1).float().div_(255.0).sub_(dataset.mean).div_(dataset.std),
-                  targets.long().clone()) for pixels, targets in _DECODED[key]]  # a run's own tensors
+                  labels.long()) for pixels, labels in _DECODED[key]]  # .float() and .long() copy: a run's own
 
 
-_DECODED: dict = {}  # the last torchvision data set read, by its files (and their times)
+_DECODED: dict = {}  # the last data set read, by its files (and their times)
 
 
-def check_idx(path: Path) -> None:
-    """An idx file (MNIST's format) is as long as its header says, else DataError naming it: torchvision would fail
-    on it with a reshape error that names no file."""
-    with open(path, "rb") as fh:
-        header = fh.read(4)
-        dims = header[3] if len(header) == 4 else 0
-        shape = fh.read(4 * dims)
-    size = path.stat().st_size
-    expected = 4 + 4 * dims + math.prod(int.from_bytes(shape[4 * i:4 * i + 4], "big") for i in range(dims)) \
-        if len(header) == 4 and header[:2] == b"\0\0" and len(shape) == 4 * dims else None
-    if expected != size:
-        promise = f"its header promises {expected}" if expected is not None else "no idx header"
-        raise DataError(f"{path.resolve()} is truncated or corrupt ({size} bytes, {promise}): replace it, or delete "
-                        "it and let torchvision download it again")
+def read_idx(path: Path) -> torch.Tensor:
+    """An idx file of unsigned bytes (MNIST's format: magic 0 0 8 dims, then each dimension as a big-endian int32,
+    then the bytes), as a uint8 tensor of its shape; DataError naming the file when it is not as long as its header
+    says (torchvision would fail with a reshape error that names no file). Read here rather than through
+    torchvision's dataset classes: the same bytes, 0.045 s, where importing torchvision alone took 1.5 s a process."""
+    data = path.read_bytes()
+    dims = data[3] if len(data) >= 4 and data[:3] == b"\0\0\x08" else None
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)] if dims is not None else []
+    expected = 4 + 4 * dims + math.prod(shape) if dims is not None and len(data) >= 4 + 4 * dims else None
+    if expected != len(data):
+        promise = f"its header promises {expected}" if expected is not None else "no idx header of unsigned bytes"
+        raise DataError(f"{path.resolve()} is truncated or corrupt ({len(data)} bytes, {promise}): replace it, or "
+                        "delete it and let torchvision download it again")
+    return torch.from_numpy(np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape).copy())
 
 
 def _missing_message(raw: Path, missing, why: str) -> str:
