@@ -242,3 +242,18 @@ def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensor
     second = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
     assert all(torch.equal(a, b) for a, b in zip(reference, tensors(second)))
     assert len(data._DECODED) == 1
+
+
+def test_the_idx_reader_reads_what_torchvision_reads():
+    """adrop.train.data reads MNIST's idx files itself (torchvision only downloads): the same images and labels."""
+    import torchvision
+
+    from conftest import DATA
+    from adrop.train import data
+
+    if not (DATA / "MNIST" / "raw").exists():
+        pytest.skip("MNIST not found at ../shared/data")
+    theirs = torchvision.datasets.MNIST(str(DATA), train=False, download=False)
+    raw = DATA / "MNIST" / "raw"
+    assert torch.equal(data.read_idx(raw / "t10k-images-idx3-ubyte"), theirs.data)
+    assert torch.equal(data.read_idx(raw / "t10k-labels-idx1-ubyte").long(), theirs.targets)
