@@ -54,6 +54,12 @@ def test_the_divergence_bound_is_a_thousand_uniform_guesses(synthetic, tmp_path)
     assert "the loss became nan" in engine.divergence(0, [float("nan"), 1.0, 0.0])
 
 
+def default_sigint():
+    """Ctrl-C as a terminal delivers it, even where the suite itself runs with SIGINT ignored (a background job of a
+    non-interactive shell): a process that starts with SIGINT ignored keeps it ignored, as nohup intends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def start_and_wait_for(tmp_path):
     """start(text, stream, *args): a long training in a subprocess (its own process group), returned once `text`
@@ -63,7 +69,7 @@ def start_and_wait_for(tmp_path):
     def start(text, stream, *args):
         command = [sys.executable, "-m", "adrop", "train", *args, *SMALL, "epochs=100000"]
         process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=default_sigint)
         started.append(process)
         deadline = time.time() + 120
         line = ""
