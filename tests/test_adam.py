@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train.model import MLP
+from adrop.train.network import Network
+from adrop.train.networks import MLP
 from adrop.train.optim import StackedAdam
 
 from test_stacked import assert_follows
@@ -33,7 +34,7 @@ def train(method_name, ours: bool):
     torch.manual_seed(0)
     cls = methods.get(method_name)
     method = cls(cls.Params(), steps_per_epoch=STEPS, epochs=1)
-    model = MLP([20, 16, 8, 4], method, configs=1)
+    model = Network(MLP([16, 8], [20], 4), method, [20], 4, configs=1)
     opt = StackedAdam(model.parameters(), 1) if ours else ReferenceAdam(model.parameters(), lr=LR)
     g = torch.Generator().manual_seed(1)
     for step in range(1, STEPS + 1):
@@ -53,7 +54,7 @@ def train(method_name, ours: bool):
         else:
             opt.step()
         method.after_step(model.layers, step, LAM, opt.effective_step)
-    return {name: p.detach().numpy().copy() for name, p in model.named_parameters()}
+    return {name: p.detach().numpy().copy() for name, p in model.net.named_parameters()}
 
 
 class Arrays(dict):
@@ -72,7 +73,7 @@ def test_the_engines_adam_trains_every_method_as_torchs_adam(name):
 
 def test_parameters_are_views_of_one_buffer():
     cls = methods.get("vardrop_lr_ar")
-    model = MLP([5, 3, 2], cls(cls.Params(), 1, 1), configs=2)
+    model = Network(MLP([3], [5], 2), cls(cls.Params(), 1, 1), [5], 2, configs=2)
     opt = StackedAdam(model.parameters(), 2)
     assert sum(p.numel() for p in model.parameters()) == opt.flat.numel()
     assert all(p.untyped_storage().data_ptr() == opt.flat.untyped_storage().data_ptr() for p in model.parameters())

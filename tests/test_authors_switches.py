@@ -164,7 +164,9 @@ def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tm
 
 @pytest.mark.parametrize("penalty", ["lp", "hard_thresh", "standout", "bernoulli_l0"])
 def test_a_penalty_without_a_usable_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
-    with pytest.raises(ValueError, match=f"penalty '{penalty}' has no eta_hat that training can use .*"
+    from adrop.train.settings import TrainError
+
+    with pytest.raises(TrainError, match=f"penalty '{penalty}' has no eta_hat that training can use .*"
                                          "penalties that train: .*logsum.*variational_dropout"):
         one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}"), tmp_path)
 
@@ -176,11 +178,10 @@ def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_ru
     run = one(synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"),
               tmp_path / "run")
     summary = run.fit()[0]
-    raw = [(name, layer.weight[0].detach(), layer.bias[0].detach())
-           for name, layer in zip(run.model.names, run.model.layers)]
+    raw = {key: t[0] for key, t in run.model.state_dict().items()}
     masked = run.weights(0, evaluate.effective(run.model, run.method, run.lam))
     assert summary["nonzero"] < summary["total"]  # the keep rule removed weights that the unmasked network keeps
-    assert not all(torch.equal(w, m) for (_, w, _), (_, m, _) in zip(raw, masked))
+    assert not all(torch.equal(raw[f"{n}.weight"], masked[f"{n}.weight"]) for n in run.model.names)
     assert summary["test_error_unmasked"] == evaluate.error(run.single.predict, raw, run.data.test)
     assert summary["val_error_unmasked"] == evaluate.error(run.single.predict, raw, run.data.val)
     assert summary["test_error"] == evaluate.error(run.single.predict, masked, run.data.test)  # the headline: masked

@@ -23,7 +23,6 @@ Adding a method means one module here (registered with @register) and one file c
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
@@ -65,20 +64,30 @@ noise = Noise()
 
 
 class SparseLayer(nn.Module):
-    """The parameters of one layer (weight, bias, and the method's own per-weight parameters) and its product. With
-    `configs=K` every tensor has a leading axis of K and the product is batched over it; the method's elementwise
-    math is the same either way. Subclasses say what the product is."""
+    """The parameters of one layer (weight, bias, and the method's own per-weight parameters) and its product, made
+    from a network's own nn.Linear or nn.Conv2d (`like`: its weights, its settings). With `configs=K` every tensor has
+    a leading axis of K and the product is batched over it; the method's elementwise math is the same either way.
 
-    def __init__(self, weight_shape: tuple, fan_in: int, method: "Method", configs: int | None = None):
+    Training, the forward pass is the method's (noise, gates); in eval mode it is the plain product with the layer's
+    weight, which evaluation sets to the effective one: the network then computes what its nn.Linear or nn.Conv2d
+    would with those weights. A stack's inputs are folded, (K * batch, ...), configuration-major: row k * batch + b is
+    configuration k's example b. Subclasses say what the product is."""
+
+    def __init__(self, weight_shape: tuple, has_bias: bool, method: "Method", configs: int | None = None):
         super().__init__()
         self.configs, self.method = configs, method
         lead = () if configs is None else (configs,)
         self.weight = nn.Parameter(torch.empty(*lead, *weight_shape))
-        self.bias = nn.Parameter(torch.empty(*lead, weight_shape[0]))
-        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # as nn.Linear, nn.Conv2d (a stack copies its runs')
-        bound = 1 / math.sqrt(fan_in)
-        nn.init.uniform_(self.bias, -bound, bound)
+        self.bias = nn.Parameter(torch.empty(*lead, weight_shape[0])) if has_bias else None
         method.add_parameters(self)
+
+    def copy_from(self, module: nn.Module) -> "SparseLayer":
+        """The weights of the module this layer replaces (a stack: the same in every row)."""
+        with torch.no_grad():
+            self.weight.copy_(module.weight)
+            if self.bias is not None:
+                self.bias.copy_(module.bias)
+        return self
 
     def per_config(self, value):
         """A per-configuration value (lam, a threshold) shaped to broadcast against this layer's weights: a float as
@@ -92,39 +101,70 @@ class SparseLayer(nn.Module):
         return t.sum() if self.configs is None else t.flatten(1).sum(1)
 
     def forward(self, x):
+        if not self.training:
+            return self.product(x, self.weight, self.bias)
         return self.method.forward(self, x)
 
 
 class SparseLinear(SparseLayer):
-    """A Linear layer: weight out x in. Inputs (batch, in), or (K, batch, in) for a stack."""
+    """A Linear layer: weight out x in. Inputs (..., in); a stack's (K * batch, ..., in)."""
 
-    def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None):
+    def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None,
+                 bias: bool = True):
         self.in_features, self.out_features = in_features, out_features
-        super().__init__((out_features, in_features), in_features, method, configs)
+        super().__init__((out_features, in_features), bias, method, configs)
+
+    @classmethod
+    def like(cls, module: nn.Linear, method: "Method", configs: int | None = None) -> "SparseLinear":
+        return cls(module.in_features, module.out_features, method, configs, module.bias is not None).copy_from(module)
 
     def product(self, x, weight, bias=None):
-        """x W^T + b: F.linear for an unstacked layer (evaluation's network); for a stack, (K, batch, in) x
-        (K, out, in) -> (K, batch, out)."""
+        """x W^T + b: F.linear for an unstacked layer; for a stack, each configuration's rows times its own weight,
+        (K, rows, in) x (K, out, in) -> (K, rows, out), batched."""
         if self.configs is None:
             return F.linear(x, weight, bias)
-        return batched_linear(x, weight, bias)
+        out = batched_linear(x.reshape(self.configs, -1, x.shape[-1]), weight, bias)
+        return out.view(*x.shape[:-1], self.out_features)
 
 
 class SparseConv2d(SparseLayer):
-    """A 2-d convolution (stride 1, no padding, as LeNet-5): weight out x in x kh x kw, one sparsified weight per
-    kernel entry. Inputs (batch, in, H, W); a stack's inputs are (batch, K * in, H, W), configuration-major channels,
-    and its product is one grouped convolution (groups = K)."""
+    """A 2-d convolution with nn.Conv2d's settings (stride, padding, dilation, groups, padding mode): weight
+    out x in/groups x kh x kw, one sparsified weight per kernel entry. Inputs (batch, in, H, W); a stack's
+    (K * batch, in, H, W) are viewed as (batch, K * in, H, W), configuration-major channels, for one grouped
+    convolution (groups K * groups), and folded back."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel: int, method: "Method", configs: int | None = None):
-        self.in_channels, self.out_channels, self.kernel = in_channels, out_channels, kernel
-        super().__init__((out_channels, in_channels, kernel, kernel), in_channels * kernel * kernel, method, configs)
+    def __init__(self, in_channels: int, out_channels: int, kernel, method: "Method", configs: int | None = None,
+                 bias: bool = True, stride=1, padding=0, dilation=1, groups: int = 1, padding_mode: str = "zeros"):
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel = tuple(kernel) if isinstance(kernel, (tuple, list)) else (kernel, kernel)
+        self.stride, self.padding, self.dilation, self.padding_mode = stride, padding, dilation, padding_mode
+        self.pad = None  # F.pad's amounts for a padding mode other than zeros (as nn.Conv2d computes them)
+        super().__init__((out_channels, in_channels // groups, *self.kernel), bias, method, configs)
+
+    @classmethod
+    def like(cls, module: nn.Conv2d, method: "Method", configs: int | None = None) -> "SparseConv2d":
+        layer = cls(module.in_channels, module.out_channels, module.kernel_size, method, configs,
+                    module.bias is not None, module.stride, module.padding, module.dilation, module.groups,
+                    module.padding_mode)
+        if module.padding_mode != "zeros":
+            layer.pad, layer.padding = module._reversed_padding_repeated_twice, 0
+        return layer.copy_from(module)
 
     def product(self, x, weight, bias=None):
+        if self.pad is not None:
+            x = F.pad(x, self.pad, mode=self.padding_mode)
         if self.configs is None:
-            return F.conv2d(x, weight, bias)
-        K = self.configs
-        return F.conv2d(x, weight.reshape(K * self.out_channels, *weight.shape[2:]),
-                        None if bias is None else bias.reshape(-1), groups=K)
+            return F.conv2d(x, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        K, rows = self.configs, x.shape[0] // self.configs
+        x = x.view(K, rows, *x.shape[1:]).transpose(0, 1).reshape(rows, K * x.shape[1], *x.shape[2:])
+        out = F.conv2d(x, weight.reshape(K * self.out_channels, *weight.shape[2:]),
+                       None if bias is None else bias.reshape(-1), self.stride, self.padding, self.dilation,
+                       K * self.groups)
+        shape = (self.out_channels, *out.shape[2:])
+        return out.view(rows, K, *shape).transpose(0, 1).reshape(K * rows, *shape)
+
+
+SPARSE_LAYERS = {nn.Linear: SparseLinear, nn.Conv2d: SparseConv2d}  # what a method trains, by the module it replaces
 
 
 @dataclass
@@ -142,12 +182,6 @@ class Method:
     def __init__(self, params, steps_per_epoch: int, epochs: int):
         self.params = params
         self.steps_per_epoch, self.total_steps = steps_per_epoch, steps_per_epoch * epochs
-
-    def build_layer(self, in_features: int, out_features: int, configs: int | None = None) -> SparseLinear:
-        return SparseLinear(in_features, out_features, self, configs)
-
-    def build_conv(self, in_channels: int, out_channels: int, kernel: int, configs: int | None = None):
-        return SparseConv2d(in_channels, out_channels, kernel, self, configs)
 
     def add_parameters(self, layer: SparseLayer) -> None:
         """Create the method's own per-weight parameters and buffers on the layer (shape of layer.weight)."""

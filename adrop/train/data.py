@@ -46,6 +46,16 @@ FILES = {
 }
 
 
+def shape_of(dataset) -> tuple[tuple, int] | None:
+    """(input shape, classes) that a dataset config implies without reading its data; None where only the data can
+    say."""
+    if dataset.name == "synthetic":
+        return (int(dataset.features),), int(dataset.classes)
+    if dataset.name in FILES:
+        return (tuple(dataset.image) if dataset.image else (28 * 28,)), 10
+    return None
+
+
 def load(dataset, data, device) -> Data:
     if dataset.name == "synthetic":
         full, test = synthetic(dataset)

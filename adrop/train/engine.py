@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from . import data as data_mod
-from . import evaluate, model as model_mod, run_files, schedules, tracking
+from . import evaluate, network as network_mod, run_files, schedules, tracking
 from .optim import StackedAdam
 from .runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
 from .settings import Settings, TrainError, stack_key
@@ -54,21 +54,27 @@ def rows(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return t.index_select(0, idx.reshape(-1)).view(*idx.shape, *t.shape[1:])
 
 
-def load_weights(model, source: Path) -> None:
-    """Weights and biases from another run's weights.npz (its folder or the file); method parameters start fresh."""
+def load_weights(network, source: Path) -> None:
+    """The tensors of another run's weights.npz (its folder or the file) that this network has (its sparse layers'
+    weights and biases must be there); the method's own parameters start fresh."""
     path = source / run_files.WEIGHTS if source.is_dir() else source
     if not path.is_file():
         raise TrainError(f"init_from={source}: no {run_files.WEIGHTS} there (a run writes it when it completes)")
     with np.load(path) as arrays:
         saved = {key: arrays[key] for key in arrays.files}
+    state = network.state_dict()
+    needed = [f"{name}.{part}" for name, layer in zip(network.names, network.layers) for part in ("weight", "bias")
+              if getattr(layer, part) is not None]
     with torch.no_grad():
-        for name, layer in zip(model.names, model.layers):
-            for part in ("weight", "bias"):
-                key, target = f"{name}.{part}", getattr(layer, part)
-                if key not in saved or saved[key].shape != tuple(target.shape):
-                    found = saved[key].shape if key in saved else "nothing"
-                    raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {found}")
-                target.copy_(torch.from_numpy(saved[key]))
+        for key in network.keys:
+            target = state[key]
+            if key not in saved:
+                if key in needed:
+                    raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found nothing")
+                continue
+            if saved[key].shape != tuple(target.shape):
+                raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {saved[key].shape}")
+            target.copy_(torch.from_numpy(saved[key]))
 
 
 class Engine:
@@ -90,11 +96,14 @@ class Engine:
         self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)
         self.total_steps = self.steps_per_epoch * base.epochs
         self.method = runs[0].make_method(self.steps_per_epoch)
-        try:
+        self.input_shape = network_mod.input_shape_of(self.data)
+        try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
+            self.single = network_mod.build(base.model, self.input_shape, self.data.classes, self.method).to(self.device)
+            network_mod.check_output(self.single, self.data.train.x[:2])
+            self.single.eval()
             self.model = self.stack_models()
         except ValueError as err:
             raise TrainError(str(err)) from None
-        self.single = model_mod.build(base.model, self.data, self.method)  # one row's network: predict(), positions()
         self.lam = torch.tensor([r.lam for r in runs], device=self.device)  # (K,): layer.per_config shapes it
         self.warmups = [tuple(e * self.steps_per_epoch for e in r.cfg.penalty_warmup) for r in runs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
@@ -115,11 +124,12 @@ class Engine:
         singles = []
         for run in self.runs:
             reset_state(run.cfg.seed, self.device)
-            single = model_mod.build(run.cfg.model, self.data, run.make_method(self.steps_per_epoch))  # its init_*
+            single = network_mod.build(run.cfg.model, self.input_shape, self.data.classes,
+                                       run.make_method(self.steps_per_epoch))  # its init_*
             if run.cfg.init_from:
                 load_weights(single, Path(run.cfg.init_from))
             singles.append(single.state_dict())
-        stacked = model_mod.build(self.cfg.model, self.data, self.method, configs=self.K)
+        stacked = network_mod.build(self.cfg.model, self.input_shape, self.data.classes, self.method, configs=self.K)
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([s[name] for s in singles]))
@@ -221,8 +231,9 @@ class Engine:
         if with_after_step:
             self.method.after_step(self.model.layers, None, self.lam, self.optimizer.effective_step)
 
-    def weights(self, k: int, all_weights) -> list:
-        return [(name, w[k], b[k]) for name, w, b in all_weights]
+    def weights(self, k: int, all_weights: dict) -> dict:
+        """Configuration k's row of the stack's state (evaluate.effective or evaluate.unmasked): one network's."""
+        return {key: t[k] for key, t in all_weights.items()}
 
     def divergence(self, k: int, sums: list[float]) -> str | None:
         """Why configuration k's epoch counts as divergence, or None."""
@@ -301,7 +312,7 @@ class Engine:
         """Configuration k's record of the epoch just trained: its rows, checkpoint, summary and tracking."""
         loss, data_term, penalty = sums
         val_error = evaluate.error(self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
-        layers, nonzero, total = evaluate.sparsity(weights)
+        layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
         self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
                                                      lr, seconds))
         self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions())
@@ -323,8 +334,8 @@ class Engine:
         """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json."""
         cfg = self.runs[k].cfg
         test_error = evaluate.error(self.single.predict, weights, self.data.test, cfg.eval_batch_size)
-        layers, nonzero, total = evaluate.sparsity(weights)
-        run_files.write_weights(self.folders[k], weights)
+        layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
+        run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
         errors = evaluate.unmasked_errors(cfg, self.single.predict, unmasked, self.data)
         summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
                                layers=layers, nonzero=nonzero, total=total, unmasked=errors)

@@ -9,22 +9,27 @@ import torch
 
 
 @torch.no_grad()
-def effective(model, method, lam):
-    """[(name, W_eff, b)] in forward order: the method's effective weights at this lam."""
-    return [(name, method.effective_weight(layer, lam).detach(), layer.bias.detach())
-            for name, layer in zip(model.names, model.layers)]
+def effective(model, method, lam) -> dict:
+    """The network's state (every parameter and buffer, stacked) with each sparse layer's weight its effective weight
+    at this lam: what the network evaluates with."""
+    state = {key: t.detach() for key, t in model.state_dict().items()}
+    for name, layer in zip(model.names, model.layers):
+        state[f"{name}.weight"] = method.effective_weight(layer, lam).detach()
+    return state
 
 
 @torch.no_grad()
-def unmasked(model, method):
-    """[(name, W, b)] without the keep rule (Method.unmasked_weight): for `evaluate_unmasked`."""
-    return [(name, method.unmasked_weight(layer).detach(), layer.bias.detach())
-            for name, layer in zip(model.names, model.layers)]
+def unmasked(model, method) -> dict:
+    """The same without the keep rule (Method.unmasked_weight): for `evaluate_unmasked`."""
+    state = {key: t.detach() for key, t in model.state_dict().items()}
+    for name, layer in zip(model.names, model.layers):
+        state[f"{name}.weight"] = method.unmasked_weight(layer).detach()
+    return state
 
 
 @torch.no_grad()
 def error(predict, weights, split, batch: int = 8192) -> float:
-    """Fraction misclassified by the network with these weights (predict: the model's forward with given weights)."""
+    """Fraction misclassified by the network with these tensors (predict(x, state): its forward with them)."""
     wrong = torch.zeros((), dtype=torch.long, device=split.x.device)
     for start in range(0, len(split), batch):
         logits = predict(split.x[start:start + batch], weights)
@@ -33,9 +38,10 @@ def error(predict, weights, split, batch: int = 8192) -> float:
 
 
 @torch.no_grad()
-def sparsity(weights):
-    """Per layer (name, shape, nonzero count, total) and the totals."""
-    layers = [(name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel()) for name, w, _ in weights]
+def sparsity(names, state: dict):
+    """Per sparse layer (name, shape, nonzero count, total) and the totals, from one network's state."""
+    layers = [(name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel())
+              for name, w in ((n, state[f"{n}.weight"]) for n in names)]
     nonzero, total = sum(l[2] for l in layers), sum(l[3] for l in layers)
     return layers, nonzero, total
 

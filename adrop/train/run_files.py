@@ -245,11 +245,9 @@ def describe(identity: dict, summary: dict | None) -> str:
     return f"{text}, {status}" if status else text
 
 
-def write_weights(folder: Path, weights) -> None:
-    arrays = {}
-    for name, w, b in weights:
-        arrays[f"{name}.weight"] = w.float().cpu().numpy()
-        arrays[f"{name}.bias"] = b.float().cpu().numpy()
+def write_weights(folder: Path, state: dict) -> None:
+    """weights.npz: one network's state_dict (its own keys; masks and deterministic gates folded into the weights)."""
+    arrays = {key: (t.float() if t.is_floating_point() else t).cpu().numpy() for key, t in state.items()}
     _atomic(Path(folder) / WEIGHTS, lambda tmp: np.savez(open(tmp, "wb"), **arrays))
 
 

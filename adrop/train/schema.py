@@ -42,13 +42,6 @@ class DatasetConfig:
 
 
 @dataclass
-class ModelConfig:
-    name: str = MISSING
-    hidden: List[int] = field(default_factory=lambda: [300, 100])
-    conv: List[List[int]] = field(default_factory=list)  # [out channels, kernel] per conv (+ ReLU, 2x2 max-pool)
-
-
-@dataclass
 class DataConfig:
     root: str = "data"
     train_limit: Optional[int] = None  # use only the first N training examples
@@ -59,7 +52,9 @@ class DataConfig:
 class Config:
     method: MethodConfig = field(default_factory=MethodConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    # an nn.Module by `_target_` (adrop's built-in networks too), its constructor's arguments beside it, and `name`;
+    # open, since the arguments are the module's (a wrong one fails when the module is made, in one line)
+    model: Dict[str, Any] = field(default_factory=dict)
     data: DataConfig = field(default_factory=DataConfig)
     lam: Optional[float] = None        # null: method.lam
     lr: Optional[float] = None         # null: method.lr

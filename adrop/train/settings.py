@@ -22,11 +22,12 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 
+import torch
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from adrop import methods
 
-from . import model as model_mod, schema, tracking
+from . import networks, schema, tracking
 from .schedules import SCHEDULES
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
@@ -113,13 +114,45 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
         if value != default and (value or default is not None):
             identity[key] = str(value) if key == "init_from" else value
     if cfg.model.name != DEFAULT_MODEL:
-        conv = [list(c) for c in cfg.model.conv]
-        identity["model"] = f"{cfg.model.name}{conv if conv else ''}{list(cfg.model.hidden)}"
+        identity["model"] = model_identity(cfg.model)
     changed = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
                if getattr(params, f.name) != getattr(cls.Params(), f.name)}
     if changed:
         identity["method_params"] = changed
     return identity
+
+
+def model_identity(model_cfg) -> str:
+    """A model as identities record it: a built-in one by name and widths, any other by name and arguments."""
+    if model_cfg.name in networks.BUILT_IN:
+        conv = [list(c) for c in model_cfg.get("conv", [])]
+        return f"{model_cfg.name}{conv if conv else ''}{list(model_cfg.get('hidden', []))}"
+    args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
+    return f"{model_cfg.name}{json.dumps(args, sort_keys=True, default=str)}"
+
+
+def with_model_name(cfg):
+    """A model config without `name` (a user's file of `_target_` and arguments) is named by its class."""
+    if cfg.model.get("name"):
+        return cfg
+    out = cfg.copy()
+    with read_write(out), open_dict(out):
+        out.model.name = str(cfg.model.get("_target_") or "custom").rpartition(".")[2]
+    return out
+
+
+def check_network(cfg, cls, params) -> None:
+    """The network made and run on a batch of zeros in the data's shape, where the configuration says that shape:
+    a module that does not import, has nothing to sparsify, fails or returns other than batch x classes is refused
+    before any folder exists (other data are checked on a batch of theirs when the run starts)."""
+    from . import data, network
+
+    shape = data.shape_of(cfg.dataset)
+    if shape is None:
+        return
+    input_shape, classes = shape
+    net = network.build(cfg.model, input_shape, classes, cls(params, 1, cfg.epochs))
+    network.check_output(net, torch.zeros(2, *input_shape))
 
 
 def resolve(cfg, chosen: str | None = None) -> Settings:
@@ -129,13 +162,18 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
     if chosen is not None and cfg.method.name != chosen:
         raise TrainError(f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
                          "the same (a registered method, adrop/methods/)")
+    cfg = with_model_name(cfg)
     try:
         tracking.check(cfg.logger)
-        model_mod.check_fits(cfg.model, cfg.dataset)
+        networks.check_hidden(cfg.model)
     except ValueError as err:
         raise TrainError(str(err)) from None
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
+    try:
+        check_network(cfg, cls, params)
+    except ValueError as err:
+        raise TrainError(str(err)) from None
     cfg = with_absolute_data_root(cfg)
     from .runtime import resolve_device  # (runtime needs TrainError from here)
 

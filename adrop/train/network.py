@@ -1,0 +1,206 @@
+"""A network as the engine trains it: any nn.Module, adrop's built-in ones or a user's (by `_target_`, as Hydra
+instantiates), with every nn.Linear and nn.Conv2d in it, at any depth, made the method's sparse layer.
+
+The method trains those layers (noise, gates, penalty, keep mask), named by their module paths (`fc1`, `block.0`,
+`head`); everything else (BatchNorm, pooling, activations, residual sums, dropout, embeddings) trains as it is,
+densely. A stack of K configurations is the same module with each tensor K times (sparse layers batch their products,
+dense modules that hold tensors go through adrop.train.stacking), fed a folded batch: row k * batch + b is
+configuration k's example b. Stacks assume batch-first tensors, as nn.Linear, nn.Conv2d and BatchNorm see them.
+
+A model config names the module's class in `_target_`; its other keys but `name` are the constructor's arguments
+(nested `_target_`s instantiate too). `input_shape` (the data's: [C, H, W] for images, [D] for vectors) and `classes`
+are passed where the constructor takes parameters of those names and the config does not set them. The module's
+forward takes a batch in the data's shape and returns logits, batch x classes.
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+from omegaconf import OmegaConf
+from torch import nn
+
+from adrop.methods.base import SPARSE_LAYERS, SparseLayer
+
+from .stacking import Stacked, owns_tensors
+
+
+class NetworkError(ValueError):
+    """A network that cannot be trained; the message names the cause (one line)."""
+
+
+def first_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text[:200]}" if text else type(err).__name__
+
+
+def target_of(model_cfg) -> str:
+    target = model_cfg.get("_target_")
+    if not target:
+        raise NetworkError(f"model={model_cfg.get('name')} names no class: set model._target_=<module.Class> (an "
+                           "nn.Module whose forward returns logits)")
+    return str(target)
+
+
+def instantiate(model_cfg, input_shape, classes: int) -> nn.Module:
+    """The plain module a model config asks for (NetworkError naming the class when it cannot be made)."""
+    from hydra.utils import get_object, instantiate as hydra_instantiate
+
+    target = target_of(model_cfg)
+    try:
+        cls = get_object(target)
+    except Exception as err:
+        cause = err.__cause__ or err
+        raise NetworkError(f"model._target_={target} does not import ({first_line(cause)})") from None
+    args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
+    try:
+        accepted = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        accepted = {}
+    given = {"input_shape": [int(s) for s in input_shape], "classes": int(classes)}
+    extra = {k: v for k, v in given.items() if k in accepted and k not in args}
+    try:
+        module = hydra_instantiate(args, _convert_="all", **extra)
+    except Exception as err:
+        cause = err.__cause__ or err
+        raise NetworkError(f"model={model_cfg.get('name')} ({target}) could not be made: {first_line(cause)}") from None
+    if not isinstance(module, nn.Module):
+        raise NetworkError(f"model._target_={target} made a {type(module).__name__}, not a torch.nn.Module")
+    return module
+
+
+def sparse_kind(module: nn.Module):
+    """The sparse layer that replaces this module, or None: nn.Linear and nn.Conv2d and subclasses that keep their
+    forward (a subclass with its own forward may not compute what the layer's product does)."""
+    for base, layer in SPARSE_LAYERS.items():
+        if isinstance(module, base) and type(module).forward is base.forward:
+            return layer
+    return None
+
+
+def convert(module: nn.Module, method, configs: int | None, prefix: str = "") -> list[tuple[str, SparseLayer]]:
+    """Replace, in place, every Linear and Conv2d under `module` by the method's sparse layer with its weights, and
+    (in a stack) every dense module that holds tensors by its K copies; the sparse layers by module path, in order."""
+    out = []
+    for name, child in list(module.named_children()):
+        path = prefix + name
+        kind = sparse_kind(child)
+        if kind is not None:
+            layer = kind.like(child, method, configs)
+            setattr(module, name, layer)
+            out.append((path, layer))
+        elif owns_tensors(child):
+            inside = [p for p, m in child.named_modules() if p and (owns_tensors(m) or sparse_kind(m))]
+            if inside:
+                raise NetworkError(f"{path} ({type(child).__name__}) holds parameters of its own and modules with "
+                                   f"their own ({path}.{inside[0]}): adrop trains only networks whose Linear and "
+                                   "Conv2d layers are modules it can replace and whose other tensors sit in modules "
+                                   "without such children")
+            if configs is not None:
+                setattr(module, name, Stacked(child, configs))
+        else:
+            out += convert(child, method, configs, path + ".")
+    return out
+
+
+class Network:
+    """A module made trainable by a method: `net` (the module, its Linear and Conv2d layers replaced), `names` and
+    `layers` (the sparse layers), `keys` (the module's own state_dict keys: what weights.npz holds), `configs` (K, or
+    None for one unstacked network, which evaluation uses)."""
+
+    def __init__(self, module: nn.Module, method, input_shape, classes: int, configs: int | None = None,
+                 architecture: str | None = None):
+        self.keys = list(module.state_dict().keys())
+        self.input_shape, self.classes, self.configs = tuple(int(s) for s in input_shape), int(classes), configs
+        self.architecture = getattr(module, "architecture", None) or architecture or type(module).__qualname__
+        if owns_tensors(module):
+            names = [n for n, _ in module.named_parameters(recurse=False)]
+            raise NetworkError(f"{type(module).__name__} holds parameters of its own ({', '.join(names) or 'buffers'})"
+                               ": adrop trains networks whose tensors all sit in submodules (put them in one)")
+        found = convert(module, method, configs)
+        if not found:
+            raise NetworkError(f"{self.architecture} has no nn.Linear or nn.Conv2d for a method to sparsify")
+        self.net = module
+        self.names = [n for n, _ in found]
+        self.layers = [layer for _, layer in found]
+        self._positions = None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (K, batch, classes) of inputs (K, batch, ...) (each configuration's own batch)."""
+        K, B = x.shape[:2]
+        return self.net(x.reshape(K * B, *self.input_shape)).view(K, B, -1)
+
+    def predict(self, x: torch.Tensor, state: dict) -> torch.Tensor:
+        """Logits of an unstacked network's inputs (batch, ...) with the given tensors (a row of the stack's state:
+        effective weights, running statistics), in eval mode."""
+        from torch.func import functional_call
+
+        return functional_call(self.net, state, (x.reshape(-1, *self.input_shape),))
+
+    def positions(self) -> list[int]:
+        """How many times each sparse layer's weights act per example (1 for a Linear on vectors, a convolution's
+        output positions): measured by running one example through the network, for the cost accounting."""
+        if self._positions is None:
+            counts = dict.fromkeys(self.names, 0)
+            hooks = [layer.register_forward_hook(
+                lambda m, i, out, n=name: counts.__setitem__(n, counts[n] + out.numel() // m.weight.shape[0]))
+                for name, layer in zip(self.names, self.layers)]
+            training = self.net.training
+            try:
+                self.net.eval()
+                with torch.no_grad():
+                    self.net(torch.zeros(1, *self.input_shape, device=self.layers[0].weight.device))
+            finally:
+                self.net.train(training)
+                for hook in hooks:
+                    hook.remove()
+            self._positions = [counts[n] for n in self.names]
+        return self._positions
+
+    def state_dict(self) -> dict:
+        return self.net.state_dict()
+
+    def parameters(self):
+        return self.net.parameters()
+
+    def train(self, mode: bool = True) -> "Network":
+        self.net.train(mode)
+        return self
+
+    def eval(self) -> "Network":
+        return self.train(False)
+
+    def to(self, device) -> "Network":
+        self.net.to(device)
+        return self
+
+
+def build(model_cfg, input_shape, classes: int, method, configs: int | None = None) -> Network:
+    module = instantiate(model_cfg, input_shape, classes)
+    return Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg))
+
+
+def check_output(network: Network, x: torch.Tensor) -> None:
+    """A forward pass of a batch of real inputs (batch, ...): NetworkError when it fails or its output is not
+    batch x classes."""
+    what = network.architecture
+    network.eval()
+    try:
+        with torch.no_grad():
+            out = network.net(x.reshape(-1, *network.input_shape))
+    except Exception as err:
+        raise NetworkError(f"{what} fails on a batch of the data, shape {list(x.reshape(-1, *network.input_shape).shape)}"
+                           f" ({first_line(err)})") from None
+    finally:
+        network.train()
+    shape = list(getattr(out, "shape", []))
+    if shape != [x.reshape(-1, *network.input_shape).shape[0], network.classes]:
+        raise NetworkError(f"{what} returns {shape or type(out).__name__} for a batch of "
+                           f"{x.reshape(-1, *network.input_shape).shape[0]}; it must return logits, batch x "
+                           f"{network.classes} (the data's classes)")
+
+
+def input_shape_of(data) -> tuple:
+    return tuple(data.image) if data.image else (data.in_features,)
+
+
