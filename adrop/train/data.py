@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 
-class DataError(Exception):
-    """Data that cannot be loaded; the message says what to do."""
+from . import datasets
+from .datasets import DataError  # noqa: F401 (adrop.train.data.DataError: what loading raises)
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Data:
     in_features: int
     classes: int
     image: tuple | None = None  # (channels, height, width) of image rows; None: flat vectors
+    augment: str = "none"       # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
 
 
 FILES = {
@@ -53,16 +54,27 @@ def shape_of(dataset) -> tuple[tuple, int] | None:
         return (int(dataset.features),), int(dataset.classes)
     if dataset.name in FILES:
         return (tuple(dataset.image) if dataset.image else (28 * 28,)), 10
+    if dataset.get("source") == "torchvision":
+        return datasets.torchvision_shape(dataset)
+    if dataset.name == "digits":
+        return (1, 8, 8), 10
+    if dataset.name == "npz":
+        return datasets.npz_shape(dataset)
     return None
 
 
 def load(dataset, data, device) -> Data:
+    if dataset.get("source") == "torchvision":
+        return from_raw(datasets.torchvision_set(dataset, data), dataset, data, device)
+    if dataset.name in ("digits", "npz"):
+        return from_raw(getattr(datasets, dataset.name)(dataset), dataset, data, device)
     if dataset.name == "synthetic":
         full, test = synthetic(dataset)
     elif dataset.name in FILES:
         full, test = torchvision_split(dataset, data)
     else:
-        raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: fashion_mnist, mnist, synthetic")
+        raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: digits, fashion_mnist, mnist, npz, "
+                        "synthetic, or dataset=torchvision dataset.name=<a torchvision.datasets class>")
     n = len(full)
     if not 0 < dataset.val_size < n:
         raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
@@ -81,6 +93,95 @@ def load(dataset, data, device) -> Data:
         raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
     return Data(put(full.x[train_idx], full.y[train_idx]), put(full.x[val_idx], full.y[val_idx]),
                 put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1, image)
+
+
+def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
+    """A source's arrays checked (labels in [0, classes), finite inputs), split (a validation part of val_size at
+    random, unless the source has one), normalised (dataset.mean and std, per channel or one for all; null: the
+    source's usual values, else computed on the training split, per channel for images and per feature for
+    vectors), flattened to rows, on the device."""
+    parts = {"train": (raw.x_train, raw.y_train), "test": (raw.x_test, raw.y_test)}
+    if raw.x_val is not None:
+        parts["val"] = (raw.x_val, raw.y_val)
+    where = f"{dataset.name}" + (f" ({dataset.path})" if dataset.get("path") else "")
+    classes = raw.classes or int(dataset.get("classes") or 0) or 1 + max(int(y.max()) for _, y in parts.values()
+                                                                         if len(y))
+    for split, (x, y) in parts.items():
+        if len(y) == 0:
+            raise DataError(f"{where}: the {split} split is empty")
+        bad = (y < 0) | (y >= classes)
+        if bool(bad.any()):
+            raise DataError(f"{where}: y_{split} holds label {int(y[bad][0])}, outside [0, {classes})")
+        if not bool(torch.isfinite(x).all()):
+            raise DataError(f"{where}: x_{split} holds NaN or infinite values")
+    x_train, y_train = parts["train"]
+    if "val" not in parts:
+        n = len(y_train)
+        if not 0 < dataset.val_size < n:
+            raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed))
+        parts["val"] = (x_train[order[:dataset.val_size]], y_train[order[:dataset.val_size]])
+        x_train, y_train = x_train[order[dataset.val_size:]], y_train[order[dataset.val_size:]]
+    mean, std = normalisation(dataset, x_train)
+    if data.train_limit is not None:
+        x_train, y_train = x_train[:data.train_limit], y_train[:data.train_limit]
+    image = tuple(x_train.shape[1:]) if x_train.dim() == 4 else None
+    kind = str(dataset.get("augment") or "none")
+    if kind not in AUGMENTATIONS or (kind != "none" and image is None):
+        raise DataError(f"dataset.augment={kind}: valid are {', '.join(AUGMENTATIONS)} (crop_flip for images only)")
+
+    def put(x, y):
+        return Split(((x - mean) / std).flatten(1).contiguous().to(device), y.to(device))
+
+    return Data(put(x_train, y_train), put(*parts["val"]), put(*parts["test"]), math.prod(x_train.shape[1:]),
+                classes, image, kind)
+
+
+def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean, std) broadcasting against the inputs: given (one number, or one per channel), the source's usual
+    values, or computed on the training split."""
+    axes = (0, 2, 3) if x_train.dim() == 4 else (0,)
+    shape = (1, -1, 1, 1) if x_train.dim() == 4 else (1, -1)
+    known = datasets.KNOWN.get(str(dataset.name)) if dataset.get("source") == "torchvision" else None
+    if dataset.mean is not None and dataset.std is not None:
+        mean, std = (torch.tensor(v if isinstance(v, (int, float)) else list(v), dtype=torch.float32)
+                     for v in (dataset.mean, dataset.std))
+    elif known is not None:
+        mean, std = torch.tensor(known[2]), torch.tensor(known[3])
+    else:
+        mean, std = x_train.mean(axes), x_train.std(axes)
+        std = torch.where(std > 0, std, torch.ones_like(std))
+    if mean.dim() == 0:
+        return mean, std
+    channels = x_train.shape[1]
+    if mean.numel() != channels or std.numel() != channels:
+        raise DataError(f"dataset.mean and dataset.std must be one number or {channels} (one per "
+                        f"{'channel' if x_train.dim() == 4 else 'feature'}), got {mean.numel()} and {std.numel()}")
+    return mean.view(shape), std.view(shape)
+
+
+AUGMENTATIONS = ("none", "crop_flip")
+
+
+def augment(x: torch.Tensor, image, kind: str) -> torch.Tensor:
+    """A training batch (..., C * H * W rows) augmented on its device: crop_flip pads each image by 4 pixels of
+    zeros, takes a random crop of its size, and flips it left-right with probability 1/2 (the CIFAR recipe)."""
+    if kind == "none":
+        return x
+    lead = x.shape[:-1]
+    c, h, w = image
+    imgs = x.reshape(-1, c, h, w)
+    n = imgs.shape[0]
+    padded = torch.nn.functional.pad(imgs, (4, 4, 4, 4))
+    dy = torch.randint(0, 9, (n, 1), device=x.device)
+    dx = torch.randint(0, 9, (n, 1), device=x.device)
+    rows = (dy + torch.arange(h, device=x.device)).view(n, 1, h, 1)
+    cols = (dx + torch.arange(w, device=x.device)).view(n, 1, 1, w)
+    out = padded[torch.arange(n, device=x.device).view(n, 1, 1, 1), torch.arange(c, device=x.device).view(1, c, 1, 1),
+                 rows, cols]
+    flip = torch.rand(n, device=x.device) < 0.5
+    out = torch.where(flip.view(n, 1, 1, 1), out.flip(-1), out)
+    return out.reshape(*lead, c * h * w)
 
 
 def torchvision_split(dataset, data):

@@ -205,7 +205,10 @@ class Engine:
             idx = orders[:, b * batch:(b + 1) * batch]
             self.optimizer.set_lr(lrs[b])
             self.method.before_step(step, self.lam)
-            loss, data_term, penalty = self.loss(rows(train.x, idx), rows(train.y, idx), weights[b])
+            x = rows(train.x, idx)
+            if self.data.augment != "none":
+                x = data_mod.augment(x, self.data.image, self.data.augment)
+            loss, data_term, penalty = self.loss(x, rows(train.y, idx), weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
             self.optimizer.advance()

@@ -27,14 +27,19 @@ class MethodConfig:
 
 @dataclass
 class DatasetConfig:
-    name: str = MISSING       # mnist | fashion_mnist | synthetic
-    val_size: int = 12000     # taken from the training set at random (split_seed)
+    name: str = MISSING       # mnist | fashion_mnist | synthetic | digits | npz | a torchvision class (source: torchvision)
+    source: str = "adrop"     # adrop: the datasets above; torchvision: torchvision.datasets.<name> under data.root
+    path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val)
+    options: Dict[str, Any] = field(default_factory=dict)  # torchvision: more arguments of the dataset class
+    val_size: int = 12000     # taken from the training set at random (split_seed), unless the data has x_val
+    test_size: int = 360      # digits: held out of its 1,797 images as the test set
     split_seed: int = 42
-    mean: float = 0.1307      # normalisation x = (pixel/255 - mean) / std
-    std: float = 0.3081
+    mean: Any = None          # normalisation x = (x - mean) / std (x in [0, 1] for pixels): one number or one per
+    std: Any = None           # channel; null: the data set's usual values, else computed on the training split
+    classes: Optional[int] = None  # null: the labels' largest value + 1 (synthetic: how many to generate)
+    augment: str = "none"     # crop_flip: random padded crops and horizontal flips of training images (CIFAR)
     # synthetic data only
     features: int = 20
-    classes: int = 4
     n_train: int = 2000
     n_test: int = 500
     separation: float = 2.0

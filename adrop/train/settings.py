@@ -108,6 +108,12 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
     """What makes two commands the same run: a folder is resumed (or left alone, when finished) only by its own run."""
     identity = {"method": cfg.method.name, "lam": lam, "lr": lr, "seed": cfg.seed, "epochs": cfg.epochs,
                 "batch_size": cfg.batch_size, "dataset": cfg.dataset.name, "train_limit": cfg.data.train_limit}
+    if cfg.dataset.get("path"):
+        identity["dataset_path"] = cfg.dataset.path
+    if cfg.dataset.get("options"):
+        identity["dataset_options"] = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    if (cfg.dataset.get("augment") or "none") != "none":
+        identity["augment"] = cfg.dataset.augment
     for key, default in IDENTITY_DEFAULTS.items():
         value = cfg[key]
         value = list(value) if OmegaConf.is_list(value) else value
@@ -147,7 +153,10 @@ def check_network(cfg, cls, params) -> None:
     before any folder exists (other data are checked on a batch of theirs when the run starts)."""
     from . import data, network
 
-    shape = data.shape_of(cfg.dataset)
+    try:
+        shape = data.shape_of(cfg.dataset)
+    except data.DataError as err:
+        raise TrainError(str(err)) from None
     if shape is None:
         return
     input_shape, classes = shape
@@ -187,11 +196,14 @@ def with_absolute_data_root(cfg):
     from pathlib import Path
 
     root = str(Path(cfg.data.root).expanduser().absolute())
-    if root == cfg.data.root:
+    path = cfg.dataset.get("path")
+    path = str(Path(path).expanduser().absolute()) if path else path
+    if root == cfg.data.root and path == cfg.dataset.get("path"):
         return cfg
     out = cfg.copy()
     with read_write(out), open_dict(out):
         out.data.root = root
+        out.dataset.path = path
     return out
 
 

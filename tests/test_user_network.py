@@ -1,0 +1,241 @@
+"""Your network and your data: any nn.Module by `_target_` (here tests/user_nets.py, a ResNet with BatchNorm), trained
+by every method on scikit-learn's digits and on a .npz file, reloaded from weights.npz into a fresh instance of the
+user's class with the reported error, stacked; and bad networks and bad data refused in one line at start."""
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import user_nets
+from adrop import methods
+from adrop.train.settings import TrainError, resolve
+from engines import one, stack, train
+from test_stacked import assert_follows, held_noise  # noqa: F401  (a helper and a fixture shared with the stack tests)
+
+RESNET = ("dataset=digits", "model=custom", "model._target_=user_nets.TinyResNet")
+LAYERS = ["stem.0", "blocks.0.conv1", "blocks.0.conv2", "head"]
+PRUNING = ("method.params.final_sparsity=0.5", "method.params.frequency=2")
+
+
+@pytest.fixture(scope="module")
+def digits_npz(tmp_path_factory):
+    """scikit-learn's digits as a user's .npz: uint8 images N x 1 x 8 x 8, a test part, no validation arrays."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    x = (bunch.images * 255 / 16).round().astype(np.uint8)[:, None]
+    path = tmp_path_factory.mktemp("npz") / "digits.npz"
+    np.savez(path, x_train=x[:1400], y_train=bunch.target[:1400], x_test=x[1400:], y_test=bunch.target[1400:])
+    return path
+
+
+def small(config, *overrides):
+    return config(*overrides, "device=cpu", "progress=never", "epochs=2", "lr=1e-2", "batch_size=64")
+
+
+def reloaded_error(folder, data, make=user_nets.TinyResNet) -> float:
+    """The test error of a fresh instance of the user's class with weights.npz loaded (strictly: exactly its keys)."""
+    net = make()
+    with np.load(folder / "weights.npz") as arrays:
+        net.load_state_dict({key: torch.from_numpy(arrays[key]) for key in arrays.files})
+    net.eval()
+    with torch.no_grad():
+        logits = net(data.test.x.view(-1, *data.image))
+    return (logits.argmax(1) != data.test.y).sum().item() / len(data.test)
+
+
+@pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])
+def test_every_method_trains_a_users_resnet_and_weights_npz_reloads_into_the_users_class(method, config, tmp_path):
+    run = one(small(config, *RESNET, f"method={method}", *(PRUNING if method == "magnitude_pruning" else ())),
+              tmp_path)
+    summary = run.fit()[0]
+    assert summary["status"] == "completed" and list(summary["layers"]) == LAYERS
+    assert summary["model"] == "custom" and summary["architecture"] == "user_nets.TinyResNet"
+    assert reloaded_error(tmp_path, run.data) == summary["test_error"]
+    rows = (tmp_path / "layers.csv").read_text().splitlines()
+    assert [r.split(",")[1] for r in rows[-len(LAYERS):]] == LAYERS
+    # the cost is measured by running the network: a 3x3 conv on 8x8 inputs with padding 1 acts at 64 positions
+    assert [summary["layers"][n]["dense_macs"] // summary["layers"][n]["total"] for n in LAYERS] == [64, 64, 64, 1]
+
+
+def test_a_users_resnet_learns_and_its_batchnorm_statistics_travel_in_weights_npz(config, tmp_path):
+    run = one(config(*RESNET, "method=logsum", "lam=0.02", "device=cpu", "progress=never", "epochs=12",
+                     "lr=1e-2", "batch_size=64"), tmp_path)
+    summary = run.fit()[0]
+    assert summary["test_error"] < 0.2 and summary["nonzero_fraction"] < 1  # 10 classes: a guess errs 0.9
+    assert reloaded_error(tmp_path, run.data) == summary["test_error"]
+    with np.load(tmp_path / "weights.npz") as arrays:
+        assert {"stem.1.running_mean", "stem.1.running_var", "stem.1.num_batches_tracked"} <= set(arrays.files)
+        assert not np.allclose(arrays["stem.1.running_var"], 1)  # trained statistics, not the initial ones
+        assert not any("log_" in key or key.endswith(".mask") for key in arrays.files)  # the method's own stay out
+
+
+def test_a_plain_sequential_trains_by_target_with_input_shape_and_classes_given(config, tmp_path):
+    """A function returning an nn.Sequential; its input_shape and classes come from the data."""
+    summary = train(small(config, "dataset=digits", "model=custom", "model._target_=user_nets.lenet_300_100",
+                          "method=vardrop_lr_ar"), tmp_path)
+    assert summary["status"] == "completed" and list(summary["layers"]) == ["1", "3", "5"]
+    assert [summary["layers"][n]["shape"] for n in ("1", "3", "5")] == [[300, 64], [100, 300], [10, 100]]
+
+
+@pytest.mark.parametrize("method", ["dense", "logsum", "vardrop_lr_ar", "hard_concrete"])
+def test_a_stack_of_a_users_resnet_follows_each_single_run(method, config, held_noise, tmp_path):  # noqa: F811
+    """Each configuration its own BatchNorm statistics: a stack of two ends where its two single runs end (noise held),
+    as far as float32 rounding allows."""
+    cfgs = [config(*RESNET, f"method={method}", "device=cpu", "progress=never", "epochs=1", f"seed={i}",
+                   f"lr={lr}", "batch_size=128", "data.train_limit=1024") for i, lr in enumerate((1e-2, 5e-3))]
+    for i, cfg in enumerate(cfgs):
+        train(cfg, tmp_path / f"single{i}")
+    summaries = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
+    assert [s["stacked"] for s in summaries] == [2, 2]
+    for i, lr in enumerate((1e-2, 5e-3)):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        # 8 steps of 128 examples; the longest sum is a conv's gradient over 128 examples x 64 positions x 9 taps
+        assert_follows(a, b, steps=8, longest_product=128 * 64 * 9, lr_sum=8 * lr)
+        assert not np.array_equal(np.load(tmp_path / "stack0" / "weights.npz")["stem.1.running_mean"],
+                                  np.load(tmp_path / "stack1" / "weights.npz")["stem.1.running_mean"])
+
+
+def test_a_users_npz_trains_and_is_normalised_on_its_training_split(config, digits_npz, tmp_path):
+    run = one(small(config, "dataset=npz", f"dataset.path={digits_npz}", "dataset.val_size=200", "model=custom",
+                    "model._target_=user_nets.TinyResNet", "method=logsum"), tmp_path)
+    assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (1200, 200, 397, (1, 8, 8))
+    x = run.data.train.x.view(-1, 1, 8, 8)
+    assert x.mean().abs() < 1e-5 and abs(float(x.std()) - 1) < 1e-2
+    summary = run.fit()[0]
+    assert summary["status"] == "completed" and summary["identity"]["dataset_path"] == str(digits_npz)
+    assert reloaded_error(tmp_path, run.data) == summary["test_error"]
+
+
+def bad_npz(tmp_path, **arrays):
+    base = {"x_train": np.zeros((20, 64), np.float32), "y_train": np.arange(20) % 4,
+            "x_test": np.zeros((5, 64), np.float32), "y_test": np.arange(5) % 4}
+    base.update(arrays)
+    path = tmp_path / "bad.npz"
+    np.savez(path, **{k: v for k, v in base.items() if v is not None})
+    return path
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"y_test": None}, "has no y_test (it holds x_test, x_train, y_train); dataset=npz needs x_train, y_train, "
+                       "x_test, y_test"),
+    ({"y_train": np.arange(20) % 4 - 1}, "y_train holds label -1, outside [0, 4)"),
+    ({"x_test": np.full((5, 64), np.nan, np.float32)}, "x_test holds NaN or infinite values"),
+    ({"x_test": np.zeros((5, 63), np.float32)}, "x_test's examples are [63], x_train's [64]"),
+    ({"y_train": np.arange(19) % 4}, "x_train has 20 examples and y_train 19"),
+])
+def test_bad_data_is_refused_in_one_line_naming_the_file(arrays, message, config, tmp_path):
+    path = bad_npz(tmp_path, **arrays)
+    cfg = config("dataset=npz", f"dataset.path={path}", "dataset.val_size=4", "model=mlp", "device=cpu")
+    with pytest.raises(TrainError, match=re.escape(message)) as err:
+        one(cfg, tmp_path / "run")
+    assert "\n" not in str(err.value) and (str(path) in str(err.value) or "npz" in str(err.value))
+
+
+def test_data_that_does_not_fit_the_network_is_refused_before_any_folder(config, tmp_path):
+    path = bad_npz(tmp_path)
+    cfg = config("dataset=npz", f"dataset.path={path}", "model=custom", "model._target_=user_nets.WrongWidth")
+    with pytest.raises(TrainError, match=re.escape("WrongWidth fails on a batch of the data, shape [2, 64] "
+                                                   "(RuntimeError: mat1 and mat2 shapes cannot be multiplied")):
+        resolve(cfg)
+
+
+@pytest.mark.parametrize("target, message", [
+    ("user_nets.Missing", "model._target_=user_nets.Missing does not import"),
+    ("no_such_package.Net", "model._target_=no_such_package.Net does not import (ModuleNotFoundError: No module "
+                            "named 'no_such_package')"),
+    ("user_nets.OnlyNorm", "user_nets.OnlyNorm has no nn.Linear or nn.Conv2d for a method to sparsify"),
+    ("user_nets.ThreeOutputs", "user_nets.ThreeOutputs returns [2, 3] for a batch of 2; it must return logits, "
+                               "batch x 10"),
+    ("user_nets.WrongWidth", "user_nets.WrongWidth fails on a batch of the data, shape [2, 1, 8, 8]"),
+    ("torch.nn.Identity", "torch.nn.Identity has no nn.Linear or nn.Conv2d for a method to sparsify"),
+])
+def test_a_bad_network_is_refused_at_start_in_one_line(target, message, config):
+    with pytest.raises(TrainError, match=re.escape(message)) as err:
+        resolve(config("dataset=digits", "model=custom", f"model._target_={target}"))
+    assert "\n" not in str(err.value)
+
+
+def test_a_wrong_constructor_argument_is_refused_in_one_line(config):
+    with pytest.raises(TrainError, match=re.escape("model=custom (user_nets.TinyResNet) could not be made: TypeError: "
+                                                   "TinyResNet.__init__() got an unexpected keyword argument 'widht'")):
+        resolve(config(*RESNET, "+model.widht=4"))
+
+
+def test_model_custom_without_a_target_says_what_to_set(config):
+    with pytest.raises(TrainError, match=re.escape("model=custom names no class: set model._target_=<module.Class>")):
+        resolve(config("dataset=digits", "model=custom"))
+
+
+@pytest.mark.slow
+def test_a_users_config_folder_names_its_model(adrop, tmp_path):
+    """`--config-dir my_conf model=mynet`: a file of `_target_` and arguments, named by its class in the summary."""
+    (tmp_path / "my_conf" / "model").mkdir(parents=True)
+    (tmp_path / "my_conf" / "model" / "mynet.yaml").write_text("_target_: user_nets.TinyResNet\nwidth: 4\n")
+    from pathlib import Path
+
+    env = {"PYTHONPATH": str(Path(user_nets.__file__).parent)}
+    out = adrop("train", "--config-dir", "my_conf", "model=mynet", "dataset=digits", "epochs=1", "device=cpu",
+                "method=logsum", "hydra.run.dir=run", env=env)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["model"] == "TinyResNet" and summary["layers"]["head"]["shape"] == [10, 4]
+    assert "width" in summary["identity"]["model"]
+
+
+def write_idx(path, array: np.ndarray) -> None:
+    """An idx file of unsigned bytes (the MNIST family's format)."""
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    path.write_bytes(header + array.astype(np.uint8).tobytes())
+
+
+def test_a_torchvision_dataset_loads_from_its_local_layout(config, tmp_path):
+    """dataset=torchvision dataset.name=KMNIST reads torchvision's own layout under data.root, without a download."""
+    raw = tmp_path / "data" / "KMNIST" / "raw"
+    raw.mkdir(parents=True)
+    g = np.random.default_rng(0)
+    for split, n in (("train", 300), ("t10k", 50)):
+        write_idx(raw / f"{split}-images-idx3-ubyte", g.integers(0, 256, (n, 28, 28)))
+        write_idx(raw / f"{split}-labels-idx1-ubyte", np.arange(n) % 10)
+    run = one(config("dataset=torchvision", "dataset.name=KMNIST", "dataset.val_size=50", f"data.root={tmp_path / 'data'}",
+                     "data.download=false", "model=conv_small", "device=cpu", "progress=never", "epochs=1"),
+              tmp_path / "run")
+    assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (250, 50, 50, (1, 28, 28))
+    x = run.data.train.x
+    # KMNIST's usual normalisation (mean 0.1918, std 0.3483), not the training split's
+    assert float(x.min()) == pytest.approx(-0.1918 / 0.3483) and float(x.max()) == pytest.approx(0.8082 / 0.3483)
+    assert run.fit()[0]["status"] == "completed"
+
+
+def test_a_missing_torchvision_dataset_is_one_line_naming_the_folder(config, tmp_path):
+    with pytest.raises(TrainError, match=re.escape(f"torchvision.datasets.CIFAR10 could not be loaded from {tmp_path} "
+                                                   "(data.download=false): RuntimeError: Dataset not found")):
+        one(config("dataset=cifar10", f"data.root={tmp_path}", "data.download=false", "model=custom",
+                   "model._target_=user_nets.TinyResNet", "+model.in_channels=3", "device=cpu"), tmp_path / "run")
+
+
+def test_fake_data_through_torchvision_trains_with_crop_and_flip(config, tmp_path):
+    run = one(config("dataset=torchvision", "dataset.name=FakeData", "dataset.val_size=16", "dataset.augment=crop_flip",
+                     "+dataset.options={size: 64, image_size: [3, 16, 16], num_classes: 4}", "model=custom",
+                     "model._target_=user_nets.TinyResNet", "+model.in_channels=3", "device=cpu", "progress=never",
+                     "epochs=1", "batch_size=16"), tmp_path)
+    assert (len(run.data.train), run.data.image, run.data.classes) == (48, (3, 16, 16), 4)
+    assert run.fit()[0]["status"] == "completed"
+
+
+def test_crop_and_flip_give_each_image_a_crop_of_its_padded_self_maybe_flipped():
+    import torch.nn.functional as F
+
+    from adrop.train.data import augment
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 3 * 8 * 8)
+    out = augment(x, (3, 8, 8), "crop_flip").view(10, 3, 8, 8)
+    padded = F.pad(x.view(10, 3, 8, 8), (4, 4, 4, 4))
+    found = []
+    for image, source in zip(out, padded):
+        found.append([(dy, dx, flip) for dy in range(9) for dx in range(9) for flip in (False, True)
+                      if torch.equal(image, (lambda c: c.flip(-1) if flip else c)(source[:, dy:dy + 8, dx:dx + 8]))])
+    assert all(found) and len({f[0] for f in found}) > 3  # every image one of its crops; not all the same crop
