@@ -1,5 +1,7 @@
 """A finished run's sparse network in forms a user can ship, each checked against the run on the spot.
 
+For adrop's built-in networks (MLPs, LeNet-style conv nets):
+
     csr       every layer's weight as a scipy.sparse CSR matrix (a conv kernel as out x (in kh kw) rows), in one
               .npz: `layers` (the names in forward order), `architecture`, and per layer `<name>.data` (float32),
               `<name>.indices` and `<name>.indptr` (int32), `<name>.shape` (the weight's torch shape) and
@@ -15,8 +17,18 @@
               for the unread ones, faster than a Gather), the masked dense network for a conv net;
               input `x` (N, features: the dataset's flat normalised rows), output `logits`
 
-Each export recomputes the run's test error from the exported arrays alone (NumPy/SciPy, float32) and is refused
-unless it equals the test_error in the run's summary.json.
+For any other network (a user's module, by `_target_`):
+
+    csr       every sparse layer's weight as CSR parts, as above, and every other tensor of the network's state_dict
+              (biases, BatchNorm's statistics) under its own key; `keys` lists the state_dict's keys in order
+              (csr_state rebuilds the state_dict from the file)
+    onnx      the module itself with the run's weights, exported by torch.onnx (torch.export and onnxscript): input
+              `x` in the data's shape (N x C x H x W for images), output `logits`
+    compact   refused: removing neurons needs to know how layers connect, which only a chain of Linear layers says
+
+Each export recomputes the run's test error from the exported file alone (for built-in networks in NumPy/SciPy,
+float32; for others with a fresh instance of the module loaded from it, or onnxruntime) and is refused unless it
+equals the test_error in the run's summary.json.
 """
 from __future__ import annotations
 
@@ -40,12 +52,19 @@ class FinishedRun:
     folder: Path
     summary: dict
     config: object
-    names: list[str]
-    weights: dict  # name -> (W, b), float32, torch layout
+    names: list[str]    # the sparse layers, in order
+    weights: dict       # name -> (W, b or None), float32, torch layout
+    state: dict         # weights.npz: the network's state_dict as arrays
 
     @property
     def conv(self) -> bool:
         return any(w.ndim == 4 for w, _ in self.weights.values())
+
+    @property
+    def built_in(self) -> bool:
+        """One of adrop's networks (runs from before `_target_` name only built-in models)."""
+        target = self.config.model.get("_target_")
+        return target is None or str(target).startswith("adrop.train.networks.")
 
 
 def read(folder: Path) -> FinishedRun:
@@ -61,17 +80,19 @@ def read(folder: Path) -> FinishedRun:
         raise ExportError(f"{config_path} is missing: the run's configuration is needed to find its data")
     try:
         with np.load(folder / run_files.WEIGHTS) as arrays:
-            names = [key.removesuffix(".weight") for key in arrays.files if key.endswith(".weight")]
-            weights = {n: (arrays[f"{n}.weight"].astype(np.float32), arrays[f"{n}.bias"].astype(np.float32))
-                       for n in names}
+            state = {key: arrays[key] for key in arrays.files}
+        names = list(summary["layers"]) if summary.get("layers") else \
+            [key.removesuffix(".weight") for key in state if key.endswith(".weight")]
+        weights = {n: (state[f"{n}.weight"].astype(np.float32),
+                       state[f"{n}.bias"].astype(np.float32) if f"{n}.bias" in state else None) for n in names}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, or not an npz
         raise ExportError(f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: "
                           f"{str(err).splitlines()[0] if str(err) else 'truncated'}); the run must be trained again") from None
-    return FinishedRun(folder, summary, OmegaConf.load(config_path), names, weights)
+    return FinishedRun(folder, summary, OmegaConf.load(config_path), names, weights, state)
 
 
-def test_split(run: FinishedRun, data_root: str | None):
-    """The run's test set (its dataset, normalisation and root, or `data_root`), as NumPy arrays."""
+def test_data(run: FinishedRun, data_root: str | None):
+    """The run's data (its dataset, normalisation and root, or `data_root`), on the CPU."""
     import torch
 
     from adrop.train import data as data_mod
@@ -81,10 +102,41 @@ def test_split(run: FinishedRun, data_root: str | None):
         cfg.data.root = data_root
     cfg.data.download = False
     try:
-        data = data_mod.load(cfg.dataset, cfg.data, torch.device("cpu"))
+        return data_mod.load(cfg.dataset, cfg.data, torch.device("cpu"))
     except data_mod.DataError as err:
         raise ExportError(f"{err} (or pass --data)") from None
+
+
+def test_split(run: FinishedRun, data_root: str | None):
+    """The run's test set as NumPy arrays, and its image shape."""
+    data = test_data(run, data_root)
     return data.test.x.numpy(), data.test.y.numpy(), data.image
+
+
+def input_shape(run: FinishedRun, x: np.ndarray, image) -> tuple:
+    return tuple(image) if image else (x.shape[1],)
+
+
+def module_of(run: FinishedRun, state: dict, shape: tuple, classes: int):
+    """A fresh instance of the run's module (its `_target_` and arguments) with `state` loaded, in eval mode."""
+    import torch
+
+    from adrop.train import network
+
+    try:
+        module = network.instantiate(run.config.model, shape, classes)
+    except network.NetworkError as err:
+        raise ExportError(str(err)) from None
+    module.load_state_dict({key: torch.from_numpy(np.asarray(value)) for key, value in state.items()})
+    return module.eval()
+
+
+def module_predict(module, x: np.ndarray, shape: tuple, batch: int = 4096) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        return np.concatenate([module(torch.from_numpy(x[i:i + batch]).reshape(-1, *shape)).numpy()
+                               for i in range(0, len(x), batch)])
 
 
 def relu(x):
@@ -114,9 +166,29 @@ def csr(run: FinishedRun) -> dict:
         w, b = run.weights[name]
         m = sp.csr_matrix(w.reshape(w.shape[0], -1))
         arrays.update({f"{name}.data": m.data.astype(np.float32), f"{name}.indices": m.indices.astype(np.int32),
-                       f"{name}.indptr": m.indptr.astype(np.int32), f"{name}.shape": np.array(w.shape),
-                       f"{name}.bias": b})
+                       f"{name}.indptr": m.indptr.astype(np.int32), f"{name}.shape": np.array(w.shape)})
+        if b is not None:
+            arrays[f"{name}.bias"] = b
+    if not run.built_in:
+        sparse = {f"{n}.weight" for n in run.names}
+        arrays["keys"] = np.array(list(run.state))
+        arrays.update({key: value for key, value in run.state.items() if key not in sparse})
     return arrays
+
+
+def csr_state(arrays: dict) -> dict:
+    """The network's state_dict (as arrays) from a csr export of a network that is not built in."""
+    state = {}
+    for key in list(arrays["keys"]):
+        name = key.removesuffix(".weight")
+        if key.endswith(".weight") and name in set(arrays["layers"]):
+            shape = tuple(arrays[f"{name}.shape"])
+            m = sp.csr_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
+                              shape=(shape[0], int(np.prod(shape[1:]))))
+            state[key] = m.toarray().reshape(shape)
+        else:
+            state[key] = arrays[key]
+    return state
 
 
 def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
@@ -139,6 +211,10 @@ def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
 
 def compact_network(run: FinishedRun) -> tuple[dict, str]:
     """The dense network without the neurons that cannot matter; and its architecture, before -> after."""
+    if not run.built_in:
+        raise ExportError(f"the compact export removes neurons from adrop's fully connected networks; "
+                          f"{run.summary.get('architecture')} is another network (how its layers connect is its "
+                          "code's): use --format csr or onnx")
     if run.conv:
         raise ExportError("the compact export is for fully connected networks; use --format csr for a conv net")
     ws = [run.weights[n][0].copy() for n in run.names]
@@ -189,6 +265,29 @@ def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> flo
         raise ExportError(f"the {form} export's test error {error:.4f} differs from the run's {expected:.4f}; "
                           "nothing written")
     return error
+
+
+def onnx_of_module(module, shape: tuple):
+    """The module exported by torch.onnx (torch.export, onnxscript): input `x` (N, *shape), output `logits`."""
+    import warnings
+
+    import torch
+
+    try:
+        import onnxscript  # noqa: F401  (torch.onnx's exporter needs it)
+    except ImportError:
+        raise ExportError("--format onnx of a network that is not built in needs onnxscript: pip install -e "
+                          "'.[export]'") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            program = torch.onnx.export(module, (torch.zeros(2, *shape),), input_names=["x"],
+                                        output_names=["logits"], dynamic_shapes={"x": {0: torch.export.Dim("n")}},
+                                        dynamo=True, verbose=False)
+        except Exception as err:
+            raise ExportError(f"torch.onnx could not export {type(module).__name__} ({type(err).__name__}: "
+                              f"{' '.join(str(err).split())[:200]})") from None
+    return program.model_proto
 
 
 def onnx_model(run: FinishedRun, image, compact: bool = True):

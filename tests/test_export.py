@@ -52,8 +52,10 @@ def test_compact_folds_units_without_inputs_into_the_next_bias():
     b1 = np.array([0.1, 2.0, -0.2], dtype=np.float32)
     w2 = np.array([[1.0, 3.0, 0.0], [-1.0, 0.5, 0.0]], dtype=np.float32)  # unit 2: no outgoing weights
     b2 = np.zeros(2, dtype=np.float32)
-    run = export.FinishedRun(None, {"architecture": "2-3-2"}, None, ["fc1", "fc2"],
-                             {"fc1": (w1, b1), "fc2": (w2, b2)})
+    from omegaconf import OmegaConf
+
+    run = export.FinishedRun(None, {"architecture": "2-3-2"}, OmegaConf.create({"model": {"name": "mlp"}}),
+                             ["fc1", "fc2"], {"fc1": (w1, b1), "fc2": (w2, b2)}, {})
     arrays, arch = export.compact(run)
     assert arch == "2-3-2 -> 2-1-2"
     x = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)

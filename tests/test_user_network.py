@@ -239,3 +239,66 @@ def test_crop_and_flip_give_each_image_a_crop_of_its_padded_self_maybe_flipped()
         found.append([(dy, dx, flip) for dy in range(9) for dx in range(9) for flip in (False, True)
                       if torch.equal(image, (lambda c: c.flip(-1) if flip else c)(source[:, dy:dy + 8, dx:dx + 8]))])
     assert all(found) and len({f[0] for f in found}) > 3  # every image one of its crops; not all the same crop
+
+
+@pytest.fixture(scope="module")
+def resnet_run(tmp_path_factory):
+    from conftest import compose_config
+
+    folder = tmp_path_factory.mktemp("resnet") / "run"
+    cfg = compose_config(*RESNET, "method=logsum", "lam=0.02", "lr=1e-2", "epochs=3", "device=cpu", "progress=never")
+    from adrop.train import run_files
+
+    summary = train(cfg, folder)
+    run_files.write_config(folder, resolve(cfg).cfg, {}, [])
+    return folder, summary
+
+
+def test_csr_export_of_a_users_network_rebuilds_its_state_dict(resnet_run, capsys):
+    from adrop import export
+    from adrop.commands.export import main
+
+    folder, summary = resnet_run
+    assert main([str(folder), "--format", "csr", "--out", str(folder / "net.csr.npz")]) == 0
+    assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
+    arrays = dict(np.load(folder / "net.csr.npz"))
+    state = export.csr_state(arrays)
+    with np.load(folder / "weights.npz") as saved:
+        assert list(state) == saved.files and all(np.array_equal(state[k], saved[k]) for k in saved.files)
+    net = user_nets.TinyResNet()
+    net.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
+    assert set(arrays["layers"]) == set(LAYERS) and "blocks.0.conv1.bias" not in arrays  # bias=False stays so
+
+
+def test_onnx_export_of_a_users_network_runs_in_onnxruntime_with_the_runs_error(resnet_run, capsys):
+    pytest.importorskip("onnxscript")
+    import onnxruntime as ort
+
+    from adrop import export
+    from adrop.commands.export import main
+
+    folder, summary = resnet_run
+    assert main([str(folder), "--format", "onnx", "--out", str(folder / "net.onnx")]) == 0
+    assert "input x of shape N x 1 x 8 x 8" in capsys.readouterr().out
+    data = export.test_data(export.read(folder), None)
+    session = ort.InferenceSession(str(folder / "net.onnx"), providers=["CPUExecutionProvider"])
+    logits = session.run(["logits"], {"x": data.test.x.numpy().reshape(-1, 1, 8, 8)})[0]
+    assert (logits.argmax(1) != data.test.y.numpy()).sum() / len(data.test) == summary["test_error"]
+
+
+def test_compact_export_of_a_users_network_is_refused_in_one_line(resnet_run, capsys):
+    from adrop.commands.export import main
+
+    folder, _ = resnet_run
+    assert main([str(folder), "--format", "compact", "--out", str(folder / "net.compact.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "user_nets.TinyResNet is another network" in err
+    assert not (folder / "net.compact.npz").exists()
+
+
+def test_bench_inference_refuses_a_users_network_in_one_line(resnet_run, capsys):
+    from adrop.commands.bench_inference import main
+
+    assert main([str(resnet_run[0])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "user_nets.TinyResNet is another network" in err

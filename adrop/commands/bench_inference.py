@@ -120,6 +120,10 @@ def measure(folder: Path, batches: list[int], seconds: float, data_root: str | N
     from adrop import export
 
     run = export.read(folder)
+    if not run.built_in:
+        raise export.ExportError(f"bench-inference times the forms of adrop's built-in networks; "
+                                 f"{run.summary.get('architecture')} is another network (adrop export --format onnx "
+                                 "gives it to onnxruntime's own tools)")
     x, _, image = export.test_split(run, data_root)
     x = np.ascontiguousarray(x, dtype=np.float32)
     forms = contenders(run, image)

@@ -39,21 +39,34 @@ def run(args) -> str:
     out = args.out or args.run / "export" / f"network.{SUFFIX[args.format]}"
     if out.exists():
         raise FileExistsError(f"{out} exists; adrop never overwrites: choose another --out")
-    x, y, image = export.test_split(finished, args.data)
+    if args.format == "compact":
+        export.compact(finished)  # refused before the data is read, where the network has no compact form
+    data = export.test_data(finished, args.data)
+    x, y, image, classes = data.test.x.numpy(), data.test.y.numpy(), data.image, data.classes
+    shape = export.input_shape(finished, x, image)
     if args.format == "csr":
         arrays, note = export.csr(finished), f"architecture {finished.summary.get('architecture')}"
-        error = export.check(finished, export.csr_predict(arrays, x, image), y, "csr")
+        if finished.built_in:
+            logits = export.csr_predict(arrays, x, image)
+        else:  # a fresh instance of the user's module, loaded from the file's arrays alone
+            logits = export.module_predict(export.module_of(finished, export.csr_state(arrays), shape, classes), x, shape)
+        error = export.check(finished, logits, y, "csr")
     elif args.format == "compact":
         arrays, note = export.compact(finished)
         error = export.check(finished, export.compact_predict(arrays, x), y, "compact")
     else:
-        model = export.onnx_model(finished, image)
-        note = "compact network" if not finished.conv else "masked dense network"
+        if finished.built_in:
+            model = export.onnx_model(finished, image)
+            note = "compact network" if not finished.conv else "masked dense network"
+        else:
+            model = export.onnx_of_module(export.module_of(finished, finished.state, shape, classes), shape)
+            note = f"{finished.summary.get('architecture')}, input x of shape N x {' x '.join(map(str, shape))}"
+            x = x.reshape(-1, *shape)
         error = export.check(finished, export.onnx_predict(model, x), y, "onnx")
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "xb") as fh:  # "x": created here, never over another file
         if args.format == "onnx":
-            fh.write(model.SerializeToString())
+            fh.write(model.SerializeToString())  # (a ModelProto either way)
         else:
             np.savez(fh, **arrays)
     return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); test error {error:.4f}, as the run's"
