@@ -62,7 +62,7 @@ class FinishedRun:
 
     @property
     def built_in(self) -> bool:
-        """One of adrop's networks (runs from before `_target_` name only built-in models)."""
+        """One of adrop's MNIST networks (a configuration without `_target_` names one of them by name)."""
         target = self.config.model.get("_target_")
         return target is None or str(target).startswith("adrop.train.networks.")
 
@@ -127,7 +127,11 @@ def module_of(run: FinishedRun, state: dict, shape: tuple, classes: int):
         module = network.instantiate(run.config.model, shape, classes)
     except network.NetworkError as err:
         raise ExportError(str(err)) from None
-    module.load_state_dict({key: torch.from_numpy(np.asarray(value)) for key, value in state.items()})
+    try:
+        module.load_state_dict({key: torch.from_numpy(np.asarray(value)) for key, value in state.items()})
+    except RuntimeError as err:  # the class changed since the run: other keys or shapes
+        raise ExportError(f"{run.config.model._target_} does not take the run's weights (has the class changed "
+                          f"since?): {' '.join(str(err).split())[:200]}") from None
     return module.eval()
 
 

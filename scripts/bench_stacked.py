@@ -3,6 +3,7 @@
     python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
                                     [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
                                     [--model lenet_300_100|lenet5] [--compile] [--previous REV]
+                                    [--model custom --target plain_networks.lenet_300_100]
 
 For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
 left out) of:
@@ -18,7 +19,8 @@ median of --rounds timed epochs) so that its peak memory (resident set; CUDA: pe
 training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). --compile adds, for
 K = 1 and each K of --ks, the same stacks with compile=true (`stack K compiled`, `K x N compiled`: the loss, and
 Adam's update fused with the method's after_step, traced by torch.compile; its compilation in the warm-up epoch). A stack of conv nets
-(--model lenet5) computes each convolution as one grouped convolution (groups = K).
+(--model lenet5) computes each convolution as one grouped convolution (groups = K). --model custom --target
+<module.Class> measures a user's network (scripts/plain_networks.py holds LeNet-300-100 as an nn.Sequential).
 With --previous REV every contender is also measured with the code of commit REV (a git worktree of it,
 scripts/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run of
 that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
@@ -70,7 +72,8 @@ def measure(args) -> dict:
             return compose("config", overrides=[f"data.root={args.data}", f"data.train_limit={args.train_limit}",
                                                 "data.download=false", f"device={args.device}", "progress=never",
                                                 f"method={args.method}", f"seed={seed}", "epochs=100",
-                                                f"model={args.model}", f"compile={args.compiled}"])
+                                                f"model={args.model}", f"compile={args.compiled}",
+                                                *([f"model._target_={args.target}"] if args.target else [])])
 
     folder = Path(tempfile.mkdtemp())
     n = max(args.k, 1)  # k = 0: a commit's single run, before the one engine
@@ -101,7 +104,8 @@ def child(args, k: int, threads: int | None = None, extra_env=None, compiled: bo
         env["OMP_NUM_THREADS"] = str(threads)
     command = [sys.executable, __file__, "--measure", "--k", str(k), "--method", args.method, "--data", args.data,
                "--device", args.device, "--rounds", str(args.rounds), "--train-limit", str(args.train_limit),
-               "--model", args.model, *(["--compiled"] if compiled else [])]
+               "--model", args.model, *(["--compiled"] if compiled else []),
+               *(["--target", args.target] if args.target else [])]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -122,6 +126,7 @@ def main():
     p.add_argument("--train-limit", type=int, default=8192)
     p.add_argument("--model", default="lenet_300_100", help="lenet_300_100 (default) or lenet5")
     p.add_argument("--compile", action="store_true", help="also the stacks with compile=true")
+    p.add_argument("--target", help="with --model custom: the network's class (model._target_)")
     p.add_argument("--previous", metavar="REV", help="also every contender with the code of this earlier commit")
     p.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
@@ -133,7 +138,7 @@ def main():
         return
     cores = os.cpu_count() or 1
     print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
-          f"model {args.model}, batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs "
+          f"model {args.model}{' ' + args.target if args.target else ''}, batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs "
           "after a warm-up")
     header = f"{'method':<18}{'contender':<26}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)

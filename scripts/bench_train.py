@@ -16,6 +16,8 @@ after a warm-up epoch each), median over rounds:
                <m>` (adrop.train.stacked.StackedRun of one configuration); from the one engine on, `previous <m>`
   matmuls only the epoch's matrix products alone (the shapes of a dense step's forward and backward, 375 times): the
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
+With --custom, each method also trains LeNet-300-100 written as a user's plain module (scripts/plain_networks.py, an
+nn.Sequential of Linear and ReLU) through `model=custom` (`adrop <m> (user module)`), beside the built-in network.
 With --model lenet5 the network is LeNet-5-Caffe for adrop and for the usual loop (nn.Sequential of Conv2d,
 ReLU, MaxPool2d, Linear); the matmul floor and the arithmetic limit are then not printed (they count LeNet-300-100's
 products). With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
@@ -123,9 +125,13 @@ class MatmulsOnly:
                     delta = delta @ self.w[k]
 
 
+USER_MODULE = ["model=custom", "model._target_=plain_networks.lenet_300_100"]
+
+
 def adrop_config(method, root, device, compiled=False, model="lenet_300_100"):
+    chosen = USER_MODULE if model == "user module" else [f"model={model}"]
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        return compose("config", overrides=[f"method={method}", f"model={model}", f"data.root={root}",
+        return compose("config", overrides=[f"method={method}", *chosen, f"data.root={root}",
                                             f"device={device}", "epochs=1000", "progress=never",
                                             "data.download=false", f"compile={str(compiled).lower()}"])
 
@@ -225,10 +231,13 @@ def main():
     parser.add_argument("--compile", action="store_true", help="also measure each method with compile=true")
     parser.add_argument("--model", default="lenet_300_100", choices=["lenet_300_100", "lenet5"])
     parser.add_argument("--previous", metavar="REV", help="also the training engines of this earlier commit")
+    parser.add_argument("--custom", action="store_true", help="also LeNet-300-100 as a user's nn.Sequential")
     parser.add_argument("--serve-previous", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_previous:
         return serve_previous(args)
+    if args.custom and args.model != "lenet_300_100":
+        parser.error("--custom compares LeNet-300-100 written as a user's module with the built-in lenet_300_100")
     from adrop.train import evaluate, schema
     from adrop.train.runtime import denormals_flushed
 
@@ -246,6 +255,9 @@ def main():
         models[f"adrop {m}"] = run.model
         if m == "dense":
             dense_run = run
+        if args.custom:
+            user = adrop_run(m, args.data, args.device, scratch / f"{m}_user", model="user module")
+            contenders[f"adrop {m} (user module)"], models[f"adrop {m} (user module)"] = user.train_epoch, user.model
         if args.compile:
             compiled = adrop_run(m, args.data, args.device, scratch / f"{m}_c", True, model=args.model)
             contenders[f"adrop {m} (compiled)"], models[f"adrop {m} (compiled)"] = compiled.train_epoch, compiled.model

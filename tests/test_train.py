@@ -130,10 +130,17 @@ def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
 @pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
 def test_every_experiment_config_passes_the_start_checks(config, name):
     """Every experiment file composes into a configuration that `adrop train` would start (its keys, method, method
-    parameters, model and values all valid), on MNIST, where the paper's and the literature's settings were made."""
+    parameters, model and values all valid, its network run on a batch of zeros), on the data its recipe names:
+    MNIST unless it overrides the dataset."""
+    from omegaconf import OmegaConf
+
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    defaults = OmegaConf.to_container(OmegaConf.load(conf / "experiment" / f"{name}.yaml")).get("defaults", [])
+    chosen = [d["override /dataset"] for d in defaults if isinstance(d, dict) and "override /dataset" in d]
+    expected = OmegaConf.load(conf / "dataset" / f"{chosen[0]}.yaml").name if chosen else "mnist"
     cfg = config(f"experiment={name}")
     run = resolve(cfg)
-    assert run.cfg.dataset.name == "mnist" and run.method is methods.get(cfg.method.name)
+    assert run.cfg.dataset.name == expected and run.method is methods.get(cfg.method.name)
 
 
 def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):

@@ -74,10 +74,10 @@ def test_a_users_resnet_learns_and_its_batchnorm_statistics_travel_in_weights_np
 
 def test_a_plain_sequential_trains_by_target_with_input_shape_and_classes_given(config, tmp_path):
     """A function returning an nn.Sequential; its input_shape and classes come from the data."""
-    summary = train(small(config, "dataset=digits", "model=custom", "model._target_=user_nets.lenet_300_100",
+    summary = train(small(config, "dataset=digits", "model=custom", "model._target_=user_nets.plain_mlp",
                           "method=vardrop_lr_ar"), tmp_path)
-    assert summary["status"] == "completed" and list(summary["layers"]) == ["1", "3", "5"]
-    assert [summary["layers"][n]["shape"] for n in ("1", "3", "5")] == [[300, 64], [100, 300], [10, 100]]
+    assert summary["status"] == "completed" and list(summary["layers"]) == ["1", "3"]
+    assert [summary["layers"][n]["shape"] for n in ("1", "3")] == [[32, 64], [10, 32]]
 
 
 @pytest.mark.parametrize("method", ["dense", "logsum", "vardrop_lr_ar", "hard_concrete"])
@@ -98,12 +98,20 @@ def test_a_stack_of_a_users_resnet_follows_each_single_run(method, config, held_
                                   np.load(tmp_path / "stack1" / "weights.npz")["stem.1.running_mean"])
 
 
-def test_a_users_npz_trains_and_is_normalised_on_its_training_split(config, digits_npz, tmp_path):
+def test_a_users_npz_is_split_and_normalised_on_its_training_split(config, digits_npz, tmp_path):
     run = one(small(config, "dataset=npz", f"dataset.path={digits_npz}", "dataset.val_size=200", "model=custom",
                     "model._target_=user_nets.TinyResNet", "method=logsum"), tmp_path)
     assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (1200, 200, 397, (1, 8, 8))
     x = run.data.train.x.view(-1, 1, 8, 8)
     assert x.mean().abs() < 1e-5 and abs(float(x.std()) - 1) < 1e-2
+    assert run.data.classes == 10 and run.cfg.dataset.path == str(digits_npz)
+
+
+@pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])
+def test_every_method_trains_a_users_resnet_on_a_users_npz(method, config, digits_npz, tmp_path):
+    run = one(small(config, "dataset=npz", f"dataset.path={digits_npz}", "dataset.val_size=200", "model=custom",
+                    "model._target_=user_nets.TinyResNet", f"method={method}", "epochs=1",
+                    *(PRUNING if method == "magnitude_pruning" else ())), tmp_path)
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["identity"]["dataset_path"] == str(digits_npz)
     assert reloaded_error(tmp_path, run.data) == summary["test_error"]
@@ -151,6 +159,9 @@ def test_data_that_does_not_fit_the_network_is_refused_before_any_folder(config,
                                "batch x 10"),
     ("user_nets.WrongWidth", "user_nets.WrongWidth fails on a batch of the data, shape [2, 1, 8, 8]"),
     ("torch.nn.Identity", "torch.nn.Identity has no nn.Linear or nn.Conv2d for a method to sparsify"),
+    ("user_nets.Tied", "user_nets.Tied uses one parameter in several places (a.weight, b.weight): adrop trains each "
+                       "layer's weights as its own"),
+    ("user_nets.WeightNormed", "fc (ParametrizedLinear) has a parametrization (weight_norm, spectral_norm, ...)"),
 ])
 def test_a_bad_network_is_refused_at_start_in_one_line(target, message, config):
     with pytest.raises(TrainError, match=re.escape(message)) as err:
@@ -302,3 +313,87 @@ def test_bench_inference_refuses_a_users_network_in_one_line(resnet_run, capsys)
     assert main([str(resnet_run[0])]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "user_nets.TinyResNet is another network" in err
+
+
+def test_a_network_that_cannot_stack_is_named_and_trains_in_stacks_of_one(config):
+    from adrop.train.stacked_jobs import stack_problem
+
+    assert stack_problem(resolve(config(*RESNET))) is None
+    why = stack_problem(resolve(config("dataset=digits", "model=custom", "model._target_=user_nets.NumberReadingNet")))
+    assert why.startswith("RuntimeError: vmap: It looks like you're calling .item() on a Tensor")
+    assert "\n" not in why
+
+
+@pytest.mark.slow
+def test_the_stacked_launcher_says_so_in_one_line_and_trains_stacks_of_one(adrop, tmp_path):
+    from pathlib import Path
+
+    env = {"PYTHONPATH": str(Path(user_nets.__file__).parent)}
+    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=2", "hydra.launcher.n_jobs=1",
+                "dataset=digits", "model=custom", "model._target_=user_nets.NumberReadingNet", "method=dense",
+                "seed=0,1", "epochs=1", "device=cpu", "hydra.sweep.dir=sweep", env=env)
+    assert out.returncode == 0, out.stderr
+    said = [line for line in out.stdout.splitlines() if "cannot be stacked" in line]
+    assert len(said) == 1 and "its 2 jobs train in stacks of one" in said[0]
+    assert "2 jobs in 2 stacks, of sizes 1, 1" in out.stdout
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/summary.json")]
+    assert [s["stacked"] for s in summaries] == [1, 1] and all(s["status"] == "completed" for s in summaries)
+
+
+def test_a_layer_without_a_bias_costs_no_bias_bytes(resnet_run):
+    summary = json.loads((resnet_run[0] / "summary.json").read_text())
+    conv, head = summary["layers"]["blocks.0.conv1"], summary["layers"]["head"]
+    assert conv["dense_bytes"] == 4 * conv["total"]  # bias=False: the weights alone
+    assert head["dense_bytes"] == 4 * (head["total"] + 10)
+
+
+def test_batchnorm_without_statistics_and_unsaved_buffers_stack_per_configuration(config, tmp_path):
+    """A batch norm that keeps nothing still mixes its batch: in a stack it runs per configuration, so a stack of two
+    follows its two single runs; a buffer the module does not save stays out of weights.npz and the stack alike."""
+    cfgs = [config("dataset=digits", "model=custom", "model._target_=user_nets.StatelessNorm", "method=dense",
+                   "device=cpu", "progress=never", "epochs=1", f"seed={i}", "lr=1e-2", "data.train_limit=512")
+            for i in range(2)]
+    for i, cfg in enumerate(cfgs):
+        train(cfg, tmp_path / f"single{i}")
+    stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
+    for i in range(2):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        assert "scaled.scale" not in a.files and "scaled.scale" not in b.files
+        assert_follows(a, b, steps=4, longest_product=128 * 64 * 9, lr_sum=4 * 1e-2)
+
+
+def test_summary_records_the_normalisation_the_inputs_had(resnet_run):
+    summary = json.loads((resnet_run[0] / "summary.json").read_text())
+    mean, std = summary["input_normalisation"]["mean"], summary["input_normalisation"]["std"]
+    assert len(mean) == len(std) == 1 and 0.2 < mean[0] < 0.4 and 0.3 < std[0] < 0.5  # digits' one channel, in [0, 1]
+
+
+def test_crop_and_flip_pad_with_black(config):
+    from adrop.train.data import augment
+
+    x = torch.full((1, 4, 3 * 8 * 8), 5.0)
+    fill = torch.tensor([-1.0, -2.0, -3.0])
+    out = augment(x, (3, 8, 8), "crop_flip", fill).view(4, 3, 8, 8)
+    for c in range(3):
+        assert set(out[:, c].unique().tolist()) <= {5.0, fill[c].item()}
+
+
+def test_mean_without_std_is_refused(config, digits_npz, tmp_path):
+    with pytest.raises(TrainError, match=re.escape("dataset.mean and dataset.std go together")):
+        one(config("dataset=npz", f"dataset.path={digits_npz}", "dataset.mean=0.5", "dataset.val_size=200", "model=mlp",
+                   "device=cpu"),
+            tmp_path / "run")
+
+
+def test_another_class_under_a_built_in_name_is_another_run(config):
+    plain = resolve(config("dataset=digits"))
+    other = resolve(config("dataset=digits", "model._target_=user_nets.plain_mlp", "~model.hidden"))
+    assert "model" not in plain.identity and "user_nets.plain_mlp" in other.identity["model"]
+
+
+def test_a_checkpoint_of_another_network_is_refused_in_one_line(config, tmp_path):
+    one(config(*RESNET, "device=cpu", "progress=never", "epochs=2"), tmp_path).fit(stop_after=1)
+    with pytest.raises(TrainError, match=r"checkpoint\.pt holds no conv\.bias: it was written by another network or "
+                                         r"an earlier adrop and cannot resume here; train in a new folder"):
+        one(config("dataset=digits", "model=custom", "model._target_=user_nets.StatelessNorm", "device=cpu",
+                   "progress=never", "epochs=2"), tmp_path)

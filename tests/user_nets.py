@@ -34,13 +34,59 @@ class TinyResNet(nn.Module):
         return self.head(self.pool(x).flatten(1))
 
 
-def lenet_300_100(input_shape, classes):
-    """LeNet-300-100 as a user would write it: a Sequential of Linear and ReLU."""
+def plain_mlp(input_shape, classes, hidden: int = 32):
+    """A function that returns an nn.Sequential, sized by the data it is given."""
     features = 1
     for s in input_shape:
         features *= s
-    return nn.Sequential(nn.Flatten(), nn.Linear(features, 300), nn.ReLU(), nn.Linear(300, 100), nn.ReLU(),
-                         nn.Linear(100, classes))
+    return nn.Sequential(nn.Flatten(), nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+class Scaled(nn.Module):
+    """Multiplies by a constant held in a buffer that is not saved."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(2.0), persistent=False)
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class StatelessNorm(nn.Module):
+    """BatchNorm that keeps no statistics and no affine parameters (it mixes the examples of its batch all the same),
+    and a module with a buffer that is not saved."""
+
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.norm = nn.BatchNorm2d(4, affine=False, track_running_stats=False)
+        self.scaled = Scaled()
+        self.head = nn.Linear(4 * 64, classes)
+
+    def forward(self, x):
+        return self.head(self.scaled(self.norm(torch.relu(self.conv(x))).flatten(1)))
+
+
+class Tied(nn.Module):
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.a = nn.Linear(64, 64)
+        self.b = nn.Linear(64, 64)
+        self.b.weight = self.a.weight
+        self.head = nn.Linear(64, classes)
+
+    def forward(self, x):
+        return self.head(self.b(self.a(x.flatten(1))))
+
+
+class WeightNormed(nn.Module):
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.fc = nn.utils.parametrizations.weight_norm(nn.Linear(64, classes))
+
+    def forward(self, x):
+        return self.fc(x.flatten(1))
 
 
 class OnlyNorm(nn.Module):
@@ -68,3 +114,25 @@ class WrongWidth(nn.Module):
 
     def forward(self, x):
         return self.fc(x.flatten(1))
+
+
+class ReadsANumber(nn.Module):
+    """A module with a tensor of its own whose forward reads a Python number from its input: trains alone, but
+    torch.func cannot vmap it, so it does not stack."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return x * self.scale / max(1.0, float(x.abs().max()))
+
+
+class NumberReadingNet(nn.Module):
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.norm = ReadsANumber()
+        self.fc = nn.Linear(64, classes)
+
+    def forward(self, x):
+        return self.fc(self.norm(x.flatten(1)))

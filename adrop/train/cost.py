@@ -1,7 +1,7 @@
 """What a sparse network costs, per layer and in total, as the Sparse VD and L0 papers count it.
 
     compression   |W| / |W != 0|: how many times fewer weights (null when a layer keeps none)
-    dense_bytes   the float32 layer: weights and bias
+    dense_bytes   the float32 layer: weights and bias (where it has one)
     csr_bytes     the same layer with its weight matrix in compressed sparse row form (float32 values, int32 column
                   indices and row pointers; a conv kernel as out x (in kh kw) rows), and the bias
     dense_macs    multiply-adds of one example's forward pass through the layer, dense
@@ -17,17 +17,20 @@ FLOAT, INDEX = 4, 4  # bytes: float32 values, int32 indices (scipy.sparse's inde
 COLUMNS = ["compression", "dense_bytes", "csr_bytes", "dense_macs", "sparse_macs"]
 
 
-def layer_cost(shape, nonzero: int, positions: int = 1) -> dict:
+def layer_cost(shape, nonzero: int, positions: int = 1, bias: bool = True) -> dict:
     rows, total = shape[0], math.prod(shape)
+    biases = rows if bias else 0
     return {"compression": total / nonzero if nonzero else None,
-            "dense_bytes": FLOAT * (total + rows),
-            "csr_bytes": (FLOAT + INDEX) * nonzero + INDEX * (rows + 1) + FLOAT * rows,
+            "dense_bytes": FLOAT * (total + biases),
+            "csr_bytes": (FLOAT + INDEX) * nonzero + INDEX * (rows + 1) + FLOAT * biases,
             "dense_macs": total * positions, "sparse_macs": nonzero * positions}
 
 
-def network_cost(layers, positions) -> dict:
-    """Totals over layers [(name, shape, nonzero, total)], with `positions` per layer (1 for Linear)."""
-    costs = [layer_cost(shape, nz, p) for (_, shape, nz, _), p in zip(layers, positions)]
+def network_cost(layers, positions, biases=None) -> dict:
+    """Totals over layers [(name, shape, nonzero, total)], with `positions` per layer (1 for Linear) and whether each
+    has a bias (all, by default)."""
+    biases = [True] * len(layers) if biases is None else biases
+    costs = [layer_cost(shape, nz, p, b) for (_, shape, nz, _), p, b in zip(layers, positions, biases)]
     nonzero, total = sum(l[2] for l in layers), sum(l[3] for l in layers)
     out = {key: sum(c[key] for c in costs) for key in COLUMNS[1:]}
     return {"compression": total / nonzero if nonzero else None, **out}

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-
 from . import datasets
 from .datasets import DataError  # noqa: F401 (adrop.train.data.DataError: what loading raises)
+from .errors import brief
 
 
 @dataclass
@@ -37,6 +37,8 @@ class Data:
     classes: int
     image: tuple | None = None  # (channels, height, width) of image rows; None: flat vectors
     augment: str = "none"       # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
+    mean: list | None = None    # the normalisation x = (x - mean) / std the inputs went through (one number, or one per
+    std: list | None = None     # channel or feature): summary.json records it, so a user can feed the network alike
 
 
 FILES = {
@@ -75,11 +77,7 @@ def load(dataset, data, device) -> Data:
     else:
         raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: digits, fashion_mnist, mnist, npz, "
                         "synthetic, or dataset=torchvision dataset.name=<a torchvision.datasets class>")
-    n = len(full)
-    if not 0 < dataset.val_size < n:
-        raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed))
-    val_idx, train_idx = order[: dataset.val_size], order[dataset.val_size:]
+    val_idx, train_idx = validation_split(len(full), dataset)
     if data.train_limit is not None:
         if data.train_limit < 1:
             raise DataError(f"data.train_limit must be >= 1 or null, got {data.train_limit}")
@@ -92,7 +90,16 @@ def load(dataset, data, device) -> Data:
     if image and math.prod(image) != full.x.shape[1]:
         raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
     return Data(put(full.x[train_idx], full.y[train_idx]), put(full.x[val_idx], full.y[val_idx]),
-                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1, image)
+                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1, image, "none",
+                *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()))
+
+
+def validation_split(n: int, dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    """(validation indices, training indices) of n training examples: val_size of them at random (split_seed)."""
+    if not 0 < dataset.val_size < n:
+        raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed))
+    return order[:dataset.val_size], order[dataset.val_size:]
 
 
 def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
@@ -116,12 +123,9 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
             raise DataError(f"{where}: x_{split} holds NaN or infinite values")
     x_train, y_train = parts["train"]
     if "val" not in parts:
-        n = len(y_train)
-        if not 0 < dataset.val_size < n:
-            raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed))
-        parts["val"] = (x_train[order[:dataset.val_size]], y_train[order[:dataset.val_size]])
-        x_train, y_train = x_train[order[dataset.val_size:]], y_train[order[dataset.val_size:]]
+        val_idx, train_idx = validation_split(len(y_train), dataset)
+        parts["val"] = (x_train[val_idx], y_train[val_idx])
+        x_train, y_train = x_train[train_idx], y_train[train_idx]
     mean, std = normalisation(dataset, x_train)
     if data.train_limit is not None:
         x_train, y_train = x_train[:data.train_limit], y_train[:data.train_limit]
@@ -134,7 +138,7 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
         return Split(((x - mean) / std).flatten(1).contiguous().to(device), y.to(device))
 
     return Data(put(x_train, y_train), put(*parts["val"]), put(*parts["test"]), math.prod(x_train.shape[1:]),
-                classes, image, kind)
+                classes, image, kind, mean.flatten().tolist(), std.flatten().tolist())
 
 
 def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,7 +147,9 @@ def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.T
     axes = (0, 2, 3) if x_train.dim() == 4 else (0,)
     shape = (1, -1, 1, 1) if x_train.dim() == 4 else (1, -1)
     known = datasets.KNOWN.get(str(dataset.name)) if dataset.get("source") == "torchvision" else None
-    if dataset.mean is not None and dataset.std is not None:
+    if (dataset.mean is None) != (dataset.std is None):
+        raise DataError("dataset.mean and dataset.std go together: give both, or neither (then they are computed)")
+    if dataset.mean is not None:
         mean, std = (torch.tensor(v if isinstance(v, (int, float)) else list(v), dtype=torch.float32)
                      for v in (dataset.mean, dataset.std))
     elif known is not None:
@@ -163,16 +169,20 @@ def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.T
 AUGMENTATIONS = ("none", "crop_flip")
 
 
-def augment(x: torch.Tensor, image, kind: str) -> torch.Tensor:
+def augment(x: torch.Tensor, image, kind: str, fill=None) -> torch.Tensor:
     """A training batch (..., C * H * W rows) augmented on its device: crop_flip pads each image by 4 pixels of
-    zeros, takes a random crop of its size, and flips it left-right with probability 1/2 (the CIFAR recipe)."""
+    `fill` (per channel: a black pixel after normalisation, -mean / std; zeros when not given), takes a random crop
+    of its size, and flips it left-right with probability 1/2 (the CIFAR recipe)."""
     if kind == "none":
         return x
     lead = x.shape[:-1]
     c, h, w = image
     imgs = x.reshape(-1, c, h, w)
     n = imgs.shape[0]
-    padded = torch.nn.functional.pad(imgs, (4, 4, 4, 4))
+    padded = imgs.new_zeros(n, c, h + 8, w + 8)
+    if fill is not None:
+        padded += fill.view(1, -1, 1, 1)
+    padded[:, :, 4:-4, 4:-4] = imgs
     dy = torch.randint(0, 9, (n, 1), device=x.device)
     dx = torch.randint(0, 9, (n, 1), device=x.device)
     rows = (dy + torch.arange(h, device=x.device)).view(n, 1, h, 1)
@@ -198,9 +208,7 @@ def torchvision_split(dataset, data):
             cls(data.root, train=True, download=True)
             cls(data.root, train=False, download=True)
         except Exception as err:  # no network, a proxy, a mirror down: say what is missing and how to fix it
-            reason = " ".join(str(err).split())  # torchvision's message spans lines; keep ours on one
-            reason = reason if len(reason) <= 160 else reason[:157] + "..."
-            raise DataError(_missing_message(raw, missing, f"the download failed ({type(err).__name__}: {reason})")) from None
+            raise DataError(_missing_message(raw, missing, f"the download failed ({brief(err, 160)})")) from None
         missing = [name for name in names if not (raw / name).exists()]
     if missing:
         raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .errors import brief
+
 # torchvision classes' input shape, classes and usual normalisation (per-channel mean and std of the training set)
 KNOWN = {
     "CIFAR10": ((3, 32, 32), 10, (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
@@ -110,7 +112,7 @@ def npz_headers(path: Path) -> dict:
                     shape = read(f)[0]
                 shapes[info.filename[:-4]] = shape
     except (OSError, zipfile.BadZipFile, ValueError) as err:
-        raise DataError(f"{path} is not a readable .npz file ({type(err).__name__}: {err})") from None
+        raise DataError(f"{path} is not a readable .npz file ({brief(err)})") from None
     return shapes
 
 
@@ -127,10 +129,14 @@ def npz_shape(dataset) -> tuple[tuple, int] | None:
     shape = (1, *shape) if len(shape) == 2 else shape
     if dataset.classes:
         return shape, int(dataset.classes)
-    with np.load(path) as arrays:
-        top = max(int(np.max(arrays[k])) for k in ("y_train", "y_test", "y_val") if k in arrays.files
-                  and arrays[k].size)
-    return shape, top + 1
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            labels = [as_labels(arrays[k], f"{path}: {k}") for k in ("y_train", "y_test", "y_val") if k in arrays.files]
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
+        raise DataError(f"{path} could not be read ({brief(err)})") from None
+    if not any(len(y) for y in labels):
+        raise DataError(f"{path}: its label arrays are empty")
+    return shape, 1 + max(int(y.max()) for y in labels if len(y))
 
 
 def npz(dataset) -> Raw:
@@ -140,7 +146,7 @@ def npz(dataset) -> Raw:
         with np.load(path, allow_pickle=False) as arrays:
             got = {k: arrays[k] for k in arrays.files if k in (*NPZ_ARRAYS, "x_val", "y_val")}
     except (OSError, ValueError, zipfile.BadZipFile) as err:
-        raise DataError(f"{path} could not be read ({type(err).__name__}: {err})") from None
+        raise DataError(f"{path} could not be read ({brief(err)})") from None
     if ("x_val" in got) != ("y_val" in got):
         raise DataError(f"{path} has {'x_val' if 'x_val' in got else 'y_val'} without its partner")
     parts = {}
@@ -203,11 +209,16 @@ def torchvision_set(dataset, data) -> Raw:
             else:
                 made = cls(**part, **options)
         except Exception as err:
-            what = " ".join(str(err).split())[:200]
             hint = "" if data.download else " (data.download=false)"
             raise DataError(f"torchvision.datasets.{dataset.name} could not be loaded from {Path(data.root).absolute()}"
-                            f"{hint}: {type(err).__name__}: {what}") from None
-        out.append(arrays_of(made))
+                            f"{hint}: {brief(err)}") from None
+        try:
+            out.append(arrays_of(made))
+        except DataError:
+            raise
+        except Exception as err:  # images of different sizes, labels that are not numbers
+            raise DataError(f"torchvision.datasets.{dataset.name} does not give images of one shape with integer "
+                            f"labels ({brief(err)}): save it as a .npz and use dataset=npz") from None
     (x_train, y_train), (x_test, y_test) = out
     known = torchvision_shape(dataset)
     return Raw(x_train, y_train, x_test, y_test, classes=None if known is None else known[1])

@@ -97,6 +97,8 @@ class Engine:
         self.total_steps = self.steps_per_epoch * base.epochs
         self.method = runs[0].make_method(self.steps_per_epoch)
         self.input_shape = network_mod.input_shape_of(self.data)
+        self.black = (-torch.tensor(self.data.mean) / torch.tensor(self.data.std)).to(self.device) \
+            if self.data.mean is not None else None  # a black pixel, normalised: crop_flip's padding
         try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
             self.single = network_mod.build(base.model, self.input_shape, self.data.classes, self.method).to(self.device)
             network_mod.check_output(self.single, self.data.train.x[:2])
@@ -142,6 +144,12 @@ class Engine:
             return False
         if any(s is None for s in states) or len({s["epoch"] for s in states}) != 1:
             raise TrainError("a stack resumes only configurations checkpointed after the same epoch")
+        ours = set(self.model.state_dict())
+        for k, state in enumerate(states):
+            missing = sorted(ours - set(state["model"]))
+            if missing:
+                raise TrainError(f"{self.folders[k] / run_files.CHECKPOINT} holds no {missing[0]}: it was written by "
+                                 "another network or an earlier adrop and cannot resume here; train in a new folder")
         with torch.no_grad():
             for k, state in enumerate(states):
                 if state["identity"] != self.runs[k].identity:
@@ -207,7 +215,7 @@ class Engine:
             self.method.before_step(step, self.lam)
             x = rows(train.x, idx)
             if self.data.augment != "none":
-                x = data_mod.augment(x, self.data.image, self.data.augment)
+                x = data_mod.augment(x, self.data.image, self.data.augment, self.black)
             loss, data_term, penalty = self.loss(x, rows(train.y, idx), weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
@@ -318,7 +326,7 @@ class Engine:
         layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
         self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
                                                      lr, seconds))
-        self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions())
+        self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions(), self.single.biases())
         run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
         self.checkpoint(k)
         run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
@@ -357,5 +365,6 @@ class Engine:
                     desc=name, unit="step")
 
     def summary(self, k: int, status: str, **results) -> dict:
+        normalisation = None if self.data.mean is None else {"mean": self.data.mean, "std": self.data.std}
         return run_files.summary(self.runs[k], self.single, self.device, self.epoch, self.elapsed, status, self.K,
-                                 **results)
+                                 normalisation=normalisation, **results)

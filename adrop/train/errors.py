@@ -19,6 +19,13 @@ from . import schema
 DEBUG = "ADROP_DEBUG"  # set by the entry point: "1" when the user asked for tracebacks
 
 
+def brief(err: BaseException, limit: int = 200) -> str:
+    """Any exception as one short line: its type and its message's words (a library's message may span lines)."""
+    text = " ".join(str(err).split())
+    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
 def debugging() -> bool:
     return os.environ.get(DEBUG) == "1"
 

@@ -29,11 +29,14 @@ def unmasked(model, method) -> dict:
 
 @torch.no_grad()
 def error(predict, weights, split, batch: int = 8192) -> float:
-    """Fraction misclassified by the network with these tensors (predict(x, state): its forward with them)."""
+    """Fraction misclassified by the network with these tensors (predict(x, state): its forward with them), in
+    float32 throughout: cuDNN's convolutions would otherwise round their inputs to TF32 on a GPU, and the error a run
+    reports is what its weights.npz gives in float32 (adrop export checks it so)."""
     wrong = torch.zeros((), dtype=torch.long, device=split.x.device)
-    for start in range(0, len(split), batch):
-        logits = predict(split.x[start:start + batch], weights)
-        wrong += (logits.argmax(1) != split.y[start:start + batch]).sum()
+    with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False):
+        for start in range(0, len(split), batch):
+            logits = predict(split.x[start:start + batch], weights)
+            wrong += (logits.argmax(1) != split.y[start:start + batch]).sum()
     return wrong.item() / len(split)
 
 

@@ -19,19 +19,16 @@ import inspect
 import torch
 from omegaconf import OmegaConf
 from torch import nn
+from torch.nn.utils import parametrize
 
 from adrop.methods.base import SPARSE_LAYERS, SparseLayer
 
-from .stacking import Stacked, owns_tensors
+from .errors import brief
+from .stacking import Stacked, needs_stacking, owns_tensors
 
 
 class NetworkError(ValueError):
     """A network that cannot be trained; the message names the cause (one line)."""
-
-
-def first_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return f"{type(err).__name__}: {text[:200]}" if text else type(err).__name__
 
 
 def target_of(model_cfg) -> str:
@@ -51,7 +48,7 @@ def instantiate(model_cfg, input_shape, classes: int) -> nn.Module:
         cls = get_object(target)
     except Exception as err:
         cause = err.__cause__ or err
-        raise NetworkError(f"model._target_={target} does not import ({first_line(cause)})") from None
+        raise NetworkError(f"model._target_={target} does not import ({brief(cause)})") from None
     args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
     try:
         accepted = inspect.signature(cls).parameters
@@ -63,7 +60,7 @@ def instantiate(model_cfg, input_shape, classes: int) -> nn.Module:
         module = hydra_instantiate(args, _convert_="all", **extra)
     except Exception as err:
         cause = err.__cause__ or err
-        raise NetworkError(f"model={model_cfg.get('name')} ({target}) could not be made: {first_line(cause)}") from None
+        raise NetworkError(f"model={model_cfg.get('name')} ({target}) could not be made: {brief(cause)}") from None
     if not isinstance(module, nn.Module):
         raise NetworkError(f"model._target_={target} made a {type(module).__name__}, not a torch.nn.Module")
     return module
@@ -85,11 +82,14 @@ def convert(module: nn.Module, method, configs: int | None, prefix: str = "") ->
     for name, child in list(module.named_children()):
         path = prefix + name
         kind = sparse_kind(child)
+        if kind is not None and parametrize.is_parametrized(child):
+            raise NetworkError(f"{path} ({type(child).__name__}) has a parametrization (weight_norm, spectral_norm, "
+                               "...): adrop trains a Linear or Conv2d layer's own weight, so it cannot train this one")
         if kind is not None:
             layer = kind.like(child, method, configs)
             setattr(module, name, layer)
             out.append((path, layer))
-        elif owns_tensors(child):
+        elif needs_stacking(child):
             inside = [p for p, m in child.named_modules() if p and (owns_tensors(m) or sparse_kind(m))]
             if inside:
                 raise NetworkError(f"{path} ({type(child).__name__}) holds parameters of its own and modules with "
@@ -113,6 +113,10 @@ class Network:
         self.keys = list(module.state_dict().keys())
         self.input_shape, self.classes, self.configs = tuple(int(s) for s in input_shape), int(classes), configs
         self.architecture = getattr(module, "architecture", None) or architecture or type(module).__qualname__
+        shared = shared_parameters(module)
+        if shared:
+            raise NetworkError(f"{self.architecture} uses one parameter in several places ({', '.join(shared[:2])}): "
+                               "adrop trains each layer's weights as its own, so it cannot train tied weights")
         if owns_tensors(module):
             names = [n for n, _ in module.named_parameters(recurse=False)]
             raise NetworkError(f"{type(module).__name__} holds parameters of its own ({', '.join(names) or 'buffers'})"
@@ -120,6 +124,10 @@ class Network:
         found = convert(module, method, configs)
         if not found:
             raise NetworkError(f"{self.architecture} has no nn.Linear or nn.Conv2d for a method to sparsify")
+        lost = [key for key in self.keys if key not in module.state_dict()]
+        if lost:  # a layer whose weight lives elsewhere (the old weight_norm's weight_g and weight_v)
+            raise NetworkError(f"{self.architecture}: {lost[0]} is not a plain layer's tensor (a weight norm?): adrop "
+                               "trains a Linear or Conv2d layer's own weight, so it cannot train this network")
         self.net = module
         self.names = [n for n, _ in found]
         self.layers = [layer for _, layer in found]
@@ -157,11 +165,18 @@ class Network:
             self._positions = [counts[n] for n in self.names]
         return self._positions
 
+    def biases(self) -> list[bool]:
+        """Whether each sparse layer has a bias (what its cost counts)."""
+        return [layer.bias is not None for layer in self.layers]
+
     def state_dict(self) -> dict:
         return self.net.state_dict()
 
     def parameters(self):
         return self.net.parameters()
+
+    def buffers(self):
+        return self.net.buffers()
 
     def train(self, mode: bool = True) -> "Network":
         self.net.train(mode)
@@ -173,6 +188,16 @@ class Network:
     def to(self, device) -> "Network":
         self.net.to(device)
         return self
+
+
+def shared_parameters(module: nn.Module) -> list[str]:
+    """The names under which a parameter that appears more than once (tied weights, a module used twice) is seen."""
+    seen, shared = {}, []
+    for name, p in module.named_parameters(remove_duplicate=False):
+        if id(p) in seen:
+            shared += [seen[id(p)], name]
+        seen.setdefault(id(p), name)
+    return shared
 
 
 def build(model_cfg, input_shape, classes: int, method, configs: int | None = None) -> Network:
@@ -190,7 +215,7 @@ def check_output(network: Network, x: torch.Tensor) -> None:
             out = network.net(x.reshape(-1, *network.input_shape))
     except Exception as err:
         raise NetworkError(f"{what} fails on a batch of the data, shape {list(x.reshape(-1, *network.input_shape).shape)}"
-                           f" ({first_line(err)})") from None
+                           f" ({brief(err)})") from None
     finally:
         network.train()
     shape = list(getattr(out, "shape", []))
@@ -198,6 +223,19 @@ def check_output(network: Network, x: torch.Tensor) -> None:
         raise NetworkError(f"{what} returns {shape or type(out).__name__} for a batch of "
                            f"{x.reshape(-1, *network.input_shape).shape[0]}; it must return logits, batch x "
                            f"{network.classes} (the data's classes)")
+
+
+def stack_problem(model_cfg, input_shape, classes: int, method) -> str | None:
+    """Why this network cannot train as a stack (two configurations, a forward and backward pass on zeros on the
+    CPU), or None: a module whose forward torch.func cannot vmap (a Python number read from a tensor, say)."""
+    try:
+        stacked = build(model_cfg, input_shape, classes, method, configs=2)
+        stacked.train()
+        method.before_step(0, torch.zeros(2))
+        stacked(torch.zeros(2, 2, *input_shape)).sum().backward()
+    except Exception as err:
+        return brief(err)
+    return None
 
 
 def input_shape_of(data) -> tuple:

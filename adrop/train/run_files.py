@@ -9,10 +9,12 @@
                    device, method, lam, lr, seed, status (completed | failed | interrupted | running; pending:
                    started, no epoch finished yet), error (when failed or interrupted: why),
                    code (the git commit that ran, or the installed version), model and architecture, cost
-                   (totals; per layer inside layers),
+                   (totals; per layer inside layers), input_normalisation (the mean and std, one or one per channel
+                   or feature, the inputs were normalised with: x = (x - mean) / std, pixels in [0, 1]),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run)
-    weights.npz    <layer>.weight (out x in) and <layer>.bias of every Linear layer in forward order, exactly the
-                   arrays evaluation uses (ReLU between layers; inputs normalised as the dataset says)
+    weights.npz    the network's state_dict under its own keys (for adrop's networks <layer>.weight, out x in, and
+                   <layer>.bias; for any network also its buffers, BatchNorm's running statistics), the keep rule and
+                   deterministic gates folded into the weights: exactly the tensors evaluation uses
     checkpoint.pt  the state after the last finished epoch (tensors and plain containers: loads with weights_only)
     .hydra/        config.yaml, hydra.yaml, overrides.yaml: the configuration, written once, when the run starts
 
@@ -89,10 +91,10 @@ def metrics_row(epoch, loss, data_term, penalty, val_error, nonzero, total, lr, 
             "val_error": val_error, "nonzero_fraction": nonzero / total, "lr": lr, "seconds": seconds}
 
 
-def layer_rows(epoch, layers, positions) -> list[dict]:
+def layer_rows(epoch, layers, positions, biases=None) -> list[dict]:
     return [{"epoch": epoch, "layer": name, "shape": "x".join(map(str, shape)), "nonzero": nz, "total": n,
-             "nonzero_fraction": nz / n, **cost.layer_cost(shape, nz, p)}
-            for (name, shape, nz, n), p in zip(layers, positions)]
+             "nonzero_fraction": nz / n, **cost.layer_cost(shape, nz, p, b)}
+            for (name, shape, nz, n), p, b in zip(layers, positions, biases or [True] * len(layers))]
 
 
 def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:
@@ -101,11 +103,11 @@ def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None
 
 
 def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, test_error=None,
-            val_error=None, layers=None, nonzero=None, total=None, unmasked=None) -> dict:
+            val_error=None, layers=None, nonzero=None, total=None, unmasked=None, normalisation=None) -> dict:
     """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
     `model` gives the architecture and, for the cost, how often each layer's weights act per example; `unmasked` the
     (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone)."""
-    cfg, positions = run.cfg, model.positions()
+    cfg, positions, biases = run.cfg, model.positions(), model.biases()
     return {"status": status, "method": cfg.method.name, "lam": run.lam, "lr": run.lr,
             "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
             "test_error": test_error, "val_error": val_error,
@@ -113,13 +115,13 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
             "nonzero_fraction": None if total is None else nonzero / total,
             "nonzero": nonzero, "total": total,
             "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
-                                                           "fraction": nz / n, **cost.layer_cost(shape, nz, p)}
-                                                    for (name, shape, nz, n), p in zip(layers, positions)},
-            "cost": None if layers is None else cost.network_cost(layers, positions),
+                                                           "fraction": nz / n, **cost.layer_cost(shape, nz, p, b)}
+                                                    for (name, shape, nz, n), p, b in zip(layers, positions, biases)},
+            "cost": None if layers is None else cost.network_cost(layers, positions, biases),
             "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
             "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
             "identity": run.identity, "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit,
-            "stacked": stacked}
+            "stacked": stacked, **({} if normalisation is None else {"input_normalisation": normalisation})}
 
 
 def write_summary(folder: Path, summary: dict) -> None:

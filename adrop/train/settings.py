@@ -119,7 +119,7 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
         value = list(value) if OmegaConf.is_list(value) else value
         if value != default and (value or default is not None):
             identity[key] = str(value) if key == "init_from" else value
-    if cfg.model.name != DEFAULT_MODEL:
+    if cfg.model.name != DEFAULT_MODEL or not shipped_built_in(cfg.model):
         identity["model"] = model_identity(cfg.model)
     changed = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
                if getattr(params, f.name) != getattr(cls.Params(), f.name)}
@@ -128,9 +128,16 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
     return identity
 
 
+def shipped_built_in(model_cfg) -> bool:
+    """A built-in model as conf/model/ ships it: its name, its class, no other arguments than its widths."""
+    target = model_cfg.get("_target_")
+    return (model_cfg.name in networks.BUILT_IN and target in (None, *networks.TARGETS)
+            and set(model_cfg.keys()) <= {"name", "_target_", "hidden", "conv"})
+
+
 def model_identity(model_cfg) -> str:
     """A model as identities record it: a built-in one by name and widths, any other by name and arguments."""
-    if model_cfg.name in networks.BUILT_IN:
+    if shipped_built_in(model_cfg):
         conv = [list(c) for c in model_cfg.get("conv", [])]
         return f"{model_cfg.name}{conv if conv else ''}{list(model_cfg.get('hidden', []))}"
     args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}

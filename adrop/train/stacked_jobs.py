@@ -169,7 +169,14 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
     n_workers = n_jobs or (default_n_jobs(first) if first is not None else 1)
     stacks = []
     for members in groups.values():
-        stacks += split(members, max_stack or default_max_stack(jobs[members[0]].cfg), n_workers)
+        size = max_stack or default_max_stack(jobs[members[0]].cfg)
+        if size > 1 and len(members) > 1:
+            why = stack_problem(runs[members[0]])
+            if why is not None:
+                print(f"stacked launcher: model={jobs[members[0]].cfg.model.name} cannot be stacked ({why}); its "
+                      f"{len(members)} jobs train in stacks of one", flush=True)
+                size = 1
+        stacks += split(members, size, n_workers)
     stacks.sort(key=lambda stack: stack[0])  # in the sweep's order (by each stack's first job): seeds first if asked
     if stacks:
         count = f"{len(stacks)} stack{'s' if len(stacks) > 1 else ''}"
@@ -216,6 +223,20 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
                 process.terminate()
         pool.shutdown(wait=True, cancel_futures=True)
     return results
+
+
+def stack_problem(run) -> str | None:
+    """Why a configuration's network cannot train stacked (adrop.train.network.stack_problem), where the data's
+    shape is known from the configuration; None otherwise."""
+    from . import data, network
+
+    try:
+        shape = data.shape_of(run.cfg.dataset)
+    except data.DataError:
+        return None
+    if shape is None:
+        return None
+    return network.stack_problem(run.cfg.model, shape[0], shape[1], run.make_method(1))
 
 
 def say_failed(job: Job, why) -> None:

@@ -21,6 +21,12 @@ def owns_tensors(module: nn.Module) -> bool:
         b is not None for _, b in module.named_buffers(recurse=False))
 
 
+def needs_stacking(module: nn.Module) -> bool:
+    """Whether a stack must run the module per configuration: it holds tensors, or it is a batch norm (which mixes the
+    examples of its batch even when it keeps no statistics)."""
+    return owns_tensors(module) or isinstance(module, nn.modules.batchnorm._BatchNorm)
+
+
 class Stacked(nn.Module):
     def __init__(self, module: nn.Module, configs: int):
         super().__init__()
@@ -32,14 +38,16 @@ class Stacked(nn.Module):
                                                            requires_grad=p.requires_grad))
             for name, b in module.named_buffers(recurse=False):
                 if b is not None:
-                    self.register_buffer(name, b.unsqueeze(0).repeat(configs, *[1] * b.dim()))
+                    self.register_buffer(name, b.unsqueeze(0).repeat(configs, *[1] * b.dim()),
+                                         persistent=name not in module._non_persistent_buffers_set)
 
     def extra_repr(self) -> str:
         return f"{self.configs} x {self.inner!r}"
 
     def forward(self, *inputs):
         self.inner.train(self.training)
-        state = {**dict(self.named_parameters(recurse=False)), **dict(self.named_buffers(recurse=False))}
+        state = {**dict(self.named_parameters(recurse=False)),
+                 **{n: b for n, b in self.named_buffers(recurse=False) if b is not None}}
         K = self.configs
         if K == 1:
             return functional_call(self.inner, {n: t[0] for n, t in state.items()}, inputs)
