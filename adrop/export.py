@@ -22,6 +22,9 @@ For any other network (a user's module, by `_target_`):
     csr       every sparse layer's weight as CSR parts, as above, and every other tensor of the network's state_dict
               (biases, BatchNorm's statistics) under its own key; `keys` lists the state_dict's keys in order
               (csr_state rebuilds the state_dict from the file)
+
+Both forms of any network carry the input normalisation the run used (summary.json's input_normalisation): the csr
+file as arrays `input_mean` and `input_std`, the ONNX model in its metadata; inputs are (x - mean) / std.
     onnx      the module itself with the run's weights, exported by torch.onnx (torch.export and onnxscript): input
               `x` in the data's shape (N x C x H x W for images), output `logits`
     compact   refused: removing neurons needs to know how layers connect, which only a chain of Linear layers says
@@ -166,6 +169,10 @@ def max_pool2(x):
 
 def csr(run: FinishedRun) -> dict:
     arrays = {"layers": np.array(run.names), "architecture": np.array(run.summary.get("architecture", ""))}
+    normalisation = run.summary.get("input_normalisation")
+    if normalisation:  # what the inputs go through first: x = (x - input_mean) / input_std
+        arrays["input_mean"] = np.array(normalisation["mean"], np.float32)
+        arrays["input_std"] = np.array(normalisation["std"], np.float32)
     for name in run.names:
         w, b = run.weights[name]
         m = sp.csr_matrix(w.reshape(w.shape[0], -1))
@@ -292,6 +299,19 @@ def onnx_of_module(module, shape: tuple):
             raise ExportError(f"torch.onnx could not export {type(module).__name__} ({type(err).__name__}: "
                               f"{' '.join(str(err).split())[:200]})") from None
     return program.model_proto
+
+
+def with_normalisation(model, run: FinishedRun):
+    """The ONNX model with the run's input normalisation in its metadata (input_mean, input_std: JSON lists), which
+    its input x must already have gone through."""
+    import json
+
+    normalisation = run.summary.get("input_normalisation")
+    if normalisation:
+        for key in ("mean", "std"):
+            entry = model.metadata_props.add()
+            entry.key, entry.value = f"input_{key}", json.dumps(normalisation[key])
+    return model
 
 
 def onnx_model(run: FinishedRun, image, compact: bool = True):

@@ -279,6 +279,8 @@ def test_csr_export_of_a_users_network_rebuilds_its_state_dict(resnet_run, capsy
     net = user_nets.TinyResNet()
     net.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in state.items()})
     assert set(arrays["layers"]) == set(LAYERS) and "blocks.0.conv1.bias" not in arrays  # bias=False stays so
+    summary = json.loads((folder / "summary.json").read_text())
+    assert arrays["input_mean"].tolist() == pytest.approx(summary["input_normalisation"]["mean"])
 
 
 def test_onnx_export_of_a_users_network_runs_in_onnxruntime_with_the_runs_error(resnet_run, capsys):
@@ -292,6 +294,10 @@ def test_onnx_export_of_a_users_network_runs_in_onnxruntime_with_the_runs_error(
     assert main([str(folder), "--format", "onnx", "--out", str(folder / "net.onnx")]) == 0
     assert "input x of shape N x 1 x 8 x 8" in capsys.readouterr().out
     data = export.test_data(export.read(folder), None)
+    import onnx
+
+    meta = {p.key: json.loads(p.value) for p in onnx.load(str(folder / "net.onnx")).metadata_props}
+    assert meta["input_std"] == json.loads((folder / "summary.json").read_text())["input_normalisation"]["std"]
     session = ort.InferenceSession(str(folder / "net.onnx"), providers=["CPUExecutionProvider"])
     logits = session.run(["logits"], {"x": data.test.x.numpy().reshape(-1, 1, 8, 8)})[0]
     assert (logits.argmax(1) != data.test.y.numpy()).sum() / len(data.test) == summary["test_error"]

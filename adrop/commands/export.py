@@ -66,7 +66,7 @@ def run(args) -> str:
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "xb") as fh:  # "x": created here, never over another file
         if args.format == "onnx":
-            fh.write(model.SerializeToString())  # (a ModelProto either way)
+            fh.write(export.with_normalisation(model, finished).SerializeToString())
         else:
             np.savez(fh, **arrays)
     return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); test error {error:.4f}, as the run's"
