@@ -30,7 +30,7 @@ from hydra.core.plugins import Plugins
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from adrop.train import errors, run_files, schema
+from adrop.train import errors, run_files, schema, sweep_outcomes
 from adrop.train.engine import Engine
 from adrop.train.hooks import CREATED, StartRefused
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
@@ -58,8 +58,8 @@ def one_line(summary: dict) -> str:
 
 def resume_command(argv: list[str]) -> str:
     """The command that resumes what this one started: its arguments with the folder it trained in."""
-    if sweeper.RESULT.get("dir"):
-        key, folder = "hydra.sweep.dir", Path(sweeper.RESULT["dir"]).absolute()
+    if sweep_outcomes.SWEEP.get("dir"):
+        key, folder = "hydra.sweep.dir", Path(sweep_outcomes.SWEEP["dir"])
     elif STARTED.get("run"):
         key, folder = "hydra.run.dir", STARTED["run"]
     else:
@@ -73,10 +73,21 @@ def report(message: str, multirun: bool, folder: Path) -> None:
     print(f"adrop train: error: {where}{message}", file=sys.stderr)
 
 
-def task(cfg: DictConfig) -> dict | None:
+def task(cfg: DictConfig):
+    """One run. A sweep's job records how it ended and returns its objective to the sweeper (sweep_outcomes); a
+    single run returns its summary."""
     hc = HydraConfig.get()
     folder = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
+    summary = job(cfg, hc, folder, multirun)
+    if not multirun:
+        return summary
+    summary = summary or {"status": "failed"}
+    sweep_outcomes.record(folder, summary.get("status"))
+    return sweep_outcomes.returned(summary, cfg.objective)
+
+
+def job(cfg, hc, folder: Path, multirun: bool) -> dict | None:
     try:
         run = resolve(cfg, hc.runtime.choices.get("method"))  # a sweep's job: its own values, checked here
         identity = run.identity
@@ -167,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = saved["HYDRA_FULL_ERROR"] == "1" or saved[errors.DEBUG] == "1"
     os.environ.update({"HYDRA_FULL_ERROR": "1", errors.DEBUG: "1" if debug else "0"})
     sys.argv = ["adrop train", *argv]
-    sweeper.RESULT.clear()
+    sweep_outcomes.SWEEP.clear()
+    sweep_outcomes.OUTCOMES.clear()
     STARTED.clear()
     try:
         with sigterm_stops_training():
@@ -189,20 +201,34 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"adrop train: error: {errors.one_line(err)}", file=sys.stderr)
+        if sweep_outcomes.SWEEP.get("dir") and failed_jobs(sweep_outcomes.outcomes()):
+            return sweep_ended()  # a sweeper that stopped over failed jobs (Optuna with no trial completed)
         return 2
     finally:
         for key, value in saved.items():
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    failures = sweeper.RESULT.get("failed")
+    if not sweep_outcomes.SWEEP.get("dir"):
+        return 0
+    return sweep_ended()
+
+
+def failed_jobs(ended: dict) -> list[str]:
+    return [status for status in ended.values() if status in ("failed", "refused", "interrupted")]
+
+
+def sweep_ended() -> int:
+    """The sweep's last line, from its jobs' own word whichever sweeper and launcher ran them: 1 when any failed."""
+    ended = sweep_outcomes.outcomes()
+    folder = sweep_outcomes.SWEEP["dir"]
+    failures = failed_jobs(ended)
     if failures:
-        refused = [job for job, status in failures if status == "refused"]
+        refused = failures.count("refused")
         why = ("each failed job's summary.json says why" if not refused else
-               "refused, as said above, with nothing written" if len(refused) == len(failures) else
-               f"{len(refused)} of them refused, as said above, with nothing written; the others' summary.json "
+               "refused, as said above, with nothing written" if refused == len(failures) else
+               f"{refused} of them refused, as said above, with nothing written; the others' summary.json "
                "says why")
-        print(f"adrop train: error: {len(failures)} of {sweeper.RESULT['jobs']} jobs failed: see "
-              f"{Path(sweeper.RESULT['dir']).absolute()} ({why})", file=sys.stderr)
+        print(f"adrop train: error: {len(failures)} of {len(ended)} jobs failed: see {folder} ({why})",
+              file=sys.stderr)
         return 1
-    if sweeper.RESULT.get("dir"):
-        print(f"adrop train: {sweeper.RESULT['jobs']} jobs done; files in {Path(sweeper.RESULT['dir']).absolute()}")
+    print(f"adrop train: {len(ended)} jobs done; files in {folder}")
     return 0

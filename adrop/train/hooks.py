@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
+from . import sweep_outcomes
 from .settings import TrainError, check_keys, resolve
 
 CREATED: dict[Path, Path] = {}  # run folder -> its highest ancestor that did not exist when this command started
@@ -34,5 +35,8 @@ class StartChecks(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         try:
             check_keys(config)
-        except TrainError as err:
+            sweep_outcomes.objectives(config.objective)
+        except (TrainError, ValueError) as err:
             raise StartRefused(str(err)) from None
+        sweep_outcomes.begin(config.hydra.sweep.dir)  # whichever sweeper runs it: how its jobs end is counted
+        print(f"adrop train: sweep into {sweep_outcomes.SWEEP['dir']}", flush=True)

@@ -79,6 +79,8 @@ class Config:
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"             # auto: a bar in a terminal, none in multirun; always | never
     logger: str = "none"               # none | tensorboard: live logging into <run>/tensorboard/ (adrop.train.tracking)
+    objective: Any = "val_error"       # what a sweep's job returns to the sweeper: a result, or a list of them
+    #                                    (adrop.train.sweep_outcomes.OBJECTIVES; never the test error)
 
 
 def schema_keys(cls) -> dict:

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from adrop import methods
 
-from . import networks, schema, tracking
+from . import networks, schema, sweep_outcomes, tracking
 from .schedules import SCHEDULES
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
@@ -187,6 +187,7 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
     try:
+        sweep_outcomes.objectives(cfg.objective)
         check_network(cfg, cls, params)
     except ValueError as err:
         raise TrainError(str(err)) from None

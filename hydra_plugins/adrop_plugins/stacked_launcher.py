@@ -21,7 +21,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log
 from hydra.plugins.launcher import Launcher
 from omegaconf import OmegaConf, open_dict, read_write
 
-from adrop.train import stacked_jobs
+from adrop.train import stacked_jobs, sweep_outcomes
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ class StackedLauncher(Launcher):
         for job, summary in zip(jobs, summaries):
             ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg,
                             working_dir=str(job.folder), task_name=str(job.hydra_cfg.hydra.job.name), status=JobStatus.COMPLETED)
-            ret.return_value = summary
+            sweep_outcomes.record(job.folder, summary.get("status"))
+            ret.return_value = sweep_outcomes.returned(summary, job.cfg.objective)  # what the sweeper takes
             returns.append(ret)
         return returns

@@ -1,0 +1,86 @@
+"""What a sweep's jobs ended as, and what each returns to the sweeper, whichever sweeper and launcher ran them.
+
+A job returns its `objective` (conf/config.yaml; default val_error; a list for several objectives) as a float, or a
+tuple of floats: what Hydra's sweepers that optimise (Optuna's) take. A job that did not complete returns why, as a
+string: Optuna's sweeper then records a failed trial (with optuna 2.10, which its plugin pins, a NaN would stop the
+whole sweep: it tells the NaN, the trial becomes failed, and telling the failure again raises). The test error is
+never an objective: a search that looks at the test set reports a biased test error.
+
+How the jobs ended is read from the jobs themselves: those this process ran (the basic and stacked launchers) say so
+here (`record`); those that ran elsewhere (joblib's workers, a cluster) left summary.json files in the sweep folder,
+read when the sweep ends. So `adrop train -m` exits non-zero, naming the failures, under any sweeper.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+OBJECTIVES = ("val_error", "nonzero_fraction", "nonzero", "sparse_macs", "csr_bytes", "wall_time_s")
+SWEEP: dict = {}      # this command's sweep: {"dir": its folder, "since": when it began}
+OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused" or "interrupted", for jobs run here
+
+
+def objectives(objective) -> list[str]:
+    """The objective's names, checked (ValueError, one line)."""
+    names = [objective] if isinstance(objective, str) else list(objective)
+    for name in names:
+        if name.startswith("test_error"):
+            raise ValueError(f"objective={name}: a search that looks at the test set reports a biased test error; "
+                             "use val_error (the test error stays in every summary.json)")
+        if name not in OBJECTIVES:
+            raise ValueError(f"objective={name} is not a run's result; valid: {', '.join(OBJECTIVES)}")
+    if not names:
+        raise ValueError("objective names no result; valid: " + ", ".join(OBJECTIVES))
+    return names
+
+
+def value(summary: dict, objective):
+    """The job's return value: its objective(s) from its summary; where the run did not complete, why (a string)."""
+    if summary.get("status") != "completed":
+        return f"{summary.get('status') or 'failed'}: {summary.get('error') or 'see its summary.json'}"[:300]
+
+    def one(name):
+        if name in ("sparse_macs", "csr_bytes"):
+            return float((summary.get("cost") or {}).get(name, math.nan))
+        found = summary.get(name)
+        return math.nan if found is None else float(found)
+
+    names = objectives(objective)
+    values = tuple(one(n) for n in names)
+    return values[0] if isinstance(objective, str) else values
+
+
+def returned(summary: dict, objective):
+    """value(), or why not for an objective that is no result (the job was refused for it when it started)."""
+    try:
+        return value(summary, objective)
+    except ValueError as err:
+        return f"failed: {err}"
+
+
+def begin(sweep_dir) -> None:
+    SWEEP.clear()
+    SWEEP.update(dir=str(Path(sweep_dir).absolute()), since=time.time())
+    OUTCOMES.clear()
+
+
+def record(folder, status: str | None) -> None:
+    OUTCOMES[str(Path(folder).absolute())] = status or "failed"
+
+
+def outcomes() -> dict:
+    """Every job of this sweep and how it ended: those run here, and those whose summary.json in the sweep folder was
+    written since the sweep began."""
+    out = dict(OUTCOMES)
+    if SWEEP.get("dir"):
+        for path in Path(SWEEP["dir"]).glob("**/summary.json"):
+            folder = str(path.parent.absolute())
+            if folder in out or path.stat().st_mtime < SWEEP["since"] - 1:
+                continue
+            try:
+                out[folder] = json.loads(path.read_text()).get("status", "failed")
+            except (OSError, ValueError):
+                out[folder] = "failed"
+    return out
