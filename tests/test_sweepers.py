@@ -55,7 +55,8 @@ def test_optuna_with_the_stacked_launcher_trains_a_batch_of_trials_as_a_stack(ad
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Deprecated API features detected")  # optuna 2.10's own models, read here
 def test_optuna_multi_objective_with_a_database_that_a_second_command_resumes(adrop, tmp_path):
-    args = ("train", "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2", "hydra.sweeper.sampler.seed=0",
+    args = ("train", "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=nsgaii", "hydra.sweeper.n_trials=2",
+            "hydra.sweeper.sampler.seed=0",
             "objective=[val_error,nonzero_fraction]", "hydra.sweeper.direction=[minimize,minimize]",
             "hydra.sweeper.storage=sqlite:///study.db", "hydra.sweeper.study_name=lam", LAM, *SMALL)
     first = adrop(*args, "hydra.sweep.dir=first")
