@@ -4,8 +4,9 @@ instantiates), with every nn.Linear and nn.Conv2d in it, at any depth, made the 
 The method trains those layers (noise, gates, penalty, keep mask), named by their module paths (`fc1`, `block.0`,
 `head`); everything else (BatchNorm, pooling, activations, residual sums, dropout, embeddings) trains as it is,
 densely. A stack of K configurations is the same module with each tensor K times (sparse layers batch their products,
-dense modules that hold tensors go through adrop.train.stacking), fed a folded batch: row k * batch + b is
-configuration k's example b. Stacks assume batch-first tensors, as nn.Linear, nn.Conv2d and BatchNorm see them.
+dense modules that hold tensors, and batch norms, go through adrop.train.stacking), fed a folded batch: row
+k * batch + b is configuration k's example b. Stacks assume batch-first tensors, as nn.Linear, nn.Conv2d and BatchNorm
+see them, and no other module that mixes the examples of a batch.
 
 A model config names the module's class in `_target_`; its other keys but `name` are the constructor's arguments
 (nested `_target_`s instantiate too). `input_shape` (the data's: [C, H, W] for images, [D] for vectors) and `classes`
