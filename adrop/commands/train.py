@@ -39,9 +39,10 @@ from adrop.train.settings import TrainError, resolve
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
 # it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
 Plugins.instance()
-from hydra_plugins.adrop_plugins import stacked_launcher, sweeper  # noqa: E402
+from hydra_plugins.adrop_plugins import lam_search, stacked_launcher, sweeper  # noqa: E402
 
 Plugins.instance().register(sweeper.AdropSweeper)
+Plugins.instance().register(lam_search.LamSearchSweeper)
 Plugins.instance().register(stacked_launcher.StackedLauncher)
 log = logging.getLogger("adrop.train")
 schema.register()
@@ -221,6 +222,9 @@ def sweep_ended() -> int:
     ended = sweep_outcomes.outcomes()
     folder = sweep_outcomes.SWEEP["dir"]
     failures = failed_jobs(ended)
+    if sweep_outcomes.SWEEP.get("unmet"):  # lam_search: combinations it could not bring to the target
+        print(f"adrop train: error: {sweep_outcomes.SWEEP['unmet']}", file=sys.stderr)
+        return 1
     if failures:
         refused = failures.count("refused")
         why = ("each failed job's summary.json says why" if not refused else

@@ -1,0 +1,82 @@
+"""hydra/sweeper=lam_search: lam found for a target nonzero fraction per combination of the other swept settings,
+every trial an ordinary run folder, search.csv, the closest run said, exit 1 where the target was not reached."""
+import csv
+
+import pytest
+
+from hydra_plugins.adrop_plugins.lam_search import log_spaced, next_lams
+
+SMALL = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu")
+
+
+def rows(folder):
+    with open(folder / "search.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.slow
+def test_lam_search_brings_each_combination_within_tolerance_of_the_target(adrop, tmp_path):
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
+                "method=logsum,adaprox", "hydra.sweep.dir=sweep")
+    assert out.returncode == 0, out.stderr
+    table = rows(tmp_path / "sweep")
+    for method in ("logsum", "adaprox"):
+        found = [r for r in table if f"method={method}" in r["combination"] and r["status"] == "completed"]
+        closest = min(found, key=lambda r: abs(float(r["nonzero_fraction"]) - 0.5))
+        assert abs(float(closest["nonzero_fraction"]) - 0.5) <= 0.05 * 0.5
+        assert max(int(r["round"]) for r in found) <= 4
+        said = [line for line in out.stdout.splitlines() if line.startswith("lam_search:") and method in line]
+        assert len(said) == 1 and f"nonzero {float(closest['nonzero_fraction']):.4f}" in said[0]
+    assert out.stdout.splitlines()[-1] == f"adrop train: {len(table)} jobs done; files in {tmp_path / 'sweep'}"
+
+
+@pytest.mark.slow
+def test_a_round_is_one_launch_so_the_stacked_launcher_stacks_it(adrop, tmp_path):
+    import json
+
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra/launcher=stacked", "hydra.launcher.max_stack=4",
+                "hydra.launcher.n_jobs=1", "hydra.sweeper.target_nonzero=0.5", "hydra.sweeper.rounds=1", *SMALL,
+                "method=logsum", "hydra.sweep.dir=sweep")
+    first = [json.loads((tmp_path / "sweep" / p.name / "summary.json").read_text())
+             for p in (tmp_path / "sweep").iterdir() if (p / "summary.json").exists()]
+    assert len(first) == 4 and [s["stacked"] for s in first] == [4, 4, 4, 4]
+    assert out.returncode == 1  # one round of a wide grid does not reach 0.5 +- 5%
+    assert out.stderr.splitlines()[-1] == (
+        "adrop train: error: lam_search brought 0 of 1 combinations within 0.05 of nonzero 0.5: not dataset=synthetic "
+        f"model=mlp epochs=2 device=cpu method=logsum (see {tmp_path / 'sweep'})")
+
+
+@pytest.mark.slow
+def test_magnitude_pruning_takes_the_target_directly(adrop, tmp_path):
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.3", *SMALL,
+                "method=magnitude_pruning", "hydra.sweep.dir=sweep")
+    assert out.returncode == 0, out.stderr
+    table = rows(tmp_path / "sweep")
+    assert len(table) == 1 and abs(float(table[0]["nonzero_fraction"]) - 0.3) <= 0.05 * 0.3
+    again = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.3", *SMALL,
+                  "method=magnitude_pruning", "hydra.sweep.dir=sweep")  # the same search: finished runs, replayed
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+    with open(tmp_path / "sweep" / "search.2.csv") as fh:
+        assert list(csv.DictReader(fh)) == table  # the first command's table stays as it was
+
+
+@pytest.mark.slow
+def test_lam_in_the_command_is_refused_in_one_line(adrop):
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL, "lam=1,2")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == ("adrop train: error: hydra/sweeper=lam_search chooses lam: leave "
+                                                   "lam out of the command")
+
+
+def test_the_next_round_looks_inside_the_bracket_around_the_interpolated_lam():
+    trials = [(1e-3, 0.9), (1e-2, 0.6), (1e-1, 0.1)]  # the target 0.3 lies between 1e-2 and 1e-1
+    lams = next_lams(trials, 0.3, 3, [1e-7, 1])
+    assert all(1e-2 < lam < 1e-1 for lam in lams) and lams == sorted(lams) and len(lams) == 3
+    # log-log interpolation: log(0.6/0.3) / log(0.6/0.1) = 0.387 of the way from 1e-2 to 1e-1, the middle value
+    assert lams[1] == pytest.approx(10 ** (-2 + 0.3869), rel=1e-3)
+
+
+def test_beyond_the_range_tried_the_next_round_steps_a_decade_a_value():
+    assert next_lams([(1e-3, 0.9), (1e-2, 0.8)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-1, 1.0])
+    assert next_lams([(1e-3, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-4, 1e-5])
+    assert log_spaced(1e-7, 1.0, 4) == pytest.approx([1e-7, 10 ** (-14 / 3), 10 ** (-7 / 3), 1.0])
