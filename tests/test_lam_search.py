@@ -56,8 +56,9 @@ def test_magnitude_pruning_takes_the_target_directly(adrop, tmp_path):
     again = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.3", *SMALL,
                   "method=magnitude_pruning", "hydra.sweep.dir=sweep")  # the same search: finished runs, replayed
     assert again.returncode == 0 and "nothing to do" in again.stdout
+    assert rows(tmp_path / "sweep") == table  # the first command's table stays as it was
     with open(tmp_path / "sweep" / "search.2.csv") as fh:
-        assert list(csv.DictReader(fh)) == table  # the first command's table stays as it was
+        assert list(csv.DictReader(fh)) == table  # the replay found the same
 
 
 @pytest.mark.slow
@@ -74,6 +75,18 @@ def test_the_next_round_looks_inside_the_bracket_around_the_interpolated_lam():
     assert all(1e-2 < lam < 1e-1 for lam in lams) and lams == sorted(lams) and len(lams) == 3
     # log-log interpolation: log(0.6/0.3) / log(0.6/0.1) = 0.387 of the way from 1e-2 to 1e-1, the middle value
     assert lams[1] == pytest.approx(10 ** (-2 + 0.3869), rel=1e-3)
+
+
+def test_the_next_round_never_repeats_a_lam_as_folders_round_it():
+    trials = [(1e-7, 0.99), (2.15443e-5, 0.9), (0.00464159, 0.32), (1.0, 0.01)]
+    lams = next_lams(trials, 0.3, 4, [1e-7, 1])
+    assert lams and all(float(f"{lam:.6g}") == lam for lam in lams)
+    assert not {f"{lam:.6g}" for lam in lams} & {f"{lam:.6g}" for lam, _ in trials} and len(set(lams)) == len(lams)
+
+
+def test_results_that_do_not_fall_with_lam_still_give_a_bracket_in_order():
+    lams = next_lams([(1e-3, 0.2), (1e-2, 0.5), (1e-1, 0.1)], 0.3, 3, [1e-7, 1])
+    assert lams and all(1e-2 < lam < 1e-1 for lam in lams)  # the pair where the fraction crosses 0.3 going up in lam
 
 
 def test_beyond_the_range_tried_the_next_round_steps_a_decade_a_value():

@@ -76,7 +76,7 @@ def test_failed_jobs_are_counted_under_optuna(adrop, tmp_path):
     best trial and says so, and the command says which jobs failed."""
     out = adrop("train", "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2", "hydra.sweeper.max_failure_rate=1",
                 "lr=1e9", LAM, *SMALL, "hydra.sweep.dir=sweep")
-    assert out.returncode != 0
+    assert out.returncode == 1
     assert f"adrop train: error: 2 of 2 jobs failed: see {tmp_path / 'sweep'}" in out.stderr
     assert [r["status"] for r in summaries(tmp_path / "sweep")] == ["failed", "failed"]
 
@@ -85,6 +85,7 @@ def test_a_jobs_return_value_is_its_objective():
     summary = {"status": "completed", "val_error": 0.25, "nonzero_fraction": 0.5, "cost": {"sparse_macs": 10}}
     assert sweep_outcomes.value(summary, "val_error") == 0.25
     assert sweep_outcomes.value(summary, ["val_error", "sparse_macs"]) == (0.25, 10.0)
+    assert sweep_outcomes.value(summary, ["val_error"]) == 0.25  # one objective: a number, whatever its form
     failed = sweep_outcomes.value({"status": "failed", "error": "the loss became nan"}, "val_error")
     assert failed == "failed: the loss became nan"  # not a number: Optuna records a failed trial
     with pytest.raises(ValueError):
@@ -124,5 +125,8 @@ def test_jobs_run_elsewhere_are_counted_from_their_summaries(tmp_path):
         (tmp_path / "sweep" / name).mkdir()
         (tmp_path / "sweep" / name / "summary.json").write_text(json.dumps({"status": status}))
     sweep_outcomes.record(tmp_path / "sweep" / "c", "refused")
+    sweep_outcomes.record(tmp_path / "sweep" / ".." / "sweep" / "a", "completed")  # recorded here and on disk: once
     ended = sweep_outcomes.outcomes()
     assert {k.rsplit("/", 1)[1]: v for k, v in ended.items()} == {"a": "completed", "b": "failed", "c": "refused"}
+    sweep_outcomes.SWEEP.clear()
+    sweep_outcomes.OUTCOMES.clear()

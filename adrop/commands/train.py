@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def failed_jobs(ended: dict) -> list[str]:
-    return [status for status in ended.values() if status in ("failed", "refused", "interrupted")]
+    """Every job that did not complete: failed, refused, interrupted, or still "running" (a killed worker)."""
+    return [status for status in ended.values() if status != "completed"]
 
 
 def sweep_ended() -> int:
@@ -222,9 +223,7 @@ def sweep_ended() -> int:
     ended = sweep_outcomes.outcomes()
     folder = sweep_outcomes.SWEEP["dir"]
     failures = failed_jobs(ended)
-    if sweep_outcomes.SWEEP.get("unmet"):  # lam_search: combinations it could not bring to the target
-        print(f"adrop train: error: {sweep_outcomes.SWEEP['unmet']}", file=sys.stderr)
-        return 1
+    unmet = sweep_outcomes.SWEEP.get("unmet")  # lam_search: combinations it could not bring to the target
     if failures:
         refused = failures.count("refused")
         why = ("each failed job's summary.json says why" if not refused else
@@ -233,6 +232,9 @@ def sweep_ended() -> int:
                "says why")
         print(f"adrop train: error: {len(failures)} of {len(ended)} jobs failed: see {folder} ({why})",
               file=sys.stderr)
+    if unmet:
+        print(f"adrop train: error: {unmet}", file=sys.stderr)
+    if failures or unmet:
         return 1
     print(f"adrop train: {len(ended)} jobs done; files in {folder}")
     return 0

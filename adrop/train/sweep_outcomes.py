@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def value(summary: dict, objective):
 
     names = objectives(objective)
     values = tuple(one(n) for n in names)
-    return values[0] if isinstance(objective, str) else values
+    return values[0] if len(values) == 1 else values  # one objective: a number, as a one-direction sweeper takes
 
 
 def returned(summary: dict, objective):
@@ -62,12 +63,12 @@ def returned(summary: dict, objective):
 
 def begin(sweep_dir) -> None:
     SWEEP.clear()
-    SWEEP.update(dir=str(Path(sweep_dir).absolute()), since=time.time())
+    SWEEP.update(dir=os.path.abspath(sweep_dir), since=time.time())  # as Hydra writes job folders: no ".."
     OUTCOMES.clear()
 
 
 def record(folder, status: str | None) -> None:
-    OUTCOMES[str(Path(folder).absolute())] = status or "failed"
+    OUTCOMES[os.path.abspath(folder)] = status or "failed"
 
 
 def outcomes() -> dict:
@@ -76,7 +77,7 @@ def outcomes() -> dict:
     out = dict(OUTCOMES)
     if SWEEP.get("dir"):
         for path in Path(SWEEP["dir"]).glob("**/summary.json"):
-            folder = str(path.parent.absolute())
+            folder = os.path.abspath(path.parent)
             if folder in out or path.stat().st_mtime < SWEEP["since"] - 1:
                 continue
             try:

@@ -38,31 +38,41 @@ def log_spaced(low: float, high: float, n: int) -> list[float]:
     return [math.exp(math.log(low) + i * step) for i in range(n)]
 
 
+def rounded(lam: float) -> float:
+    """lam as a job's override and folder name write it (6 significant digits)."""
+    return float(f"{lam:.6g}")
+
+
 def next_lams(trials: list[tuple[float, float]], target: float, n: int, lam_range) -> list[float]:
-    """The next round's lam values from (lam, nonzero) so far: inside the tightest bracket around the target, centred on
-    the log-log interpolation; beyond the range tried, a decade per value outward."""
+    """The next round's lam values from (lam, nonzero) so far: inside the bracket where the nonzero fraction crosses
+    the target (the first such pair of neighbours in lam, should the results not fall monotonically), centred on the
+    log-log interpolation; beyond the range tried, a decade per value outward. Rounded as folders name them, none
+    tried before, none twice."""
     done = sorted(trials)
-    above = [(lam, nz) for lam, nz in done if nz > target]     # too dense: lam too small
-    below = [(lam, nz) for lam, nz in done if nz <= target]    # too sparse: lam too large
-    if not below:
+    crossing = next(((a, b) for a, b in zip(done, done[1:]) if a[1] > target >= b[1] and a[0] < b[0]), None)
+    if crossing is None and all(nz > target for _, nz in done):
         top = max(lam for lam, _ in done)
-        return [top * 10.0 ** (i + 1) for i in range(n)]
-    if not above:
+        out = [top * 10.0 ** (i + 1) for i in range(n)]
+    elif crossing is None:
         bottom = min(lam for lam, _ in done)
-        return [bottom / 10.0 ** (i + 1) for i in range(n)]
-    (l0, n0), (l1, n1) = max(above), min(below)  # the bracket: largest lam still too dense, smallest too sparse
-    if n0 > 0 and n1 > 0 and n0 != n1:
-        t = (math.log(n0) - math.log(target)) / (math.log(n0) - math.log(n1))
-        guess = math.exp(math.log(l0) + t * (math.log(l1) - math.log(l0)))
+        out = [bottom / 10.0 ** (i + 1) for i in range(n)]
     else:
-        guess = math.sqrt(l0 * l1)
-    # n points in the bracket, the guess in the middle, spread over half the bracket's width in log scale
-    width = (math.log(l1) - math.log(l0)) / 4
-    low, high = max(math.log(l0), math.log(guess) - width), min(math.log(l1), math.log(guess) + width)
-    out = [math.exp(v) for v in ([math.log(guess)] if n == 1 else
-                                 [low + i * (high - low) / (n - 1) for i in range(n)])]
-    tried = {lam for lam, _ in done}
-    return [lam for lam in out if lam not in tried] or [guess]
+        (l0, n0), (l1, n1) = crossing
+        if n0 > 0 and n1 > 0 and n0 != n1:
+            t = (math.log(n0) - math.log(target)) / (math.log(n0) - math.log(n1))
+            guess = math.exp(math.log(l0) + t * (math.log(l1) - math.log(l0)))
+        else:
+            guess = math.sqrt(l0 * l1)
+        # n points around the guess, over half the bracket's width in log scale, inside the bracket
+        width = (math.log(l1) - math.log(l0)) / 4
+        low, high = max(math.log(l0), math.log(guess) - width), min(math.log(l1), math.log(guess) + width)
+        out = [math.exp(v) for v in ([math.log(guess)] if n == 1 else
+                                     [low + i * (high - low) / (n - 1) for i in range(n)])]
+    tried, fresh = {rounded(lam) for lam, _ in done}, []
+    for lam in map(rounded, out):
+        if lam not in tried and lam not in fresh:
+            fresh.append(lam)
+    return fresh
 
 
 def folder_of(ret) -> Path:
@@ -92,7 +102,7 @@ class LamSearchSweeper(BasicSweeper):
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         parsed = parser.parse_overrides(params_conf)
-        if any(o.get_key_element() == "lam" for o in parsed):
+        if any(o.key_or_group == "lam" for o in parsed):
             raise ValueError("hydra/sweeper=lam_search chooses lam: leave lam out of the command")
         combos = [list(c) for c in self.split_arguments(parsed, None)[0]]
         sweep_dir = Path(self.config.hydra.sweep.dir)
@@ -100,8 +110,8 @@ class LamSearchSweeper(BasicSweeper):
         save_new(self.config, sweep_dir)
         rows, trials = [], {i: [] for i in range(len(combos))}
         searching = list(range(len(combos)))
-        direct = {i: next((o.split("=", 1)[1] for o in combo if o.startswith("method=")), self.config.method.name)
-                  == "magnitude_pruning" for i, combo in enumerate(combos)}
+        direct = {i: next((o.split("=", 1)[1] for o in combo if o.lstrip("+").startswith("method=")),
+                          self.config.method.name) == "magnitude_pruning" for i, combo in enumerate(combos)}
         job_idx = 0
         for round_ in range(1, self.rounds + 1):
             batch, owners = [], []
@@ -109,7 +119,7 @@ class LamSearchSweeper(BasicSweeper):
                 if direct[i]:
                     lams = [None]
                 elif round_ == 1:
-                    lams = log_spaced(*self.lam_range, self.per_round)
+                    lams = [rounded(lam) for lam in log_spaced(*self.lam_range, self.per_round)]
                 else:
                     lams = next_lams([(t[0], t[1]) for t in trials[i]], self.target, self.per_round, self.lam_range)
                 for lam in lams:
@@ -124,6 +134,10 @@ class LamSearchSweeper(BasicSweeper):
             for (i, lam), ret in zip(owners, results):
                 folder = folder_of(ret)
                 summary = self.read_summary(folder)
+                returned = ret._return_value  # (nonzero, val_error) when this job completed here; why not, else
+                if not isinstance(returned, tuple):  # refused (another run's folder), failed: nothing to go on
+                    summary = {"lam": lam, "status": summary.get("status") if summary.get("status") != "completed"
+                               else "refused", **{k: summary.get(k) for k in ("wall_time_s",)}}
                 nonzero = summary.get("nonzero_fraction")
                 rows.append({"combination": " ".join(combos[i]), "round": round_,
                              "lam": summary.get("lam", lam), "nonzero_fraction": nonzero,
@@ -147,8 +161,8 @@ class LamSearchSweeper(BasicSweeper):
                 unmet.append(name)
                 print(f"lam_search: {name}: no run completed ({len(runs)} runs)", flush=True)
                 continue
-            lam, nonzero, row = min(trials[i], key=lambda t: abs(math.log(t[1] / self.target)) if t[1] > 0
-                                    else math.inf)
+            within = [t for t in trials[i] if self.within(t[1])]  # the closest of those within tolerance, if any
+            lam, nonzero, row = min(within or trials[i], key=lambda t: abs(t[1] - self.target))
             met = self.within(nonzero)
             if not met:
                 unmet.append(name)
