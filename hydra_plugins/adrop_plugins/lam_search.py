@@ -135,9 +135,9 @@ class LamSearchSweeper(BasicSweeper):
                 folder = folder_of(ret)
                 summary = self.read_summary(folder)
                 returned = ret._return_value  # (nonzero, val_error) when this job completed here; why not, else
-                if not isinstance(returned, tuple):  # refused (another run's folder), failed: nothing to go on
-                    summary = {"lam": lam, "status": summary.get("status") if summary.get("status") != "completed"
-                               else "refused", **{k: summary.get(k) for k in ("wall_time_s",)}}
+                if not isinstance(returned, tuple):  # failed, or refused (the folder holds another run): no result
+                    status = "refused" if summary.get("status") == "completed" else summary.get("status")
+                    summary = {"lam": lam, "status": status, "wall_time_s": summary.get("wall_time_s")}
                 nonzero = summary.get("nonzero_fraction")
                 rows.append({"combination": " ".join(combos[i]), "round": round_,
                              "lam": summary.get("lam", lam), "nonzero_fraction": nonzero,
