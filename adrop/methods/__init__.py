@@ -9,9 +9,9 @@ adrop/methods/: there is no list to edit.
 import importlib
 import pkgutil
 
-from .base import METHODS, Method, SparseLinear, get, names
+from .base import METHODS, STRUCTURES, Method, SparseLinear, get, names
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["METHODS", "Method", "SparseLinear", "get", "names"]
+__all__ = ["METHODS", "STRUCTURES", "Method", "SparseLinear", "get", "names"]

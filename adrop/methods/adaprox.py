@@ -37,6 +37,12 @@ class AdaProx(EtaHatMethod):
     name = "adaprox"
     Params = AdaProxParams
 
+    def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
+        super().__init__(params, steps_per_epoch, epochs, structure)
+        if params.authors_keep_rule and structure != "weight":
+            raise ValueError("method.params.authors_keep_rule is the authors' per-weight rule: it needs "
+                             "structure=weight")
+
     def add_parameters(self, layer):
         if self.params.authors_keep_rule:  # rho of the last step, written after every step
             layer.register_buffer("last_step", torch.ones_like(layer.weight))

@@ -13,6 +13,9 @@ the variational dropout dual through a table of its numerical eta_hat, adrop.pen
                        w <- w / (1 + rho lam / eta_hat(w)), rho the step the optimiser took for that coordinate
     additive=false     plain dropout on the weights: the forward pass uses s * w
 
+With structure=neuron, one mask per group (a unit: all the weights reading an input unit, or a filter) with keep
+probability eta_hat(||w_g||) / (eta_hat(||w_g||) + lam sqrt(|g|)), and the prox per group: the dual of
+sum_g sqrt(|g|) Omega(||w_g||) (adrop.linear.groups checks it on linear regression).
 A weight with eta_hat(w) = 0 is dropped (s = 0). No penalty term: the noise is the regulariser (in expectation the
 adaptive Tikhonov term lam/2 sum w^2 / eta, eq. 4). A weight counts as zero under the paper's rule, alpha < 0.05.
 lam reaches the method from the engine before every step (before_step), as a float or a stack's K values.
@@ -42,8 +45,8 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
     name = "adaptive_dropout"
     Params = AdaptiveDropoutParams
 
-    def __init__(self, params, steps_per_epoch, epochs):
-        super().__init__(params, steps_per_epoch, epochs)
+    def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
+        super().__init__(params, steps_per_epoch, epochs, structure)
         self.lam = None  # this step's lam, from the engine (before_step)
 
     def before_step(self, step, lam):

@@ -17,6 +17,13 @@ as copies: the engine's tensor of K values (K = 1 for a single run), or a float 
     method.effective_weight(layer, lam)       the weight evaluation uses, masks and deterministic gates folded in
     method.unmasked_weight(layer)             the same without the keep rule (evaluate_unmasked: the authors' way)
 
+Structure (`structure=`, STRUCTURES): "weight" makes each weight its own group; "neuron" makes a group of every weight
+one unit owns, so that a group gone is a unit gone: a Linear layer's input unit (a column of W; on the first layer an
+input pixel, elsewhere the previous layer's hidden unit) and a Conv2d layer's output channel (a filter). A method's
+per-group tensors (eta, gates, masks, noise) have the layer's `group_shape` and broadcast against its weights;
+`layer.group_norm(w)` is ||w_g||_2 per group. The eta-trick carries over unchanged: one eta per group gives
+Omega(||w_g||), and one dropout mask per group is its dual (docs/structured.md).
+
 Every random draw of a method goes through `noise` (Gaussian, uniform), one call for the whole tensor (all K
 configurations of a stack at once); tests swap it to hold the noise fixed.
 Adding a method means one module here (registered with @register) and one file conf/method/<name>.yaml.
@@ -33,6 +40,7 @@ from torch import nn
 from .batched_linear import batched_linear
 
 METHODS: dict[str, type["Method"]] = {}
+STRUCTURES = ("weight", "neuron")
 
 
 def register(cls):
@@ -71,7 +79,10 @@ class SparseLayer(nn.Module):
     Training, the forward pass is the method's (noise, gates); in eval mode it is the plain product with the layer's
     weight, which evaluation sets to the effective one: the network then computes what its nn.Linear or nn.Conv2d
     would with those weights. A stack's inputs are folded, (K * batch, ...), configuration-major: row k * batch + b is
-    configuration k's example b. Subclasses say what the product is."""
+    configuration k's example b. Subclasses say what the product is, and which weight axes a unit's group spans
+    (`unit_axes`, counted from the end)."""
+
+    unit_axes: tuple = ()
 
     def __init__(self, weight_shape: tuple, has_bias: bool, method: "Method", configs: int | None = None):
         super().__init__()
@@ -79,7 +90,29 @@ class SparseLayer(nn.Module):
         lead = () if configs is None else (configs,)
         self.weight = nn.Parameter(torch.empty(*lead, *weight_shape))
         self.bias = nn.Parameter(torch.empty(*lead, weight_shape[0])) if has_bias else None
+        self.grouped = method.structure == "neuron"
+        shape = list(self.weight.shape)
+        self.group_size = 1
+        if self.grouped:
+            for axis in self.unit_axes:
+                self.group_size *= shape[axis]
+                shape[axis] = 1
+        self.group_shape = tuple(shape)  # a per-group tensor's shape (with a stack's leading K)
         method.add_parameters(self)
+
+    def group_norm(self, w: torch.Tensor) -> torch.Tensor:
+        """||w_g||_2 of each group, in group_shape; per weight, w itself (the penalties take |w| themselves). Its
+        gradient at a group of zeros is 0 (torch.linalg.vector_norm's), not NaN."""
+        return torch.linalg.vector_norm(w, dim=self.unit_axes, keepdim=True) if self.grouped else w
+
+    def groups_alive(self, w: torch.Tensor) -> torch.Tensor:
+        """Which groups of this (effective) weight hold a nonzero, in group_shape."""
+        return w.abs().amax(dim=self.unit_axes, keepdim=True) > 0 if self.grouped else w != 0
+
+    def unit_noise(self, rows: torch.Tensor, mean, std) -> torch.Tensor:
+        """z = mean + std * N(0, 1) for every example and unit: `rows` a (batch, ..., units) view of the example
+        axis with the units, mean and std per group (a stack's (K, ..., units) against rows (K, batch, ..., units))."""
+        return mean + std * noise.gaussian_like(rows)
 
     def copy_from(self, module: nn.Module) -> "SparseLayer":
         """The weights of the module this layer replaces (a stack: the same in every row)."""
@@ -107,7 +140,10 @@ class SparseLayer(nn.Module):
 
 
 class SparseLinear(SparseLayer):
-    """A Linear layer: weight out x in. Inputs (..., in); a stack's (K * batch, ..., in)."""
+    """A Linear layer: weight out x in. Inputs (..., in); a stack's (K * batch, ..., in). A unit's group is a column
+    (an input unit: every weight that reads it)."""
+
+    unit_axes = (-2,)
 
     def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None,
                  bias: bool = True):
@@ -126,12 +162,21 @@ class SparseLinear(SparseLayer):
         out = batched_linear(x.reshape(self.configs, -1, x.shape[-1]), weight, bias)
         return out.view(*x.shape[:-1], self.out_features)
 
+    def product_with_unit_noise(self, x, weight, bias, mean, std):
+        """The product with each example's input units scaled by their own noise z (unit_noise): one
+        multiplicative noise per group and example, the exact form of a group's noise (no local reparameterisation
+        needed)."""
+        rows = x if self.configs is None else x.reshape(self.configs, -1, x.shape[-1])
+        return self.product((rows * self.unit_noise(rows, mean, std)).view_as(x), weight, bias)
+
 
 class SparseConv2d(SparseLayer):
     """A 2-d convolution with nn.Conv2d's settings (stride, padding, dilation, groups, padding mode): weight
     out x in/groups x kh x kw, one sparsified weight per kernel entry. Inputs (batch, in, H, W); a stack's
     (K * batch, in, H, W) are viewed as (batch, K * in, H, W), configuration-major channels, for one grouped
-    convolution (groups K * groups), and folded back."""
+    convolution (groups K * groups), and folded back. A unit's group is a filter (an output channel)."""
+
+    unit_axes = (-3, -2, -1)
 
     def __init__(self, in_channels: int, out_channels: int, kernel, method: "Method", configs: int | None = None,
                  bias: bool = True, stride=1, padding=0, dilation=1, groups: int = 1, padding_mode: str = "zeros"):
@@ -163,6 +208,19 @@ class SparseConv2d(SparseLayer):
         shape = (self.out_channels, *out.shape[2:])
         return out.view(rows, K, *shape).transpose(0, 1).reshape(K * rows, *shape)
 
+    def product_with_unit_noise(self, x, weight, bias, mean, std):
+        """The convolution with each example's output channels scaled by their own noise z (unit_noise), before
+        the bias: a filter's weights times z, one multiplicative noise per filter and example (exact)."""
+        out = self.product(x, weight)
+        K = self.configs or 1
+        per_config = (K, 1, self.out_channels, 1, 1)  # group_shape (K, out, 1, 1, 1) against (K, batch, out, H, W)
+        mean, std = (v.view(per_config) if isinstance(v, torch.Tensor) else v for v in (mean, std))
+        grid = out.view(K, -1, *out.shape[1:])
+        scaled = grid * self.unit_noise(grid[..., :1, :1], mean, std)
+        if bias is not None:
+            scaled = scaled + bias.view(K, 1, self.out_channels, 1, 1)
+        return scaled.view_as(out)
+
 
 SPARSE_LAYERS = {nn.Linear: SparseLinear, nn.Conv2d: SparseConv2d}  # what a method trains, by the module it replaces
 
@@ -179,8 +237,10 @@ class Method:
     name: ClassVar[str] = ""
     Params: ClassVar[type] = NoParams
 
-    def __init__(self, params, steps_per_epoch: int, epochs: int):
-        self.params = params
+    def __init__(self, params, steps_per_epoch: int, epochs: int, structure: str = "weight"):
+        if structure not in STRUCTURES:
+            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
+        self.params, self.structure = params, structure
         self.steps_per_epoch, self.total_steps = steps_per_epoch, steps_per_epoch * epochs
 
     def add_parameters(self, layer: SparseLayer) -> None:

@@ -1,9 +1,15 @@
 """The methods that set eta = eta_hat(w) (AdaProx, AdaTikhonov, LogSum): a plain weight whose keep probability is
 alpha = eta_hat(w) / (eta_hat(w) + lam), and the penalty object they share (from adrop.penalties; LogSum(eps=2) in
-the paper)."""
+the paper).
+
+With structure=neuron, eta = eta_hat(||w_g||) per group and each group's lam is lam sqrt(|g|), the group lasso's
+scaling (Yuan & Lin 2006): the penalty is sum_g sqrt(|g|) Omega(||w_g||), so that layers of long and short groups
+meet one lam on an equal footing (||w_g|| grows like sqrt(|g|))."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import math
 
 import torch
 
@@ -22,12 +28,13 @@ class PenaltyParams:
 class EtaHatMethod(Method):
     Params = PenaltyParams
 
-    def __init__(self, params, steps_per_epoch, epochs):
-        super().__init__(params, steps_per_epoch, epochs)
+    def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
+        super().__init__(params, steps_per_epoch, epochs, structure)
         self.pen = trainable_penalty(params.penalty, dict(params.penalty_params))
 
     def keep_probability(self, layer, lam) -> torch.Tensor:
-        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()), layer.per_config(lam))
+        return keep_rule.keep_probability(self.pen.eta_hat(layer.group_norm(layer.weight.detach())),
+                                          group_lam(layer, lam))
 
     def keep_statistic(self, layer, lam):
         return "keep_probability", self.keep_probability(layer, lam)
@@ -40,8 +47,19 @@ class EtaHatMethod(Method):
         """The adaptive Tikhonov prox with eta = eta_hat(w), in place: w <- w eta / (eta + rho lam)
         (AdaProx's step, and Algorithm 1's after its noisy gradient step)."""
         w = layer.weight
-        eta = self.pen.eta_hat(w)
-        w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * layer.per_config(lam))))
+        eta = self.pen.eta_hat(layer.group_norm(w))
+        w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * group_lam(layer, lam))))
+
+
+def group_weight(layer) -> float:
+    """sqrt(|g|): a group's weight in the penalty (1 per weight)."""
+    return math.sqrt(layer.group_size)
+
+
+def group_lam(layer, lam):
+    """Each group's lam, shaped for the layer: lam sqrt(|g|) (lam itself per weight)."""
+    lam = layer.per_config(lam)
+    return lam if layer.group_size == 1 else lam * group_weight(layer)
 
 
 def trainable_penalty(name: str, params: dict):

@@ -4,7 +4,8 @@
 
 with f the dual of LogSum(eps=2) from adrop.penalties, eta parameterised as eta = lam * exp(log_eta_bar) (log_eta_bar
 starts at 5, as in the paper) and c = 1e-3 the paper's small pull that makes eta follow w to sparsity. A weight
-counts as zero when alpha = eta / (eta + lam) < 0.05.
+counts as zero when alpha = eta / (eta + lam) < 0.05. structure=neuron: one eta per group with ||w_g||^2 for w_j^2,
+eta = lam sqrt(|g|) exp(log_eta_bar) and each group's terms weighted sqrt(|g|), as the eta-hat methods' group form.
 
 Two switches follow the authors' public code where it departs from the paper's text (github dlej/adaptive-dropout,
 dropout/nn.py), off by default:
@@ -22,7 +23,7 @@ from adrop import penalties
 from adrop.keep_rule import KEEP_THRESHOLD
 
 from .base import Method, register
-from .eta_hat_layer import PenaltyParams
+from .eta_hat_layer import PenaltyParams, group_lam, group_weight
 
 
 @dataclass
@@ -38,8 +39,8 @@ class EtaTrick(Method):
     name = "eta_trick"
     Params = EtaTrickParams
 
-    def __init__(self, params, steps_per_epoch, epochs):
-        super().__init__(params, steps_per_epoch, epochs)
+    def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
+        super().__init__(params, steps_per_epoch, epochs, structure)
         self.pen, self.c = penalties.get(params.penalty, **dict(params.penalty_params)), params.log_eta_weight
         if params.authors_extra_term:
             self.c = 0.5 * params.log_eta_weight
@@ -55,12 +56,16 @@ class EtaTrick(Method):
         return f - torch.where(torch.isinf(eta), 1.0, 4.0 * eta / (torch.sqrt(e * e + 4.0 * eta) + e) ** 2)
 
     def add_parameters(self, layer):
-        layer.log_eta_bar = nn.Parameter(torch.full(layer.weight.shape, float(self.params.init_log_eta)))
+        layer.log_eta_bar = nn.Parameter(torch.full(layer.group_shape, float(self.params.init_log_eta)))
 
     def layer_penalty(self, layer, lam):
-        eta = layer.per_config(lam) * torch.exp(layer.log_eta_bar)
+        eta = group_lam(layer, lam) * torch.exp(layer.log_eta_bar)
         w = layer.weight
-        return 0.5 * layer.total(w * w / eta + self.dual(eta)) + self.c * layer.total(layer.log_eta_bar)
+        if layer.group_size == 1:
+            return 0.5 * layer.total(w * w / eta + self.dual(eta)) + self.c * layer.total(layer.log_eta_bar)
+        # per group: ||w_g||^2 / eta_g + f(eta_g), weighted sqrt(|g|) with the pull
+        eta_trick = 0.5 * (layer.total(w * w / eta) + layer.total(self.dual(eta))) + self.c * layer.total(layer.log_eta_bar)
+        return group_weight(layer) * eta_trick
 
     def keep_probability(self, layer):
         return torch.sigmoid(layer.log_eta_bar.detach())  # eta / (eta + lam) with eta = lam exp(log eta_bar)

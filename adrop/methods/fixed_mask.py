@@ -16,6 +16,9 @@ from .magnitude_pruning import Masked
 class FixedMask(Masked):
     name = "fixed_mask"  # a mask buffer; masked weights get zero gradients and stay zero
 
+    def add_parameters(self, layer):  # per weight whatever the structure: a dead unit's weights are zeros too
+        layer.register_buffer("mask", torch.ones(layer.weight.shape, dtype=torch.bool))
+
     @torch.no_grad()
     def start(self, layers) -> None:
         for layer in layers:

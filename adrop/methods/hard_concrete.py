@@ -5,6 +5,10 @@ number of open gates sum_j P(s_j > 0). Evaluation: the deterministic gate min(1,
 + gamma)) folded into the weight; a closed gate (0) is a zero weight. The distribution (sampling, P(s > 0), the test
 gate) is adrop.penalties.hard_concrete's, whose effective penalty Figure 1 draws. log a starts from a drop rate
 (log((1 - p) / p), p = 0.5) and is clamped to [log 0.01, log 100], as in Louizos et al.'s code.
+
+structure=neuron: one gate per group (the L0 paper's group sparsity, Sec. 3.1: a Linear layer's input units, a
+Conv2d layer's filters), drawn once per minibatch, and each group's P(s_g > 0) counted |g| times, as that paper's
+group penalty does: the regulariser stays the expected number of nonzero weights.
 """
 import math
 from dataclasses import dataclass
@@ -32,14 +36,14 @@ class HardConcrete(Method):
     name = "hard_concrete"
     Params = HardConcreteParams
 
-    def __init__(self, params, steps_per_epoch, epochs):
-        super().__init__(params, steps_per_epoch, epochs)
+    def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
+        super().__init__(params, steps_per_epoch, epochs, structure)
         self.dist = penalties.get("hard_concrete", lam=1.0, beta=params.beta, gamma=params.gamma, zeta=params.zeta)
         self.bounds = (params.log_a_min, params.log_a_max)
 
     def add_parameters(self, layer):
         p = self.params
-        layer.log_a = nn.Parameter(torch.full(layer.weight.shape, math.log((1 - p.init_drop) / p.init_drop)))
+        layer.log_a = nn.Parameter(torch.full(layer.group_shape, math.log((1 - p.init_drop) / p.init_drop)))
 
     def clamped_log_a(self, layer):
         return layer.log_a.clamp(*self.bounds)
@@ -49,7 +53,8 @@ class HardConcrete(Method):
         return layer.product(x, layer.weight * self.dist.sample(self.clamped_log_a(layer), u), layer.bias)
 
     def layer_penalty(self, layer, lam):
-        return layer.total(self.dist.p_nonzero(self.clamped_log_a(layer)))
+        open_gates = layer.total(self.dist.p_nonzero(self.clamped_log_a(layer)))
+        return open_gates if layer.group_size == 1 else layer.group_size * open_gates
 
     def gate(self, layer):
         return self.dist.test_gate(self.clamped_log_a(layer).detach())

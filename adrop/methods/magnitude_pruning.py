@@ -5,6 +5,10 @@
 masks recomputed every `frequency` steps, per layer or globally; masked weights are set to 0 after every step (the
 mask is folded into the weights). Its effective penalty is HardThresh(k) (paper Sec. 4.4); lam plays no role.
 In a stack of K configurations each one has its own mask and threshold (top-k along its own weights).
+
+structure=neuron: whole groups are pruned by their root mean square ||w_g|| / sqrt(|g|) (comparable across layers
+whose groups differ in length), the sparsity still a fraction of weights: per layer, that fraction of its groups;
+globally, the smallest groups until their weights make that fraction of all weights.
 """
 from dataclasses import dataclass
 
@@ -40,7 +44,7 @@ class Masked(Method):
     backward, each step (measured: docs/notebook.md)."""
 
     def add_parameters(self, layer):
-        layer.register_buffer("mask", torch.ones(layer.weight.shape, dtype=torch.bool))
+        layer.register_buffer("mask", torch.ones(layer.group_shape, dtype=torch.bool))
 
     @torch.no_grad()
     def before_update(self, layers):
@@ -91,6 +95,8 @@ class MagnitudePruning(Masked):
     def update_masks(self, layers, sparsity):
         """Each configuration (a row: a stack's leading axis, or the one run) keeps its own largest magnitudes."""
         rows = layers[0].configs or 1
+        if layers[0].grouped:
+            return self.update_group_masks(layers, sparsity, rows)
         if self.params.scope == "global":
             magnitudes = torch.cat([layer.weight.abs().reshape(rows, -1) for layer in layers], dim=1)
             k = int(round(sparsity * magnitudes.shape[1]))
@@ -106,3 +112,19 @@ class MagnitudePruning(Masked):
                 flat = layer.weight.abs().reshape(rows, -1)
                 k = int(round(sparsity * flat.shape[1]))
                 layer.mask.copy_(~smallest(flat, k).view_as(layer.mask))
+
+    def update_group_masks(self, layers, sparsity, rows):
+        rms = [(layer.group_norm(layer.weight) / layer.group_size ** 0.5).reshape(rows, -1) for layer in layers]
+        if self.params.scope == "layer":
+            for layer, r in zip(layers, rms):
+                layer.mask.copy_(~smallest(r, int(round(sparsity * r.shape[1]))).view_as(layer.mask))
+            return
+        magnitudes = torch.cat(rms, dim=1)
+        sizes = torch.cat([torch.full((r.shape[1],), layer.group_size, device=r.device) for layer, r in zip(layers, rms)])
+        order = torch.argsort(magnitudes, dim=1, stable=True)
+        dropped = torch.cumsum(sizes[order], dim=1) <= sparsity * sizes.sum()  # the smallest groups, by weights
+        drop = torch.zeros_like(magnitudes, dtype=torch.bool).scatter_(1, order, dropped)
+        start = 0
+        for layer, r in zip(layers, rms):
+            layer.mask.copy_(~drop[:, start:start + r.shape[1]].view_as(layer.mask))
+            start += r.shape[1]

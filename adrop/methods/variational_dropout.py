@@ -9,6 +9,14 @@ The regulariser is sum_j KL(alpha_j) with Molchanov's fit of the KL (adrop.penal
 and lam = 1/N. Molchanov's alpha is lam / eta, so the keep probability eta / (eta + lam) is 1 / (1 + alpha): a
 weight counts as zero when log alpha > log(0.95 / 0.05) = 2.944. Evaluation uses theta with those weights zeroed.
 The means and variances are the layer's products (linear, or batched for a stack); the rest is elementwise.
+
+structure=neuron: one multiplicative noise per unit, z_g ~ N(mu_g, sigma_g^2) scaling all of a group's weights (a
+Linear layer's input unit, a Conv2d layer's filter), with Molchanov's KL of log alpha_g = log (sigma_g^2 / mu_g^2)
+once per group and the weights themselves point estimates: the group scale of Bayesian Compression's group
+normal-Jeffreys prior (Louizos et al. 2017, BC-GNJ) without its weight-level KL. vardrop_lr_ar learns mu_g and
+log sigma_g^2 (BC-GNJ's parameters); vardrop_lr mu_g = 1 and log alpha_g (per-unit variational dropout, Kingma et
+al. 2015). Both draw z per example on the unit (exact: no local reparameterisation is needed for one noise per unit);
+vardrop draws one z_g per group for the minibatch.
 """
 from dataclasses import dataclass
 
@@ -33,7 +41,7 @@ class VarDrop(Method):
     Params = VarDropParams
 
     def add_parameters(self, layer):
-        layer.log_alpha_param = nn.Parameter(torch.full(layer.weight.shape, self.params.init_log_alpha))
+        layer.log_alpha_param = nn.Parameter(torch.full(layer.group_shape, self.params.init_log_alpha))
 
     def log_alpha(self, layer) -> torch.Tensor:
         return layer.log_alpha_param.clamp(self.params.log_alpha_min, self.params.log_alpha_max)
@@ -58,14 +66,25 @@ class VarDropLRAR(VarDrop):
     name = "vardrop_lr_ar"
 
     def add_parameters(self, layer):
-        layer.log_sigma2 = nn.Parameter(torch.full(layer.weight.shape, self.params.init_log_sigma2))
+        layer.log_sigma2 = nn.Parameter(torch.full(layer.group_shape, self.params.init_log_sigma2))
+        if layer.grouped:  # mu_g, the mean of the group's scale
+            layer.unit_scale = nn.Parameter(torch.ones(layer.group_shape))
 
     def log_alpha(self, layer):
-        w = layer.weight
-        return (layer.log_sigma2 - torch.log(w * w + 1e-16)).clamp(self.params.log_alpha_min, self.params.log_alpha_max)
+        mu = layer.unit_scale if layer.grouped else layer.weight
+        return (layer.log_sigma2 - torch.log(mu * mu + 1e-16)).clamp(self.params.log_alpha_min, self.params.log_alpha_max)
 
     def forward(self, layer, x):
+        if layer.grouped:
+            return layer.product_with_unit_noise(x, layer.weight, layer.bias, layer.unit_scale,
+                                                 torch.exp(0.5 * layer.log_sigma2))
         return self.local_reparameterisation(layer, x, torch.exp(layer.log_sigma2))
+
+    def unmasked_weight(self, layer):
+        return layer.weight * layer.unit_scale.detach() if layer.grouped else layer.weight
+
+    def effective_weight(self, layer, lam):
+        return self.unmasked_weight(layer) * self.keep_mask(layer, lam)
 
 
 @register
@@ -73,6 +92,8 @@ class VarDropLR(VarDrop):
     name = "vardrop_lr"
 
     def forward(self, layer, x):
+        if layer.grouped:
+            return layer.product_with_unit_noise(x, layer.weight, layer.bias, 1.0, torch.exp(0.5 * self.log_alpha(layer)))
         return self.local_reparameterisation(layer, x, torch.exp(self.log_alpha(layer)) * layer.weight * layer.weight)
 
 
@@ -81,5 +102,6 @@ class VarDropPlain(VarDrop):
     name = "vardrop"
 
     def forward(self, layer, x):
-        eps = noise.gaussian_like(layer.weight) * torch.exp(0.5 * self.log_alpha(layer))
+        log_alpha = self.log_alpha(layer)
+        eps = noise.gaussian_like(log_alpha) * torch.exp(0.5 * log_alpha)  # per weight, or per group
         return layer.product(x, layer.weight * (1 + eps), layer.bias)

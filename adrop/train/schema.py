@@ -61,6 +61,8 @@ class Config:
     # open, since the arguments are the module's (a wrong one fails when the module is made, in one line)
     model: Dict[str, Any] = field(default_factory=dict)
     data: DataConfig = field(default_factory=DataConfig)
+    structure: str = "weight"         # weight: each weight its own group; neuron: whole units (a Linear layer's input
+    #                                    units, a Conv2d layer's filters), so that networks lose units (adrop.methods.base)
     lam: Optional[float] = None        # null: method.lam
     lr: Optional[float] = None         # null: method.lr
     epochs: int = 10

@@ -33,8 +33,8 @@ from .schedules import SCHEDULES
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
                      .hydra.job.config.override_dirname.exclude_keys)
-IDENTITY_DEFAULTS = {"schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0], "init_from": None,
-                     "evaluate_unmasked": False}
+IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
+                     "init_from": None, "evaluate_unmasked": False}
 DEFAULT_MODEL = "lenet_300_100"
 
 
@@ -55,7 +55,7 @@ class Settings:
     identity: dict
 
     def make_method(self, steps_per_epoch: int):
-        return self.method(self.params, steps_per_epoch, self.cfg.epochs)
+        return self.method(self.params, steps_per_epoch, self.cfg.epochs, self.cfg.structure)
 
 
 def check_keys(cfg) -> None:
@@ -86,7 +86,9 @@ def lam_and_lr(cfg) -> tuple[float, float]:
     """The effective lam and lr (null = the method's default), with every other value checked."""
     lam = cfg.method.lam if cfg.lam is None else cfg.lam
     lr = cfg.method.lr if cfg.lr is None else cfg.lr
-    checks = [(lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
+    checks = [(cfg.structure in methods.STRUCTURES,
+               f"structure must be one of {', '.join(methods.STRUCTURES)}, got {cfg.structure!r}"),
+              (lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
               (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
               (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
               (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
@@ -167,7 +169,7 @@ def check_network(cfg, cls, params) -> None:
     if shape is None:
         return
     input_shape, classes = shape
-    net = network.build(cfg.model, input_shape, classes, cls(params, 1, cfg.epochs))
+    net = network.build(cfg.model, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure))
     network.check_output(net, torch.zeros(2, *input_shape))
 
 
