@@ -1,0 +1,155 @@
+"""structure=neuron: every method's group form keeps or drops whole units (a Linear layer's input units, a Conv2d
+layer's filters), stacks follow their single runs, the unit-noise products are each configuration's own, and
+structure=weight is untouched (its bitwise reference: tests/test_stacked.py and scripts/fingerprint.py)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import adrop.methods.base as method_base
+from adrop import methods
+from adrop.methods.base import SparseConv2d, SparseLinear
+from engines import one, stack, train
+from test_stacked import assert_follows, held_noise, three  # noqa: F401 (held_noise: a fixture)
+
+PER_WEIGHT = {"dense", "fixed_mask"}  # no group parameters: a unit dies only when all its weights are zero
+DROPS = {"logsum": 0.2, "adaprox": 0.2, "adatikhonov": 0.2, "adaptive_dropout": 0.05}  # lams that drop units quickly
+
+
+def neuron_run(synthetic, method, *extra):
+    return synthetic(f"method={method}", "structure=neuron", *extra)
+
+
+def whole_units(weight) -> tuple[bool, int]:
+    """Whether a Linear weight's zeros make whole columns (input units gone) and rows (units whose output no one
+    reads any more, which decay to 0), and how many columns are gone."""
+    nonzero = weight != 0
+    rows, columns = nonzero.any(axis=1), nonzero.any(axis=0)
+    return np.array_equal(nonzero, np.outer(rows, columns)), int((~columns).sum())
+
+
+@pytest.mark.parametrize("method", sorted(set(methods.names()) - PER_WEIGHT))
+def test_each_method_has_one_parameter_per_unit(method, synthetic, tmp_path):
+    """The method's own tensors (if it has any: the eta-hat methods have none) have the layer's group shape, one per
+    input unit of a Linear layer, and its keep mask is constant over each unit's weights."""
+    engine = one(neuron_run(synthetic, method, "epochs=1"), tmp_path)
+    for layer in engine.model.layers:
+        assert layer.group_shape == (1, 1, layer.weight.shape[-1])  # a stack of one: (K, 1, in)
+        own = [t for name, t in layer.named_parameters() if name not in ("weight", "bias")]
+        own += [t for name, t in layer.named_buffers() if name == "mask"]
+        assert all(tuple(t.shape) == layer.group_shape for t in own), [tuple(t.shape) for t in own]
+        keep = engine.method.keep_mask(layer, engine.lam).expand_as(layer.weight)
+        assert torch.equal(keep, keep.any(dim=-2, keepdim=True).expand_as(keep))  # constant over each column
+
+
+@pytest.mark.parametrize("method", sorted(DROPS) + ["magnitude_pruning"])
+def test_units_go_whole(method, synthetic, tmp_path):
+    """After training, the zeros are whole units (no scattered zeros), and some units are gone."""
+    extra = ["method.params.final_sparsity=0.6"] if method == "magnitude_pruning" else [f"lam={DROPS[method]}"]
+    summary = train(neuron_run(synthetic, method, "epochs=3", "lr=0.01", *extra), tmp_path)
+    assert summary["status"] == "completed"
+    weights = np.load(tmp_path / "weights.npz")
+    gone = 0
+    for key in [k for k in weights.files if k.endswith("weight")]:
+        whole, columns_gone = whole_units(weights[key])
+        assert whole, key
+        gone += columns_gone
+    assert gone > 0
+
+
+@pytest.mark.parametrize("scope", ["layer", "global"])
+def test_group_pruning_reaches_its_sparsity_in_weights(scope, synthetic, tmp_path):
+    summary = train(neuron_run(synthetic, "magnitude_pruning", "epochs=2", "method.params.final_sparsity=0.7",
+                               f"method.params.scope={scope}", "method.params.frequency=1"), tmp_path)
+    assert 0.3 - 0.05 <= summary["nonzero_fraction"] <= 0.3 + 0.05, summary["nonzero_fraction"]
+
+
+@pytest.mark.parametrize("method", methods.names())
+def test_a_stack_of_three_follows_each_single_run_by_units(method, synthetic, held_noise, tmp_path):
+    """As tests/test_stacked.py checks per weight: three configurations as one stack end where their single runs
+    end (float32 rounding), with the noise held fixed."""
+    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
+             "adaptive_dropout": ["method.params.mask=gaussian"]}.get(method, [])
+    if method == "fixed_mask":
+        pruned = tmp_path / "pruned"
+        train(neuron_run(synthetic, "magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=2"), pruned)
+        extra = [f"init_from={pruned}"]
+    cfgs = three(synthetic, method, [*extra, "structure=neuron"])
+    singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
+    stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(3)]).fit()
+    for i, cfg in enumerate(cfgs):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        steps = math.ceil((cfg.dataset.n_train - cfg.dataset.val_size) / cfg.batch_size)
+        assert_follows(a, b, steps, longest_product=max(cfg.batch_size, *cfg.model.hidden), lr_sum=steps * cfg.lr)
+        assert abs(stacked[i]["test_error"] - singles[i]["test_error"]) <= 2 / 500
+
+
+class Recorded(method_base.Noise):
+    """Gaussian draws kept, to recompute a product by hand."""
+
+    def __init__(self):
+        self.draws = []
+
+    def gaussian_like(self, t):
+        self.draws.append(torch.randn_like(t))
+        return self.draws[-1]
+
+
+def sparse_pair(module, K=2):
+    """A stacked sparse layer of K copies of `module` (each row its own random weights) and the method behind it."""
+    method = methods.get("vardrop_lr")(methods.get("vardrop_lr").Params(), 1, 1, "neuron")
+    kind = SparseLinear if isinstance(module, nn.Linear) else SparseConv2d
+    layer = kind.like(module, method, configs=K)
+    with torch.no_grad():
+        layer.weight.normal_()
+        layer.bias.normal_()
+    return layer
+
+
+def test_unit_noise_scales_each_configurations_input_units(monkeypatch):
+    recorded = Recorded()
+    monkeypatch.setattr(method_base, "noise", recorded)
+    layer = sparse_pair(nn.Linear(5, 3))
+    x = torch.randn(2 * 4, 5)  # (K * batch, in), configuration-major
+    mean, std = torch.rand(2, 1, 5) + 0.5, torch.rand(2, 1, 5)
+    out = layer.product_with_unit_noise(x, layer.weight, layer.bias, mean, std)
+    z = mean + std * recorded.draws[0]  # (K, batch, in)
+    for k in range(2):
+        expected = (x[4 * k:4 * k + 4] * z[k]) @ layer.weight[k].T + layer.bias[k]
+        torch.testing.assert_close(out[4 * k:4 * k + 4], expected)
+
+
+def test_unit_noise_scales_each_configurations_filters(monkeypatch):
+    recorded = Recorded()
+    monkeypatch.setattr(method_base, "noise", recorded)
+    layer = sparse_pair(nn.Conv2d(2, 3, 3, padding=1))
+    x = torch.randn(2 * 4, 2, 6, 6)
+    mean, std = torch.rand(2, 3, 1, 1, 1) + 0.5, torch.rand(2, 3, 1, 1, 1)
+    out = layer.product_with_unit_noise(x, layer.weight, layer.bias, mean, std)
+    z = mean.view(2, 1, 3, 1, 1) + std.view(2, 1, 3, 1, 1) * recorded.draws[0]  # (K, batch, out, 1, 1)
+    for k in range(2):
+        conv = torch.nn.functional.conv2d(x[4 * k:4 * k + 4], layer.weight[k], None, padding=1)
+        torch.testing.assert_close(out[4 * k:4 * k + 4], conv * z[k] + layer.bias[k].view(1, 3, 1, 1))
+
+
+@pytest.mark.parametrize("method", ["logsum", "adatikhonov", "eta_trick"])
+def test_a_unit_of_zeros_has_a_finite_gradient(method):
+    """||w_g|| is not differentiable at 0; its gradient there is taken as 0, never NaN."""
+    cls = methods.get(method)
+    m = cls(cls.Params(), 1, 1, "neuron")
+    layer = SparseLinear(4, 3, m)
+    with torch.no_grad():
+        layer.weight.normal_()
+        layer.weight[:, 1] = 0
+    m.layer_penalty(layer, 0.1).backward()
+    assert torch.isfinite(layer.weight.grad).all()
+
+
+def test_a_per_weight_switch_is_refused_with_units(synthetic, adrop, tmp_path):
+    result = adrop("train", "dataset=synthetic", "model=mlp", "method=adaprox", "structure=neuron",
+                   "method.params.authors_keep_rule=true", "epochs=1")
+    assert result.returncode == 2 and "authors_keep_rule" in result.stderr.strip().splitlines()[-1]
+    result = adrop("train", "dataset=synthetic", "model=mlp", "structure=filters", "epochs=1")
+    assert result.returncode == 2 and "structure must be one of weight, neuron" in result.stderr
