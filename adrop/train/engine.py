@@ -324,9 +324,11 @@ class Engine:
         loss, data_term, penalty = sums
         val_error = evaluate.error(self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
+        units, _ = evaluate.kept_units(self.single, weights)
         self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
                                                      lr, seconds))
-        self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions(), self.single.biases())
+        self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions(), self.single.biases(),
+                                                   units)
         run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
         self.checkpoint(k)
         run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
@@ -346,10 +348,11 @@ class Engine:
         cfg = self.runs[k].cfg
         test_error = evaluate.error(self.single.predict, weights, self.data.test, cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
+        units, kept = evaluate.kept_units(self.single, weights)
         run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
         errors = evaluate.unmasked_errors(cfg, self.single.predict, unmasked, self.data)
         summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
-                               layers=layers, nonzero=nonzero, total=total, unmasked=errors)
+                               layers=layers, nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept)
         run_files.write_summary(self.folders[k], summary)
         return summary
 

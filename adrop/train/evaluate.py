@@ -49,6 +49,31 @@ def sparsity(names, state: dict):
     return layers, nonzero, total
 
 
+@torch.no_grad()
+def kept_units(network, state: dict):
+    """Per sparse layer (inputs kept, inputs, outputs kept, outputs), and the compact network (adrop.compact) for
+    adrop's built-in chains, else None. A chain's units are the compact network's (a unit kept when it is read and
+    reads); any other network's, read from each layer's weights alone: an input (a Linear column, a conv input channel)
+    kept when a weight on it is nonzero, an output (a row, a filter) when one of its weights is."""
+    from adrop.compact import compact
+
+    weights = {n: state[f"{n}.weight"].detach().cpu() for n in network.names}
+    if network.chain:
+        image = network.input_shape if any(w.dim() == 4 for w in weights.values()) else None
+        biases = {n: state.get(f"{n}.bias") for n in network.names}
+        kept = compact(network.names, {n: (weights[n].numpy(), None if biases[n] is None else biases[n].cpu().numpy())
+                                       for n in network.names}, image)
+        return [(w.shape[1], weights[n].shape[1], w.shape[0], weights[n].shape[0])
+                for n, (w, _) in zip(network.names, kept.layers)], kept
+    out = []
+    for n in network.names:
+        nonzero = weights[n] != 0
+        inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
+        outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
+        out.append((int(inputs.sum()), len(inputs), int(outputs.sum()), len(outputs)))
+    return out, None
+
+
 def unmasked_errors(cfg, predict, weights, data) -> tuple[float, float] | None:
     """(test, val) errors of the network with these unmasked weights (`unmasked`), when cfg.evaluate_unmasked asks
     for them."""

@@ -24,6 +24,7 @@ from torch.nn.utils import parametrize
 
 from adrop.methods.base import SPARSE_LAYERS, SparseLayer
 
+from . import networks
 from .errors import brief
 from .stacking import Stacked, needs_stacking, owns_tensors
 
@@ -130,6 +131,7 @@ class Network:
             raise NetworkError(f"{self.architecture}: {lost[0]} is not a plain layer's tensor (a weight norm?): adrop "
                                "trains a Linear or Conv2d layer's own weight, so it cannot train this network")
         self.net = module
+        self.chain = isinstance(module, (networks.MLP, networks.ConvNet))  # what adrop.compact can make smaller
         self.names = [n for n, _ in found]
         self.layers = [layer for _, layer in found]
         self._positions = None

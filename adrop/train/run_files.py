@@ -2,14 +2,18 @@
 
     metrics.csv    one row per epoch: epoch, train_loss, data_term, penalty_term, val_error, nonzero_fraction, lr,
                    seconds
-    layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction, and the cost
+    layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction, the units kept
+                   on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
+                   units_out_kept of units_out: its outputs or filters; adrop.train.evaluate.kept_units), and the cost
                    (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
                    and val_error_unmasked (final, without the keep rule), nonzero_fraction, layers, epochs, wall_time_s,
                    device, method, lam, lr, seed, status (completed | failed | interrupted | running; pending:
                    started, no epoch finished yet), error (when failed or interrupted: why),
                    code (the git commit that ran, or the installed version), model and architecture, cost
-                   (totals; per layer inside layers), input_normalisation (the mean and std, one or one per channel
+                   (totals; per layer inside layers; compact_macs: the compact network's multiply-adds),
+                   kept_architecture (adrop's built-in networks: the units the compact network keeps, input first,
+                   e.g. 784-212-64-10 or 1x28x28-c6-c14-120-38-10; adrop.compact), input_normalisation (the mean and std, one or one per channel
                    or feature, the inputs were normalised with: x = (x - mean) / std, pixels in [0, 1]),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run)
     weights.npz    the network's state_dict under its own keys (for adrop's networks <layer>.weight, out x in, and
@@ -43,7 +47,8 @@ from adrop.provenance import code_version
 from . import cost
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
-LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction", *cost.COLUMNS]
+UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units
+LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction", *UNITS, *cost.COLUMNS]
 CHECKPOINT = "checkpoint.pt"
 SUMMARY = "summary.json"
 METRICS_CSV = "metrics.csv"
@@ -91,10 +96,11 @@ def metrics_row(epoch, loss, data_term, penalty, val_error, nonzero, total, lr, 
             "val_error": val_error, "nonzero_fraction": nonzero / total, "lr": lr, "seconds": seconds}
 
 
-def layer_rows(epoch, layers, positions, biases=None) -> list[dict]:
+def layer_rows(epoch, layers, positions, biases=None, units=None) -> list[dict]:
+    units = units or [{}] * len(layers)
     return [{"epoch": epoch, "layer": name, "shape": "x".join(map(str, shape)), "nonzero": nz, "total": n,
-             "nonzero_fraction": nz / n, **cost.layer_cost(shape, nz, p, b)}
-            for (name, shape, nz, n), p, b in zip(layers, positions, biases or [True] * len(layers))]
+             "nonzero_fraction": nz / n, **dict(zip(UNITS, u)), **cost.layer_cost(shape, nz, p, b)}
+            for (name, shape, nz, n), p, b, u in zip(layers, positions, biases or [True] * len(layers), units)]
 
 
 def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:
@@ -103,11 +109,19 @@ def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None
 
 
 def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, test_error=None,
-            val_error=None, layers=None, nonzero=None, total=None, unmasked=None, normalisation=None) -> dict:
+            val_error=None, layers=None, nonzero=None, total=None, unmasked=None, normalisation=None, units=None,
+            kept=None) -> dict:
     """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
     `model` gives the architecture and, for the cost, how often each layer's weights act per example; `unmasked` the
-    (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone)."""
+    (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone); `units` and
+    `kept` what adrop.train.evaluate.kept_units gives."""
     cfg, positions, biases = run.cfg, model.positions(), model.biases()
+    units = units or [()] * len(layers or [])
+    network_cost = None
+    if layers is not None:
+        network_cost = cost.network_cost(layers, positions, biases)
+        if kept is not None:
+            network_cost["compact_macs"] = kept.macs()
     return {"status": status, "method": cfg.method.name, "lam": run.lam, "lr": run.lr,
             "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
             "test_error": test_error, "val_error": val_error,
@@ -115,9 +129,12 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
             "nonzero_fraction": None if total is None else nonzero / total,
             "nonzero": nonzero, "total": total,
             "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
-                                                           "fraction": nz / n, **cost.layer_cost(shape, nz, p, b)}
-                                                    for (name, shape, nz, n), p, b in zip(layers, positions, biases)},
-            "cost": None if layers is None else cost.network_cost(layers, positions, biases),
+                                                           "fraction": nz / n, **dict(zip(UNITS, u)),
+                                                           **cost.layer_cost(shape, nz, p, b)}
+                                                    for (name, shape, nz, n), p, b, u in zip(layers, positions, biases,
+                                                                                             units)},
+            "cost": network_cost, "structure": cfg.get("structure", "weight"),
+            "kept_architecture": None if kept is None else kept.architecture,
             "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
             "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
             "identity": run.identity, "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit,
