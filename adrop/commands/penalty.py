@@ -83,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", action="store_true", help="draw Figure 1 (PNG and PDF) and write penalties.csv")
     p.add_argument("--fit-logsum", action="store_true",
                    help="the scaled LogSum(eps) nearest each chosen penalty on |w| <= 3 (least squares), with the gaps")
+    p.add_argument("--group-size", type=int, default=1, metavar="N",
+                   help="a group of N weights: the penalty sqrt(N) Omega(||w_g||) of its norm (--w, --plot: the norm; "
+                        "structure=neuron's penalty)")
     p.add_argument("--out", type=Path, help="folder for the files (default: a new folder under outputs/penalty/)")
     return p
 
@@ -96,7 +99,14 @@ def chosen(args) -> list[penalties.Penalty]:
     for key in given:
         if not any(key in penalties.parameters(n) for n in names if n in penalties.REGISTRY):
             raise UsageError(f"--{key} applies to none of: {', '.join(names)}")
-    return [penalties.get(n, **{k: v for k, v in given.items() if k in penalties.parameters(n)}) for n in names]
+    pens = [penalties.get(n, **{k: v for k, v in given.items() if k in penalties.parameters(n)}) for n in names]
+    if args.group_size == 1:
+        return pens
+    if args.vector is not None:
+        raise UsageError("--group-size takes a group's norm as --w; --vector evaluates one vector of weights")
+    from adrop.penalties.group import GroupPenalty
+
+    return [GroupPenalty(p, args.group_size) for p in pens]
 
 
 def listing() -> str:
@@ -135,7 +145,10 @@ def dual_table(pens, eta: np.ndarray) -> pd.DataFrame:
 
 def figure(args) -> Path:
     if args.method:
-        specs = tuple(figure1.Curve(p.name, p.params, weight=args.weight) for p in chosen(args))
+        specs = tuple(figure1.Curve(p.name, {k: v for k, v in p.params.items() if k != "group_size"},
+                                    weight=args.weight, group_size=args.group_size) for p in chosen(args))
+    elif args.group_size > 1:
+        raise UsageError("--plot --group-size needs --method (separable penalties, e.g. logsum,l1,scad)")
     else:
         specs = figure1.PAPER + (figure1.HARD_THRESH,)
     out = claim(args.out, FIGURE_FILES) if args.out else new_folder("penalty")

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .base import get
+from .group import GroupPenalty
 
 DIM = 32
 COLUMNS = ["panel", "method", "params", "weight", "x", "omega"]
@@ -25,9 +26,11 @@ class Curve:
     params: dict = field(default_factory=dict)
     weight: float = 1.0  # lambda in lambda * Omega
     label: str = ""
+    group_size: int = 1  # > 1: the group penalty sqrt(|g|) Omega(||w_g||) against ||w_g|| (adrop.penalties.group)
 
     def penalty(self):
-        return get(self.method, **self.params)
+        pen = get(self.method, **self.params)
+        return pen if self.group_size == 1 else GroupPenalty(pen, self.group_size)
 
     def params_text(self) -> str:
         return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.penalty().params.items())
@@ -37,7 +40,8 @@ class Curve:
             return self.label
         text = self.params_text()
         name = f"{self.method}({text})" if text else self.method
-        return name + (f", lam={self.weight:g}" if self.weight != 1 else "")
+        group = f" of ||w_g||, |g|={self.group_size}" if self.group_size > 1 else ""
+        return name + group + (f", lam={self.weight:g}" if self.weight != 1 else "")
 
 
 PAPER = (
@@ -103,7 +107,9 @@ def draw(table: pd.DataFrame, specs=PAPER + (HARD_THRESH,)):
         if (~finite).any():  # HardThresh(k): inf beyond k, drawn as arrows at the top edge
             right.plot(ks.x[~finite], np.full((~finite).sum(), 1.0), "^", color=style["color"], ms=5,
                        transform=right.get_xaxis_transform(), clip_on=False)
-    left.set(xlabel="|w|", ylabel="penalty  lam * (Omega(w) - Omega(0))", xlim=(0, table[table.panel == "separable"].x.max()),
+    grouped = any(spec.group_size > 1 for spec in specs)
+    left.set(xlabel="||w_g|| (a group's norm)" if grouped else "|w|", ylabel="penalty  lam * (Omega(w) - Omega(0))",
+             xlim=(0, table[table.panel == "separable"].x.max()),
              ylim=(0, 3.2), title="separable penalties")
     right.set(xlabel="k (number of nonzeros)", ylabel="penalty of the unit-norm k-sparse w in R^32",
               ylim=(0, 12), xlim=(0, table[table.panel == "k_sparse"].x.max() + 1),
