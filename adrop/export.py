@@ -7,15 +7,15 @@ For adrop's built-in networks (MLPs, LeNet-style conv nets):
               `<name>.indices` and `<name>.indptr` (int32), `<name>.shape` (the weight's torch shape) and
               `<name>.bias`; scipy.sparse.csr_matrix((data, indices, indptr), shape=(shape[0], prod(shape[1:])))
               rebuilds it
-    compact   the smaller dense network left when every neuron that cannot matter is removed (fully connected
-              networks): an input feature whose weights are all zero, a hidden unit with no incoming weights (its
-              constant output relu(b) is folded into the next layer's bias) or no outgoing ones; `input_index`
-              says which input features the first layer reads. Its architecture is printed as the L0 paper writes
-              it, e.g. 784-300-100-10 -> 266-41-53-10
-    onnx      an ONNX model (opset 17) of the faster form for onnxruntime: the compact network for a fully connected
-              one (dense Gemm beats sparse products in onnxruntime; its first layer reads all inputs, zero columns
-              for the unread ones, faster than a Gather), the masked dense network for a conv net;
-              input `x` (N, features: the dataset's flat normalised rows), output `logits`
+    compact   the smaller dense network left when every unit that cannot matter is removed (adrop.compact): an
+              input feature or channel no kept unit reads, a hidden unit or filter that nothing reads, or that reads
+              nothing (its constant output relu(b) is folded into the next layer's bias); `input_index` says which
+              inputs the first layer reads, for a conv net `flat_index` which flattened conv outputs the first
+              Linear layer reads. Its architecture is printed as the L0 paper writes it, e.g. 784-300-100-10 ->
+              266-41-53-10, 1x28x28-c20-c50-800-500-10 -> 1x28x28-c6-c14-120-38-10
+    onnx      an ONNX model (opset 17) of the compact network for onnxruntime (dense Gemm and Conv beat sparse
+              products there; its first layer reads all inputs, zero weights for the unread ones, faster than a
+              Gather); input `x` (N, features: the dataset's flat normalised rows), output `logits`
 
 For any other network (a user's module, by `_target_`):
 
@@ -43,6 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 from omegaconf import OmegaConf
 
+from adrop.compact import Compact, conv2d, max_pool2, relu
+from adrop.compact import compact as compact_of
 from adrop.train import run_files
 
 
@@ -146,27 +148,6 @@ def module_predict(module, x: np.ndarray, shape: tuple, batch: int = 4096) -> np
                                for i in range(0, len(x), batch)])
 
 
-def relu(x):
-    return np.maximum(x, 0, out=x)
-
-
-def conv2d(x, w, b):
-    """x (N, C, H, W) * w (O, C, k, k), stride 1, no padding: by im2col and one matrix product."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    k = w.shape[-1]
-    cols = sliding_window_view(x, (k, k), axis=(2, 3))  # N, C, H', W', k, k
-    n, c, h, wd = cols.shape[:4]
-    cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * k * k)
-    out = cols @ w.reshape(w.shape[0], -1).T + b
-    return out.reshape(n, h, wd, -1).transpose(0, 3, 1, 2)
-
-
-def max_pool2(x):
-    n, c, h, w = x.shape
-    return x[:, :, :h // 2 * 2, :w // 2 * 2].reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
-
-
 def csr(run: FinishedRun) -> dict:
     arrays = {"layers": np.array(run.names), "architecture": np.array(run.summary.get("architecture", ""))}
     normalisation = run.summary.get("input_normalisation")
@@ -220,53 +201,31 @@ def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
     return x
 
 
-def compact_network(run: FinishedRun) -> tuple[dict, str]:
-    """The dense network without the neurons that cannot matter; and its architecture, before -> after."""
+def check_compact(run: FinishedRun) -> None:
+    """Refuses, in one line, a network whose compact form adrop cannot make."""
     if not run.built_in:
-        raise ExportError(f"the compact export removes neurons from adrop's fully connected networks; "
+        raise ExportError(f"the compact export removes neurons from adrop's built-in networks; "
                           f"{run.summary.get('architecture')} is another network (how its layers connect is its "
                           "code's): use --format csr or onnx")
-    if run.conv:
-        raise ExportError("the compact export is for fully connected networks; use --format csr for a conv net")
-    ws = [run.weights[n][0].copy() for n in run.names]
-    bs = [run.weights[n][1].copy() for n in run.names]
-    keep_in = np.flatnonzero(np.any(ws[0] != 0, axis=0))
-    for i in range(len(ws) - 1):  # hidden layer i's units: rows of ws[i], columns of ws[i + 1]
-        incoming, outgoing = np.any(ws[i] != 0, axis=1), np.any(ws[i + 1] != 0, axis=0)
-        constant = ~incoming  # output relu(b), whatever the input: folded into the next layer's bias
-        bs[i + 1] = bs[i + 1] + ws[i + 1][:, constant] @ np.maximum(bs[i][constant], 0)
-        alive = incoming & outgoing
-        ws[i], bs[i] = ws[i][alive], bs[i][alive]
-        ws[i + 1] = ws[i + 1][:, alive]
-    ws[0] = ws[0][:, keep_in]
-    before = [run.weights[run.names[0]][0].shape[1]] + [run.weights[n][0].shape[0] for n in run.names]
-    after = [len(keep_in)] + [w.shape[0] for w in ws]
-    arrays = {"layers": np.array(run.names), "input_index": keep_in.astype(np.int64)}
-    for name, w, b in zip(run.names, ws, bs):
-        arrays[f"{name}.weight"], arrays[f"{name}.bias"] = w.astype(np.float32), b.astype(np.float32)
-    return arrays, f"{'-'.join(map(str, before))} -> {'-'.join(map(str, after))}"
 
 
-def compact_layers(arrays: dict, features: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The compact network's (weight, bias) per layer for a runtime, its first layer widened back to all `features`
-    inputs (zero columns where an input is never read). Why: a Gather of the inputs the network reads measured slower
-    than reading them all, in torch and onnxruntime alike (LeNet-300-100 at 1.3% nonzero, 784-300-100 -> 472-64-40,
-    batch 256: onnxruntime 0.56 ms with the Gather, 0.16 ms without; torch 0.40 and 0.18; docs/results/inference.md)."""
-    names = list(arrays["layers"])
-    layers = [(arrays[f"{n}.weight"], arrays[f"{n}.bias"]) for n in names]
-    first = np.zeros((layers[0][0].shape[0], features), np.float32)
-    first[:, arrays["input_index"]] = layers[0][0]
-    return [(first, layers[0][1]), *layers[1:]]
+def compact_network(run: FinishedRun, image=None) -> tuple[dict, str]:
+    """The dense network without the units that cannot matter (adrop.compact), as arrays; and its architecture,
+    before -> after. `image`: a conv net's input (channels, height, width)."""
+    check_compact(run)
+    if run.conv and image is None:
+        raise ExportError("the compact form of a conv net needs its input's image shape")
+    kept = compact_of(run.names, run.weights, tuple(image) if run.conv else None)
+    return kept.arrays(), f"{'-'.join(kept.before)} -> {kept.architecture}"
+
+
+def compact_layers(arrays: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The compact network's (weight, bias) per layer for a runtime given the full inputs (Compact.runtime_layers)."""
+    return Compact.from_arrays(arrays).runtime_layers()
 
 
 def compact_predict(arrays: dict, x: np.ndarray) -> np.ndarray:
-    x = x[:, arrays["input_index"]]
-    names = list(arrays["layers"])
-    for i, name in enumerate(names):
-        x = x @ arrays[f"{name}.weight"].T + arrays[f"{name}.bias"]
-        if i < len(names) - 1:
-            x = relu(x)
-    return x
+    return Compact.from_arrays(arrays).predict(x)
 
 
 def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> float:
@@ -315,9 +274,8 @@ def with_normalisation(model, run: FinishedRun):
 
 
 def onnx_model(run: FinishedRun, image, compact: bool = True):
-    """An ONNX graph of the faster form for onnxruntime: for a fully connected network the compact one (Gemm and
-    Relu; its first layer reads every input, zero columns for the unread ones: compact_layers says why), for a conv
-    net the masked dense one (Conv, Relu, MaxPool, Flatten, Gemm).
+    """An ONNX graph of the compact network for onnxruntime (Conv, Relu, MaxPool, Flatten, Gemm; its first layer
+    reads every input, zero weights for the unread ones, as Compact.runtime_layers says why).
     Input `x`: the dataset's flat normalised rows (N, features); output `logits`. compact=False: the uncompacted
     dense network (for comparison)."""
     try:
@@ -331,16 +289,15 @@ def onnx_model(run: FinishedRun, image, compact: bool = True):
         inits.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    if run.conv or not compact:
-        names, weights = run.names, run.weights
-        if run.conv:
-            nodes.append(helper.make_node("Reshape", [x, const("image_shape", np.array([-1, *image], np.int64))],
-                                          ["img"]))
-            x = "img"
-    else:
-        arrays, _ = compact_network(run)
+    if compact:
+        arrays, _ = compact_network(run, image)
         names = list(arrays["layers"])
-        weights = dict(zip(names, compact_layers(arrays, run.weights[run.names[0]][0].shape[1])))
+        weights = dict(zip(names, compact_layers(arrays)))
+    else:
+        names, weights = run.names, run.weights
+    if run.conv:
+        nodes.append(helper.make_node("Reshape", [x, const("image_shape", np.array([-1, *image], np.int64))], ["img"]))
+        x = "img"
     flat = False
     for i, name in enumerate(names):
         w, b = weights[name]

@@ -153,3 +153,50 @@ def test_a_per_weight_switch_is_refused_with_units(synthetic, adrop, tmp_path):
     assert result.returncode == 2 and "authors_keep_rule" in result.stderr.strip().splitlines()[-1]
     result = adrop("train", "dataset=synthetic", "model=mlp", "structure=filters", "epochs=1")
     assert result.returncode == 2 and "structure must be one of weight, neuron" in result.stderr
+
+
+def kept_of(folder, image=None):
+    """The compact network recomputed from a run's weights.npz alone (adrop.compact)."""
+    from adrop.compact import compact
+
+    weights = np.load(folder / "weights.npz")
+    names = [k.removesuffix(".weight") for k in weights.files if k.endswith(".weight")]
+    return compact(names, {n: (weights[f"{n}.weight"], weights[f"{n}.bias"]) for n in names}, image)
+
+
+def test_a_runs_kept_architecture_is_its_weights(synthetic, tmp_path):
+    """summary.json's kept_architecture, compact_macs and per-layer units are the compact network of weights.npz, and
+    layers.csv's last epoch says the same."""
+    import pandas as pd
+
+    summary = train(neuron_run(synthetic, "magnitude_pruning", "epochs=2", "method.params.final_sparsity=0.7",
+                               "method.params.frequency=1"), tmp_path)
+    kept = kept_of(tmp_path)
+    assert summary["kept_architecture"] == kept.architecture != "-".join(kept.before)
+    assert summary["cost"]["compact_macs"] == kept.macs() < summary["cost"]["dense_macs"]
+    layers = pd.read_csv(tmp_path / "layers.csv")
+    last = layers[layers.epoch == layers.epoch.max()]
+    for name, (w, _) in zip(kept.names, kept.layers):
+        row = last[last.layer == name].iloc[0]
+        assert (row.units_in_kept, row.units_out_kept) == (w.shape[1], w.shape[0])
+        assert summary["layers"][name]["units_in_kept"] == w.shape[1]
+
+
+@pytest.mark.slow
+def test_a_conv_net_loses_filters_and_its_compact_exports_reproduce_the_run(mnist, tmp_path, capsys):
+    from adrop.commands.export import main
+    from adrop.train import run_files
+
+    folder = tmp_path / "conv"
+    cfg = mnist("model=conv_small", "method=magnitude_pruning", "structure=neuron", "epochs=2", "batch_size=64",
+                "data.train_limit=512", "method.params.final_sparsity=0.6", "method.params.frequency=2")
+    summary = train(cfg, folder)
+    run_files.write_config(folder, cfg, {}, [])
+    kept = kept_of(folder, (1, 28, 28))
+    assert summary["kept_architecture"] == kept.architecture
+    assert kept.layers[0][0].shape[0] < 4 or kept.layers[1][0].shape[1] < 4 * 144  # filters or positions gone
+    for fmt in ("compact", "onnx"):
+        assert main([str(folder), "--format", fmt, "--out", str(tmp_path / f"net.{fmt}")]) == 0
+        printed = capsys.readouterr().out
+        assert f"test error {summary['test_error']:.4f}, as the run's" in printed
+        assert kept.architecture in printed

@@ -3,10 +3,10 @@
     adrop bench-inference outputs/runs/<time> [--batches 1,256] [--seconds 1.0] [--data DIR]
 
 Latency and throughput of the dense network (the masked weights as dense float32 matrices, torch) against its
-sparse forms: the compact network (dead neurons removed; dense torch), torch CSR (torch.sparse_csr products),
-scipy.sparse CSR, and onnxruntime (the ONNX export, when onnxruntime is installed, and the same runtime on the
-uncompacted network, to tell the runtime's gain from sparsity's); conv nets: dense, scipy CSR for
-their fully connected layers, onnxruntime. With CUDA: the dense and compact networks on the GPU too (end to end:
+sparse forms: the compact network (dead units and filters removed, adrop.compact; dense torch), torch CSR
+(torch.sparse_csr products; fully connected networks), scipy.sparse CSR (a conv net's conv layers dense), and
+onnxruntime (the ONNX export of the compact network, when onnxruntime is installed, and the same runtime on the
+uncompacted network, to tell the runtime's gain from sparsity's). With CUDA: the dense and compact networks on the GPU too (end to end:
 rows in, logits out). Inputs are the run's test rows. For each contender and batch size: the
 median over repeated calls in this one process (for about --seconds each, after a warm-up), milliseconds per call,
 examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
@@ -59,17 +59,17 @@ def contenders(run, image):
         return x
 
     out = {"dense (torch)": torch_dense}
-    if not run.conv:
-        arrays, _ = export.compact(run)
-        # weights stored input-major (x @ W^T with W^T contiguous: measured 0.18 against 0.23 ms at batch 256 for the
-        # compact network; dense gains nothing from it), the first layer reading every input (export.compact_layers)
-        small = [(torch.from_numpy(np.ascontiguousarray(w.T)), torch.from_numpy(b))
-                 for w, b in export.compact_layers(arrays, run.weights[names[0]][0].shape[1])]
+    arrays, _ = export.compact(run, image)
+    # Linear weights stored input-major (x @ W^T with W^T contiguous: measured 0.18 against 0.23 ms at batch 256 for
+    # the compact network; dense gains nothing from it), the first layer reading every input (export.compact_layers)
+    small = [(torch.from_numpy(w if w.ndim == 4 else np.ascontiguousarray(w.T)), torch.from_numpy(b))
+             for w, b in export.compact_layers(arrays)]
 
-        def compact(x):
-            with torch.no_grad():
-                return network(torch.from_numpy(x), small, product=lambda x, wt, b: torch.addmm(b, x, wt)).numpy()
-        out["compact (torch)"] = compact
+    def compact(x):
+        with torch.no_grad():
+            return network(torch.from_numpy(x), small, product=lambda x, wt, b: torch.addmm(b, x, wt)).numpy()
+    out["compact (torch)"] = compact
+    if not run.conv:
         with warnings.catch_warnings():  # "sparse CSR support is in beta": known, and what is measured here
             warnings.simplefilter("ignore")
             sparse = [(w.to_sparse_csr(), b) for w, b in dense]
@@ -81,9 +81,8 @@ def contenders(run, image):
         out["CSR (torch.sparse)"] = torch_csr
     if torch.cuda.is_available():  # end to end: the rows to the GPU and the logits back (.cpu() waits for the GPU)
         gpu = torch.device("cuda")
-        on_gpu = {"dense (torch, cuda)": [(w.to(gpu), b.to(gpu)) for w, b in dense]}
-        if not run.conv:
-            on_gpu["compact (torch, cuda)"] = [(wt.to(gpu), b.to(gpu)) for wt, b in small]
+        on_gpu = {"dense (torch, cuda)": [(w.to(gpu), b.to(gpu)) for w, b in dense],
+                  "compact (torch, cuda)": [(wt.to(gpu), b.to(gpu)) for wt, b in small]}
         for label, layers in on_gpu.items():
             product = (lambda x, wt, b: torch.addmm(b, x, wt)) if "compact" in label else None
 
@@ -102,12 +101,11 @@ def contenders(run, image):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         model = export.onnx_model(run, image)
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        out["onnxruntime (" + ("masked dense" if run.conv else "compact") + ")"] = \
-            lambda x: session.run(["logits"], {"x": x})[0]
-        if not run.conv:  # the same runtime on the uncompacted network: what is sparsity's and what the runtime's
-            full = export.onnx_model(run, image, compact=False)
-            full_session = ort.InferenceSession(full.SerializeToString(), options, providers=["CPUExecutionProvider"])
-            out["onnxruntime (dense)"] = lambda x: full_session.run(["logits"], {"x": x})[0]
+        out["onnxruntime (compact)"] = lambda x: session.run(["logits"], {"x": x})[0]
+        # the same runtime on the uncompacted network: what is sparsity's and what the runtime's
+        full = export.onnx_model(run, image, compact=False)
+        full_session = ort.InferenceSession(full.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        out["onnxruntime (dense)"] = lambda x: full_session.run(["logits"], {"x": x})[0]
     except (ImportError, export.ExportError):
         pass
     return out

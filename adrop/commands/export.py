@@ -40,7 +40,7 @@ def run(args) -> str:
     if out.exists():
         raise FileExistsError(f"{out} exists; adrop never overwrites: choose another --out")
     if args.format == "compact":
-        export.compact(finished)  # refused before the data is read, where the network has no compact form
+        export.check_compact(finished)  # refused before the data is read, where the network has no compact form
     data = export.test_data(finished, args.data)
     x, y, image, classes = data.test.x.numpy(), data.test.y.numpy(), data.image, data.classes
     shape = export.input_shape(finished, x, image)
@@ -52,12 +52,12 @@ def run(args) -> str:
             logits = export.module_predict(export.module_of(finished, export.csr_state(arrays), shape, classes), x, shape)
         error = export.check(finished, logits, y, "csr")
     elif args.format == "compact":
-        arrays, note = export.compact(finished)
+        arrays, note = export.compact(finished, image)
         error = export.check(finished, export.compact_predict(arrays, x), y, "compact")
     else:
         if finished.built_in:
             model = export.onnx_model(finished, image)
-            note = "compact network" if not finished.conv else "masked dense network"
+            note = f"compact network {export.compact(finished, image)[1]}"
         else:
             model = export.onnx_of_module(export.module_of(finished, finished.state, shape, classes), shape)
             note = f"{finished.summary.get('architecture')}, input x of shape N x {' x '.join(map(str, shape))}"
