@@ -284,3 +284,12 @@ def test_runs_of_another_length_are_another_row_without_the_papers_numbers(tmp_p
     assert "3.00%" in rows["200"] and "2.93%" in rows["200"]  # the paper's LogSum beside its own length
     assert "2.00%" in rows["1000"] and "2.93%" not in rows["1000"]
     assert sorted(collect.labels(table)) == ["logsum (epochs=1000)", "logsum (epochs=200)"]
+
+
+def test_units_kept_are_averaged_over_seeds():
+    from adrop.report.tables import mean_architecture
+
+    assert mean_architecture(["784-212-64-10", "784-210-67-10"]) == "784-211-66-10"
+    assert mean_architecture(["1x28x28-c6-c14-120-38-10", "1x28x28-c8-c14-100-40-10"]) == "1x28x28-c7-c14-110-39-10"
+    assert mean_architecture(["784-212-64-10", "1x28x28-c6-c14-120-38-10"]) is None
+    assert mean_architecture(["784-212-64-10", None]) is None

@@ -77,7 +77,9 @@ def _read_run(root: Path, folder: Path) -> dict:
            "test_error_unmasked": summary.get("test_error_unmasked"),
            "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
            "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error"),
-           "model": summary.get("model") or over.get("model"), "train_limit": summary.get("train_limit")}
+           "model": summary.get("model") or over.get("model"), "train_limit": summary.get("train_limit"),
+           "structure": summary.get("structure") or over.get("structure") or "weight",
+           "kept_architecture": summary.get("kept_architecture")}
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
         last = metrics.iloc[-1]
         row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)

@@ -2,7 +2,8 @@
 
 Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
 seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. The table has a setting column
-when the runs have more than one, and a "train examples" column when any trained on part of the training set
+when the runs have more than one, the units kept (the mean kept architecture) and the compact network's
+multiply-adds when any run trained whole units (structure=neuron), and a "train examples" column when any trained on part of the training set
 (data.train_limit). Runs that are not completed are listed below the table with their status (and, for
 failed ones, the error).
 """
@@ -33,6 +34,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     if done.empty:
         return pd.DataFrame()
     costs = [c for c in ("compression", "sparse_macs") if c in done and done[c].notna().any()]
+    if "structure" in done and (done.structure == "neuron").any() and "compact_macs" in done:
+        costs.append("compact_macs")
     unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
     figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
     done = done.assign(model=done.model.fillna("") if "model" in done else "",
@@ -40,9 +43,29 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
+    if "structure" in done and (done.structure == "neuron").any():  # units kept: every row, for comparison
+        out["kept_architecture"] = grouped.kept_architecture.agg(mean_architecture)
     out.insert(0, "runs", grouped.size())
     out.insert(1, "seeds", grouped.seed.apply(lambda s: ",".join(str(int(v)) for v in sorted(s.dropna()))))
     return out.reset_index()
+
+
+def mean_architecture(architectures) -> str | None:
+    """The mean over seeds of kept architectures such as 784-212-64-10 or 1x28x28-c6-c14-120-38-10, each count
+    rounded (None if a run has none, or they have different shapes)."""
+    parsed = [str(a).split("-") for a in architectures if isinstance(a, str)]
+    if not parsed or len(parsed) != len(list(architectures)) or len({len(p) for p in parsed}) != 1:
+        return None
+    out = []
+    for parts in zip(*parsed):
+        if "x" in parts[0]:  # an image input: channels x height x width
+            channels = [float(p.split("x")[0]) for p in parts]
+            out.append("x".join([f"{sum(channels) / len(channels):.0f}", *parts[0].split("x")[1:]]))
+            continue
+        prefix = "c" if parts[0].startswith("c") else ""
+        values = [float(p.removeprefix("c")) for p in parts]
+        out.append(f"{prefix}{sum(values) / len(values):.0f}")
+    return "-".join(out)
 
 
 def _cell(mean, std, percent=False, digits=3):
@@ -77,6 +100,10 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
             if "compression_mean" in agg:  # as the Sparse VD and L0 papers' tables: |W| / |W != 0| and the FLOPs
                 row["compression"] = "-" if pd.isna(r.compression_mean) else f"{r.compression_mean:.0f}x"
                 row["kMACs/example"] = "-" if pd.isna(r.sparse_macs_mean) else f"{r.sparse_macs_mean / 1e3:.1f}"
+            if "kept_architecture" in agg:  # the structured literature's view: the units left (mean over seeds)
+                row["units kept"] = r.kept_architecture if isinstance(r.kept_architecture, str) else "-"
+                if "compact_macs_mean" in agg:
+                    row["compact kMACs"] = "-" if pd.isna(r.compact_macs_mean) else f"{r.compact_macs_mean / 1e3:.1f}"
             for c in layers:
                 row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
             if with_paper:

@@ -47,6 +47,7 @@ class TensorBoard(Tracker):
             self.writer.add_scalar(f"train/{key}", metrics[key], epoch)
         for row in layers:
             self.writer.add_scalar(f"nonzero/{row['layer']}", row["nonzero_fraction"], epoch)
+            self.writer.add_scalar(f"units/{row['layer']}", row["units_out_kept"], epoch)  # units (filters) kept
         for (layer, name), values in statistics.items():
             self.writer.add_histogram(f"{name}/{layer}", values.detach().float().cpu().flatten(), epoch)
         self.writer.flush()
@@ -85,6 +86,7 @@ class MLflow(Tracker):
             self.client.log_metric(self.run_id, key, float(metrics[key]), step=epoch)
         for row in layers:
             self.client.log_metric(self.run_id, f"nonzero_{row['layer']}", float(row["nonzero_fraction"]), step=epoch)
+            self.client.log_metric(self.run_id, f"units_{row['layer']}", float(row["units_out_kept"]), step=epoch)
         if statistics:
             hist = {}
             for (layer, name), values in statistics.items():
