@@ -18,6 +18,8 @@ after a warm-up epoch each), median over rounds:
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
 With --custom, each method also trains LeNet-300-100 written as a user's plain module (scripts/plain_networks.py, an
 nn.Sequential of Linear and ReLU) through `model=custom` (`adrop <m> (user module)`), beside the built-in network.
+With --neuron, each method also trains with structure=neuron (`adrop <m> (neuron)`: its group form, one eta, mask,
+gate or noise per unit), beside its per-weight form.
 With --model lenet5 the network is LeNet-5-Caffe for adrop and for the usual loop (nn.Sequential of Conv2d,
 ReLU, MaxPool2d, Linear); the matmul floor and the arithmetic limit are then not printed (they count LeNet-300-100's
 products). With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
@@ -128,20 +130,20 @@ class MatmulsOnly:
 USER_MODULE = ["model=custom", "model._target_=plain_networks.lenet_300_100"]
 
 
-def adrop_config(method, root, device, compiled=False, model="lenet_300_100"):
+def adrop_config(method, root, device, compiled=False, model="lenet_300_100", extra=()):
     chosen = USER_MODULE if model == "user module" else [f"model={model}"]
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         return compose("config", overrides=[f"method={method}", *chosen, f"data.root={root}",
                                             f"device={device}", "epochs=1000", "progress=never",
-                                            "data.download=false", f"compile={str(compiled).lower()}"])
+                                            "data.download=false", f"compile={str(compiled).lower()}", *extra])
 
 
-def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100"):
+def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100", extra=()):
     """The engine with a stack of one, as `adrop train` trains a run."""
     from adrop.train.engine import Engine
     from adrop.train.settings import resolve
 
-    return Engine([resolve(adrop_config(method, root, device, compiled, model))], [folder])
+    return Engine([resolve(adrop_config(method, root, device, compiled, model, extra))], [folder])
 
 
 def serve_previous(args):
@@ -232,6 +234,7 @@ def main():
     parser.add_argument("--model", default="lenet_300_100", choices=["lenet_300_100", "lenet5"])
     parser.add_argument("--previous", metavar="REV", help="also the training engines of this earlier commit")
     parser.add_argument("--custom", action="store_true", help="also LeNet-300-100 as a user's nn.Sequential")
+    parser.add_argument("--neuron", action="store_true", help="also each method with structure=neuron")
     parser.add_argument("--serve-previous", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_previous:
@@ -258,6 +261,10 @@ def main():
         if args.custom:
             user = adrop_run(m, args.data, args.device, scratch / f"{m}_user", model="user module")
             contenders[f"adrop {m} (user module)"], models[f"adrop {m} (user module)"] = user.train_epoch, user.model
+        if args.neuron:
+            grouped = adrop_run(m, args.data, args.device, scratch / f"{m}_neuron", model=args.model,
+                                extra=["structure=neuron"])
+            contenders[f"adrop {m} (neuron)"], models[f"adrop {m} (neuron)"] = grouped.train_epoch, grouped.model
         if args.compile:
             compiled = adrop_run(m, args.data, args.device, scratch / f"{m}_c", True, model=args.model)
             contenders[f"adrop {m} (compiled)"], models[f"adrop {m} (compiled)"] = compiled.train_epoch, compiled.model
