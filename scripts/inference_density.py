@@ -9,7 +9,8 @@ For each density d: `adrop train method=magnitude_pruning method.params.final_sp
 the cubic schedule over the first half of --epochs epochs), then `adrop bench-inference` on the run: the speed-up over
 dense of every sparse form at batch 1 and 256. The runs are short (their errors are not the point: inference cost
 depends only on the shapes and the sparsity pattern); magnitude pruning's pattern stands in for the other methods'.
-With --runs: no training, `adrop bench-inference` on each finished run given (docs/results/inference.md's real runs).
+With --runs: no training, `adrop bench-inference` on each finished run given (docs/results/inference.md's real runs;
+docs/results/structured.md's runs with whole units, labelled with the units they keep).
 """
 from __future__ import annotations
 
@@ -36,8 +37,7 @@ def main():
     args = p.parse_args()
     if args.runs:
         summaries = [run_files.read_summary(Path(folder)) or {} for folder in args.runs]
-        print_tables([(f"{s.get('method')}, {s.get('nonzero_fraction', 0):.1%} nonzero", Path(folder))
-                      for s, folder in zip(summaries, args.runs)], args)
+        print_tables([(label(s), Path(folder)) for s, folder in zip(summaries, args.runs)], args)
         return
     schema.register()
     root = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -52,6 +52,14 @@ def main():
         run_files.write_config(folder, cfg, {}, [])
         runs.append((f"{density:.1%} nonzero", folder))
     print_tables(runs, args)
+
+
+def label(summary: dict) -> str:
+    """A run as its column says it: method, nonzero fraction, and for whole units the units kept."""
+    text = f"{summary.get('method')}, {summary.get('nonzero_fraction') or 0:.1%} nonzero"
+    if summary.get("structure") == "neuron" and summary.get("kept_architecture"):
+        text += f", {summary['kept_architecture']}"
+    return text
 
 
 def print_tables(runs, args) -> None:
