@@ -404,3 +404,24 @@ def test_a_checkpoint_of_another_network_is_refused_in_one_line(config, tmp_path
                                          r"an earlier adrop and cannot resume here; train in a new folder"):
         one(config("dataset=digits", "model=custom", "model._target_=user_nets.StatelessNorm", "device=cpu",
                    "progress=never", "epochs=2"), tmp_path)
+
+
+@pytest.mark.parametrize("method", ["adaptive_dropout", "vardrop_lr_ar", "hard_concrete", "magnitude_pruning"])
+def test_a_users_resnet_trains_whole_filters_and_reloads(method, config, tmp_path):
+    """structure=neuron on a user's module: groups are its layers' filters and input units, units kept are read from
+    the weights (no chain to compact: kept_architecture is null), and weights.npz reloads into the user's class."""
+    run = one(small(config, *RESNET, f"method={method}", "structure=neuron", "lam=0.05",
+                    *(PRUNING if method == "magnitude_pruning" else ())), tmp_path)
+    summary = run.fit()[0]
+    assert summary["status"] == "completed" and summary["structure"] == "neuron"
+    assert summary["kept_architecture"] is None and "compact_macs" not in summary["cost"]
+    assert reloaded_error(tmp_path, run.data) == summary["test_error"]
+    with np.load(tmp_path / "weights.npz") as arrays:
+        for name in LAYERS:
+            w = arrays[f"{name}.weight"]
+            outputs = (w != 0).reshape(w.shape[0], -1).any(1)
+            assert summary["layers"][name]["units_out_kept"] == int(outputs.sum())
+            if w.ndim == 4:  # a filter is all zeros or has no zero forced on it by the method
+                assert all((f == 0).all() or (f != 0).mean() > 0.5 for f in w)
+    if method == "magnitude_pruning":  # half the weights, in whole filters and input units
+        assert any(summary["layers"][n]["units_out_kept"] < summary["layers"][n]["units_out"] for n in LAYERS[:-1])
