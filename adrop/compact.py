@@ -32,8 +32,8 @@ def conv2d(x, w, b):
     cols = sliding_window_view(x, (k, k), axis=(2, 3))  # N, C, H', W', k, k
     n, c, h, wd = cols.shape[:4]
     cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * wd, c * k * k)
-    out = cols @ w.reshape(w.shape[0], -1).T + b
-    return out.reshape(n, h, wd, -1).transpose(0, 3, 1, 2)
+    out = cols @ w.reshape(w.shape[0], c * k * k).T + b  # explicit sizes: a layer may keep no filter (or no input)
+    return out.reshape(n, h, wd, w.shape[0]).transpose(0, 3, 1, 2)
 
 
 def max_pool2(x):

@@ -200,3 +200,29 @@ def test_a_conv_net_loses_filters_and_its_compact_exports_reproduce_the_run(mnis
         printed = capsys.readouterr().out
         assert f"test error {summary['test_error']:.4f}, as the run's" in printed
         assert kept.architecture in printed
+
+
+@pytest.mark.parametrize("dead", [(), ("conv1",), ("conv2",), ("fc1",), ("conv1", "fc2")])
+def test_the_compact_network_computes_what_the_full_one_does(dead):
+    """adrop.compact on a conv net with some filters, columns and whole layers zeroed (a layer keeping no unit at all
+    included): the same logits as the module's own forward."""
+    from adrop.compact import compact
+    from adrop.train.networks import ConvNet
+
+    torch.manual_seed(0)
+    net = ConvNet([[6, 3], [8, 3]], [20], [2, 14, 14], 10)
+    state = net.state_dict()
+    with torch.no_grad():
+        state["conv1.weight"][::3] = 0
+        state["conv2.weight"][1::2] = 0
+        state["fc1.weight"][:, ::5] = 0
+        for name in dead:
+            state[f"{name}.weight"].zero_()
+    net.load_state_dict(state)
+    names = ["conv1", "conv2", "fc1", "fc2"]
+    kept = compact(names, {n: (state[f"{n}.weight"].numpy(), state[f"{n}.bias"].numpy()) for n in names}, (2, 14, 14))
+    x = torch.randn(30, 2, 14, 14)
+    with torch.no_grad():
+        expected = net(x).numpy()
+    np.testing.assert_allclose(kept.predict(x.reshape(30, -1).numpy()), expected, rtol=1e-4, atol=1e-5)
+    assert kept.macs() < 6 * 2 * 9 * 144 + 8 * 6 * 9 * 16 + 32 * 20 + 200

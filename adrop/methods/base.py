@@ -22,7 +22,7 @@ one unit owns, so that a group gone is a unit gone: a Linear layer's input unit 
 input pixel, elsewhere the previous layer's hidden unit) and a Conv2d layer's output channel (a filter). A method's
 per-group tensors (eta, gates, masks, noise) have the layer's `group_shape` and broadcast against its weights;
 `layer.group_norm(w)` is ||w_g||_2 per group. The eta-trick carries over unchanged: one eta per group gives
-Omega(||w_g||), and one dropout mask per group is its dual (docs/structured.md).
+Omega(||w_g||), and one dropout mask per group is its dual (adrop.linear.groups; docs/guide.md, "Whole units").
 
 Every random draw of a method goes through `noise` (Gaussian, uniform), one call for the whole tensor (all K
 configurations of a stack at once); tests swap it to hold the noise fixed.
@@ -105,10 +105,6 @@ class SparseLayer(nn.Module):
         gradient at a group of zeros is 0 (torch.linalg.vector_norm's), not NaN."""
         return torch.linalg.vector_norm(w, dim=self.unit_axes, keepdim=True) if self.grouped else w
 
-    def groups_alive(self, w: torch.Tensor) -> torch.Tensor:
-        """Which groups of this (effective) weight hold a nonzero, in group_shape."""
-        return w.abs().amax(dim=self.unit_axes, keepdim=True) > 0 if self.grouped else w != 0
-
     def unit_noise(self, rows: torch.Tensor, mean, std) -> torch.Tensor:
         """z = mean + std * N(0, 1) for every example and unit: `rows` a (batch, ..., units) view of the example
         axis with the units, mean and std per group (a stack's (K, ..., units) against rows (K, batch, ..., units))."""
@@ -164,8 +160,8 @@ class SparseLinear(SparseLayer):
 
     def product_with_unit_noise(self, x, weight, bias, mean, std):
         """The product with each example's input units scaled by their own noise z (unit_noise): one
-        multiplicative noise per group and example, the exact form of a group's noise (no local reparameterisation
-        needed)."""
+        multiplicative noise per group and example (and per position, for inputs with more axes than batch and
+        units), the exact form of a group's noise (no local reparameterisation needed)."""
         rows = x if self.configs is None else x.reshape(self.configs, -1, x.shape[-1])
         return self.product((rows * self.unit_noise(rows, mean, std)).view_as(x), weight, bias)
 
@@ -244,7 +240,8 @@ class Method:
         self.steps_per_epoch, self.total_steps = steps_per_epoch, steps_per_epoch * epochs
 
     def add_parameters(self, layer: SparseLayer) -> None:
-        """Create the method's own per-weight parameters and buffers on the layer (shape of layer.weight)."""
+        """Create the method's own parameters and buffers on the layer: per weight (layer.weight's shape) or, where
+        the method has a group form, per group (layer.group_shape, which is the weight's shape with structure=weight)."""
 
     def forward(self, layer: SparseLayer, x):
         return layer.product(x, layer.weight, layer.bias)

@@ -33,7 +33,8 @@ class Curve:
         return pen if self.group_size == 1 else GroupPenalty(pen, self.group_size)
 
     def params_text(self) -> str:
-        return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.penalty().params.items())
+        return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.penalty().params.items()
+                        if k != "group_size")  # a group's size is said by the title
 
     def title(self) -> str:
         if self.label:
@@ -111,7 +112,8 @@ def draw(table: pd.DataFrame, specs=PAPER + (HARD_THRESH,)):
     left.set(xlabel="||w_g|| (a group's norm)" if grouped else "|w|", ylabel="penalty  lam * (Omega(w) - Omega(0))",
              xlim=(0, table[table.panel == "separable"].x.max()),
              ylim=(0, 3.2), title="separable penalties")
-    right.set(xlabel="k (number of nonzeros)", ylabel="penalty of the unit-norm k-sparse w in R^32",
+    right.set(xlabel="k (number of nonzero groups)" if grouped else "k (number of nonzeros)",
+              ylabel="penalty of the unit-norm k-sparse " + ("vector of 32 group norms" if grouped else "w in R^32"),
               ylim=(0, 12), xlim=(0, table[table.panel == "k_sparse"].x.max() + 1),
               title="unit-norm k-sparse vectors  (^ = infinite)")
     for ax in (left, right):
