@@ -18,19 +18,9 @@ import warnings
 import numpy as np
 
 from adrop import keep_rule, penalties
-from adrop.linear import Problem
-from adrop.linear.groups import Groups, group_adaptive_dropout, group_irls, group_objective, orthonormalise_groups
+from adrop.linear.groups import group_adaptive_dropout, group_irls, group_objective, planted_groups
 
 SIZES = [3] * 10 + [5] * 4
-
-
-def data():
-    rng = np.random.default_rng(0)
-    groups = Groups.contiguous(SIZES)
-    X = orthonormalise_groups(rng.standard_normal((150, groups.d)), groups)
-    w_true = np.zeros(groups.d)
-    w_true[:3], w_true[30:35] = [1.0, -0.5, 0.8], 0.7
-    return Problem(X, X @ w_true + 0.1 * rng.standard_normal(150)), groups
 
 
 def main():
@@ -39,7 +29,7 @@ def main():
     from skglm.solvers import GroupBCD
     from skglm.utils.data import grp_converter
 
-    problem, groups = data()
+    problem, groups = planted_groups(sizes=SIZES)
     lam, l1 = 0.05, penalties.get("l1")
     t = time.perf_counter()
     ours = group_irls(problem, l1, lam, groups)

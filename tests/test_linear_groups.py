@@ -13,7 +13,7 @@ from skglm.utils.data import grp_converter
 from adrop import keep_rule, penalties
 from adrop.linear import Problem
 from adrop.linear.groups import (Groups, group_adaptive_dropout, group_irls, group_objective,
-                                 orthonormalise_groups)
+                                 orthonormalise_groups, planted_groups)
 from adrop.penalties.group import GroupPenalty
 
 SIZES = [3] * 10 + [5] * 4
@@ -22,12 +22,7 @@ SIZES = [3] * 10 + [5] * 4
 @pytest.fixture(scope="module")
 def grouped():
     """150 samples, 14 orthonormal groups (sizes 3 and 5), two of them carrying the signal."""
-    rng = np.random.default_rng(0)
-    groups = Groups.contiguous(SIZES)
-    X = orthonormalise_groups(rng.standard_normal((150, groups.d)), groups)
-    w_true = np.zeros(groups.d)
-    w_true[:3], w_true[30:35] = [1.0, -0.5, 0.8], 0.7
-    return Problem(X, X @ w_true + 0.1 * rng.standard_normal(150)), groups
+    return planted_groups(sizes=SIZES)
 
 
 def kept_groups(penalty, lam, groups, w):

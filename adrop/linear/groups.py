@@ -16,6 +16,7 @@ Without orthonormal groups the Tikhonov term is w_g^T (X_g^T X_g / n) w_g / eta_
                             Tikhonov solve: the group-penalised ERM solution
     group_adaptive_dropout  Algorithm 1 with one mask per group (additive noise, then the group Tikhonov prox)
     group_objective         L(w) + lam sum_g c_g Omega(||w_g||)
+    planted_groups          a small problem with orthonormal groups, two of them carrying the signal
 """
 from __future__ import annotations
 
@@ -66,6 +67,20 @@ class Groups:
     def spread(self, per_group) -> np.ndarray:
         """A value per group as one per column."""
         return np.asarray(per_group)[self.of_column]
+
+
+def planted_groups(n: int = 150, sizes=(3,) * 10 + (5,) * 4, noise: float = 0.1, seed: int = 0):
+    """(Problem, Groups): Gaussian columns made orthonormal per group, y from the first group's columns (weights 1, -0.5,
+    0.8) and those of the first group of five (columns 30-34, 0.7 each), plus Gaussian noise: what tests/test_linear_groups.py
+    and scripts/group_duality.py use."""
+    from .problem import Problem
+
+    rng = np.random.default_rng(seed)
+    groups = Groups.contiguous(list(sizes))
+    X = orthonormalise_groups(rng.standard_normal((n, groups.d)), groups)
+    w_true = np.zeros(groups.d)
+    w_true[:3], w_true[30:35] = [1.0, -0.5, 0.8], 0.7
+    return Problem(X, X @ w_true + noise * rng.standard_normal(n)), groups
 
 
 def orthonormalise_groups(X, groups: Groups) -> np.ndarray:
