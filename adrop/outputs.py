@@ -27,3 +27,17 @@ def claim(folder: str | Path, names: list[str]) -> Path:
                               "choose another --out")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def create_new(folder: str | Path, name: str, mode: str = "x"):
+    """Open `folder/name` for writing, created exclusively (open's "x"): if it exists, whether an earlier command's or
+    one running beside this one, the first of stem.2.suffix, stem.3.suffix, ... that does not. Returns (path, file)."""
+    folder = Path(folder)
+    stem, dot, suffix = name.partition(".")
+    n = 1
+    while True:
+        path = folder / (name if n == 1 else f"{stem}.{n}{dot}{suffix}")
+        try:
+            return path, open(path, mode, newline="" if "b" not in mode else None)
+        except FileExistsError:
+            n += 1

@@ -113,13 +113,9 @@ def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
      "method.params.penalty_params.eps is not set by default (the penalty's own defaults apply): add it with "
      "+method.params.penalty_params.eps=<value>"),
     (["epochs=abc"], "Error merging override epochs=abc: Value 'abc' of type 'str' could not be converted"),
-    (["hydra/launcher=joblib"], "unknown hydra/launcher 'joblib'; valid hydra/launcher options:"),
+    (["hydra/launcher=joblb"], "unknown hydra/launcher 'joblb'; valid hydra/launcher options:"),
 ])
 def test_hydra_errors_become_one_line(config, overrides, message):
-    from hydra.core.plugins import Plugins
-
-    if overrides[0].startswith("hydra/launcher") and "joblib" in str(Plugins.instance().discover()):
-        pytest.skip("the joblib launcher is installed here")
     with pytest.raises(Exception) as caught:
         config(*overrides)
     line = errors.one_line(caught.value)

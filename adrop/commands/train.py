@@ -39,11 +39,15 @@ from adrop.train.settings import TrainError, resolve
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
 # it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
 Plugins.instance()
-from hydra_plugins.adrop_plugins import lam_search, stacked_launcher, sweeper  # noqa: E402
+from hydra_plugins.adrop_plugins import lam_search, stacked_launcher, stacked_submitit, sweeper  # noqa: E402
 
 Plugins.instance().register(sweeper.AdropSweeper)
 Plugins.instance().register(lam_search.LamSearchSweeper)
 Plugins.instance().register(stacked_launcher.StackedLauncher)
+if stacked_submitit.BaseSubmititLauncher is not None:  # stacks as submitit jobs: with the launchers extra
+    stacked_submitit.register()
+    Plugins.instance().register(stacked_submitit.StackedLocalLauncher)
+    Plugins.instance().register(stacked_submitit.StackedSlurmLauncher)
 log = logging.getLogger("adrop.train")
 schema.register()
 STARTED: dict = {}  # this command's single run folder, once it trains: where an interruption leaves it
@@ -218,6 +222,21 @@ def failed_jobs(ended: dict) -> list[str]:
     return [status for status in ended.values() if status != "completed"]
 
 
+def untold(ended: dict) -> list[tuple[str, str]]:
+    """(folder, why) of each job that did not complete and ran in another process (joblib's workers, submitit's jobs:
+    their own output went to a log, not necessarily to this terminal), from its summary.json."""
+    out = []
+    for folder, status in sorted(ended.items()):
+        if status == "completed" or folder in sweep_outcomes.OUTCOMES:
+            continue
+        try:
+            summary = run_files.read_summary(Path(folder)) or {}
+        except (OSError, ValueError):
+            summary = {}
+        out.append((folder, f"{status}: {summary.get('error') or 'see its summary.json'}"))
+    return out
+
+
 def sweep_ended() -> int:
     """The sweep's last line, from its jobs' own word whichever sweeper and launcher ran them: 1 when any failed."""
     ended = sweep_outcomes.outcomes()
@@ -225,6 +244,8 @@ def sweep_ended() -> int:
     failures = failed_jobs(ended)
     unmet = sweep_outcomes.SWEEP.get("unmet")  # lam_search: combinations it could not bring to the target
     if failures:
+        for folder_of_job, line in untold(ended):
+            print(f"adrop train: error: {Path(folder_of_job).name}: {line}", file=sys.stderr)
         refused = failures.count("refused")
         why = ("each failed job's summary.json says why" if not refused else
                "refused, as said above, with nothing written" if refused == len(failures) else

@@ -28,7 +28,8 @@ def interruption(stop: BaseException) -> str:
     return f"interrupted ({str(stop) or 'SIGINT'})"
 
 
-def _raise_interrupted(signum, frame):
+def raise_interrupted(signum, frame):
+    """A signal handler: the signal stops what runs, as Interrupted."""
     raise Interrupted(signum)
 
 
@@ -37,7 +38,7 @@ def sigterm_stops_training():
     """While training, SIGTERM raises Interrupted in the main thread, where training runs, so that it stops as Ctrl-C
     does: its files say so and the same command resumes it. The handler before it comes back afterwards (in a worker
     process of the stacked launcher: between stacks a SIGTERM just ends it)."""
-    before = signal.signal(signal.SIGTERM, _raise_interrupted)
+    before = signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         yield
     finally:

@@ -45,9 +45,10 @@ class Job:
     method_choice: str | None
 
 
-def default_max_stack(cfg) -> int:
-    """GPU_STACK on a GPU; on a CPU the method's CPU_STACK (1 where it has none)."""
-    return CPU_STACK.get(cfg.method.name, 1) if device_type(cfg.device) == "cpu" else GPU_STACK
+def default_max_stack(cfg, device: str | None = None) -> int:
+    """GPU_STACK on a GPU; on a CPU the method's CPU_STACK (1 where it has none). `device` ("cpu" or "cuda"): where
+    the jobs will train, when that is not this machine (a cluster's nodes); by default device_type(cfg.device)."""
+    return CPU_STACK.get(cfg.method.name, 1) if (device or device_type(cfg.device)) == "cpu" else GPU_STACK
 
 
 def split(members: list, size: int, workers: int) -> list[list]:
@@ -139,7 +140,12 @@ def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> li
             h.close()
 
 
-def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list) -> list[dict]:
+def examine(jobs: list[Job], held: list | None = None) -> tuple[list, dict, dict]:
+    """Each job checked as the basic launcher checks it: (results, runs, groups). results[i] is set for a job decided
+    without training (its checks failed, its folder holds another run, or its run is completed); runs[i] is the
+    settings of each job that passed its checks; groups maps what can train together (stack_key, and the epoch to
+    resume from) to the indices of the jobs to train. With `held` (the process that trains them), each folder to
+    train is held (run_files.Held, appended to `held`) and begun; without, nothing is written but failures."""
     results: list[dict | None] = [None] * len(jobs)
     groups: dict[tuple, list[int]] = {}
     runs = {}
@@ -147,7 +153,7 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
         try:
             runs[i] = resolve(job.cfg, job.method_choice)
             state = run_files.claim(job.folder, runs[i].identity)
-            if state != "completed":
+            if state != "completed" and held is not None:
                 held.append(run_files.Held(job.folder))
                 run_files.begin(job.folder, runs[i].cfg, job.hydra_cfg, job.overrides, job.cfg.method.name,
                                 runs[i].identity)
@@ -165,35 +171,53 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
             continue
         checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
         groups.setdefault((stack_key(job.cfg), checkpoint["epoch"] if checkpoint else 0), []).append(i)
-    first = next((jobs[m[0]].cfg for m in groups.values()), None)
-    n_workers = n_jobs or (default_n_jobs(first) if first is not None else 1)
+    return results, runs, groups
+
+
+def plan(jobs: list[Job], runs: dict, groups: dict, max_stack: int | None, workers: int,
+         device: str | None = None) -> list[list[int]]:
+    """The groups as stacks of job indices, in the sweep's order: at most max_stack each (None: default_max_stack
+    for `device`, "cpu" or "cuda", by default the jobs' own), at least `workers` while jobs last."""
     stacks = []
     for members in groups.values():
-        size = max_stack or default_max_stack(jobs[members[0]].cfg)
+        size = max_stack or default_max_stack(jobs[members[0]].cfg, device)
         if size > 1 and len(members) > 1:
             why = stack_problem(runs[members[0]])
             if why is not None:
                 print(f"stacked launcher: model={jobs[members[0]].cfg.model.name} cannot be stacked ({why}); its "
                       f"{len(members)} jobs train in stacks of one", flush=True)
                 size = 1
-        stacks += split(members, size, n_workers)
+        stacks += split(members, size, workers)
     stacks.sort(key=lambda stack: stack[0])  # in the sweep's order (by each stack's first job): seeds first if asked
     if stacks:
         count = f"{len(stacks)} stack{'s' if len(stacks) > 1 else ''}"
         print(f"stacked launcher: {sum(map(len, stacks))} jobs in {count}, of sizes "
               f"{', '.join(str(len(s)) for s in stacks)}", flush=True)
+    return stacks
+
+
+def tell(job: Job, summary: dict, where: str) -> None:
+    """A job's one line when it ends: its result, or (stderr) why it did not complete."""
+    if summary.get("status") == "completed":
+        print(f"{job.folder.name}: test error {summary['test_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} "
+              f"({where}, {summary['wall_time_s']:.1f} s)", flush=True)
+    elif summary.get("status") in ("failed", "interrupted"):
+        say_failed(job, summary.get("error"))
+
+
+def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list) -> list[dict]:
+    results, runs, groups = examine(jobs, held)
+    first = next((jobs[m[0]].cfg for m in groups.values()), None)
+    n_workers = n_jobs or (default_n_jobs(first) if first is not None else 1)
+    stacks = plan(jobs, runs, groups, max_stack, n_workers)
     work = [([jobs[i] for i in members], [runs[i] for i in members]) for members in stacks]
     workers = min(n_workers, max(len(stacks), 1))
 
     def report(n, summaries):
         for i, summary in zip(stacks[n], summaries):
             results[i] = summary
-            if summary.get("status") == "completed":
-                print(f"{jobs[i].folder.name}: test error {summary['test_error']:.4f}, nonzero "
-                      f"{summary['nonzero_fraction']:.4f} (stack {n + 1} of {len(stacks)}, {len(stacks[n])} "
-                      f"configurations, {summary['wall_time_s']:.1f} s)", flush=True)
-            elif summary.get("status") == "failed":
-                say_failed(jobs[i], summary.get("error"))
+            if summary.get("status") != "interrupted":  # an interruption is told once, by the command
+                tell(jobs[i], summary, f"stack {n + 1} of {len(stacks)}, {len(stacks[n])} configurations")
 
     if workers <= 1:
         for n, (stack_jobs, stack_ids) in enumerate(work):

@@ -7,8 +7,9 @@ whole sweep: it tells the NaN, the trial becomes failed, and telling the failure
 never an objective: a search that looks at the test set reports a biased test error.
 
 How the jobs ended is read from the jobs themselves: those this process ran (the basic and stacked launchers) say so
-here (`record`); those that ran elsewhere (joblib's workers, a cluster) left summary.json files in the sweep folder,
-read when the sweep ends. So `adrop train -m` exits non-zero, naming the failures, under any sweeper.
+here (`record`); those that ran elsewhere (joblib's workers, a cluster) left summary.json files in their folders, read
+when the sweep ends: the folders adrop's sweepers launched (`launched`), or with another sweeper those written in the
+sweep folder since the sweep began. So `adrop train -m` exits non-zero, naming the failures, under any sweeper.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 OBJECTIVES = ("val_error", "nonzero_fraction", "nonzero", "sparse_macs", "csr_bytes", "wall_time_s")
 SWEEP: dict = {}      # this command's sweep: {"dir": its folder, "since": when it began}
 OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused" or "interrupted", for jobs run here
+JOBS: set = set()     # the folders of every job this command launched, where its sweeper says (adrop's sweepers)
 
 
 def objectives(objective) -> list[str]:
@@ -65,6 +67,19 @@ def begin(sweep_dir) -> None:
     SWEEP.clear()
     SWEEP.update(dir=os.path.abspath(sweep_dir), since=time.time())  # as Hydra writes job folders: no ".."
     OUTCOMES.clear()
+    JOBS.clear()
+
+
+def folder_of(ret) -> Path:
+    """A launched job's folder, from what its launcher returned (a Hydra JobReturn)."""
+    output = ret.hydra_cfg.hydra.runtime.get("output_dir") if ret.hydra_cfg is not None else None
+    return Path(output or ret.working_dir)
+
+
+def launched(returns) -> None:
+    """The sweeper's word on which jobs are this command's: only they are counted, not those that another command
+    starts in the same sweep folder meanwhile."""
+    JOBS.update(os.path.abspath(folder_of(ret)) for ret in returns)
 
 
 def record(folder, status: str | None) -> None:
@@ -72,16 +87,19 @@ def record(folder, status: str | None) -> None:
 
 
 def outcomes() -> dict:
-    """Every job of this sweep and how it ended: those run here, and those whose summary.json in the sweep folder was
-    written since the sweep began."""
+    """Every job of this sweep and how it ended: those run here, and the others by their summary.json (in the folders
+    launched; where no sweeper said which, those in the sweep folder written since the sweep began)."""
     out = dict(OUTCOMES)
-    if SWEEP.get("dir"):
-        for path in Path(SWEEP["dir"]).glob("**/summary.json"):
-            folder = os.path.abspath(path.parent)
-            if folder in out or path.stat().st_mtime < SWEEP["since"] - 1:
-                continue
-            try:
-                out[folder] = json.loads(path.read_text()).get("status", "failed")
-            except (OSError, ValueError):
-                out[folder] = "failed"
+    if JOBS:  # the sweeper said which jobs are this command's
+        paths = [Path(folder) / "summary.json" for folder in JOBS if folder not in out]
+    elif SWEEP.get("dir"):  # another sweeper (Optuna's): the summaries written in the sweep folder since it began
+        paths = [path for path in Path(SWEEP["dir"]).glob("**/summary.json")
+                 if os.path.abspath(path.parent) not in out and path.stat().st_mtime >= SWEEP["since"] - 1]
+    else:
+        paths = []
+    for path in paths:
+        try:
+            out[os.path.abspath(path.parent)] = json.loads(path.read_text()).get("status", "failed")
+        except (OSError, ValueError):  # no summary: the job never started its run
+            out[os.path.abspath(path.parent)] = "failed"
     return out

@@ -23,9 +23,10 @@ from typing import Any, List, Optional
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from adrop.outputs import create_new
 from adrop.train import sweep_outcomes
 
-from .sweeper import save_new
+from .sweeper import Record, launched
 
 COLUMNS = ["combination", "round", "lam", "nonzero_fraction", "val_error", "test_error", "wall_time_s", "status",
            "folder"]
@@ -75,11 +76,6 @@ def next_lams(trials: list[tuple[float, float]], target: float, n: int, lam_rang
     return fresh
 
 
-def folder_of(ret) -> Path:
-    output = ret.hydra_cfg.hydra.runtime.get("output_dir") if ret.hydra_cfg is not None else None
-    return Path(output or ret.working_dir)
-
-
 class LamSearchSweeper(BasicSweeper):
     def __init__(self, target_nonzero: float, tolerance: float = 0.05, rounds: int = 4, per_round: int = 4,
                  lam_range: Optional[List[float]] = None, params: Optional[Any] = None) -> None:
@@ -106,8 +102,7 @@ class LamSearchSweeper(BasicSweeper):
             raise ValueError("hydra/sweeper=lam_search chooses lam: leave lam out of the command")
         combos = [list(c) for c in self.split_arguments(parsed, None)[0]]
         sweep_dir = Path(self.config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        save_new(self.config, sweep_dir)
+        record = Record(self.config, sweep_dir)
         rows, trials = [], {i: [] for i in range(len(combos))}
         searching = list(range(len(combos)))
         direct = {i: next((o.split("=", 1)[1] for o in combo if o.lstrip("+").startswith("method=")),
@@ -129,10 +124,10 @@ class LamSearchSweeper(BasicSweeper):
                     owners.append((i, lam))
             if not batch:
                 break
-            results = self.launcher.launch(batch, initial_job_idx=job_idx)
+            results = launched(self, batch, job_idx, record)
             job_idx += len(batch)
             for (i, lam), ret in zip(owners, results):
-                folder = folder_of(ret)
+                folder = sweep_outcomes.folder_of(ret)
                 summary = self.read_summary(folder)
                 returned = ret._return_value  # (nonzero, val_error) when this job completed here; why not, else
                 if not isinstance(returned, tuple):  # failed, or refused (the folder holds another run): no result
@@ -184,11 +179,8 @@ class LamSearchSweeper(BasicSweeper):
 
     @staticmethod
     def write(sweep_dir: Path, rows: list[dict]) -> None:
-        path = sweep_dir / "search.csv"
-        n = 2
-        while path.exists():  # a later command into the same folder keeps the earlier table
-            path, n = sweep_dir / f"search.{n}.csv", n + 1
-        with open(path, "x", newline="") as fh:
+        _, table = create_new(sweep_dir, "search.csv")  # another command's table into the same folder stays
+        with table as fh:
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)

@@ -38,33 +38,42 @@ class StackedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
-        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-        jobs, before = [], HydraConfig.instance().cfg
-        try:
-            for i, overrides in enumerate(job_overrides):
-                idx = initial_job_idx + i
-                sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-                with open_dict(sweep_config):
-                    sweep_config.hydra.job.id = f"job_id_for_{idx}"
-                    sweep_config.hydra.job.num = idx
-                HydraConfig.instance().set_config(sweep_config)
-                folder = Path(str(sweep_config.hydra.sweep.dir)) / str(OmegaConf.select(sweep_config,
-                                                                                         "hydra.sweep.subdir"))
-                task_cfg = copy.deepcopy(sweep_config)
-                with read_write(task_cfg), open_dict(task_cfg):
-                    del task_cfg["hydra"]
-                jobs.append(stacked_jobs.Job(
-                    cfg=task_cfg, folder=folder.absolute(), hydra_cfg=copy.deepcopy(HydraConfig.instance().cfg),
-                    overrides=list(overrides), method_choice=sweep_config.hydra.runtime.choices.get("method")))
-        finally:
-            HydraConfig.instance().cfg = before
-        summaries = stacked_jobs.run(jobs, self.max_stack, self.n_jobs)
-        returns = []
-        for job, summary in zip(jobs, summaries):
-            ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg,
-                            working_dir=str(job.folder), task_name=str(job.hydra_cfg.hydra.job.name), status=JobStatus.COMPLETED)
-            sweep_outcomes.record(job.folder, summary.get("status"))
-            ret.return_value = sweep_outcomes.returned(summary, job.cfg.objective)  # what the sweeper takes
-            returns.append(ret)
-        return returns
+        jobs = compose(self.config, self.hydra_context, job_overrides, initial_job_idx)
+        return job_returns(jobs, stacked_jobs.run(jobs, self.max_stack, self.n_jobs))
+
+
+def compose(config, hydra_context, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
+    """Each job's configuration and folder, composed as Hydra's basic launcher composes them."""
+    configure_log(config.hydra.hydra_logging, config.hydra.verbose)
+    Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+    jobs, before = [], HydraConfig.instance().cfg
+    try:
+        for i, overrides in enumerate(job_overrides):
+            idx = initial_job_idx + i
+            sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+            with open_dict(sweep_config):
+                sweep_config.hydra.job.id = f"job_id_for_{idx}"
+                sweep_config.hydra.job.num = idx
+            HydraConfig.instance().set_config(sweep_config)
+            folder = Path(str(sweep_config.hydra.sweep.dir)) / str(OmegaConf.select(sweep_config, "hydra.sweep.subdir"))
+            task_cfg = copy.deepcopy(sweep_config)
+            with read_write(task_cfg), open_dict(task_cfg):
+                del task_cfg["hydra"]
+            jobs.append(stacked_jobs.Job(
+                cfg=task_cfg, folder=folder.absolute(), hydra_cfg=copy.deepcopy(HydraConfig.instance().cfg),
+                overrides=list(overrides), method_choice=sweep_config.hydra.runtime.choices.get("method")))
+    finally:
+        HydraConfig.instance().cfg = before
+    return jobs
+
+
+def job_returns(jobs: list, summaries: list[dict]) -> list[JobReturn]:
+    """What the sweeper gets back: per job its objective (or why it did not complete); how it ended is recorded."""
+    returns = []
+    for job, summary in zip(jobs, summaries):
+        ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg, working_dir=str(job.folder),
+                        task_name=str(job.hydra_cfg.hydra.job.name), status=JobStatus.COMPLETED)
+        sweep_outcomes.record(job.folder, summary.get("status"))
+        ret.return_value = sweep_outcomes.returned(summary, job.cfg.objective)  # what the sweeper takes
+        returns.append(ret)
+    return returns

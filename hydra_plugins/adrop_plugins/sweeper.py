@@ -14,16 +14,61 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from adrop.outputs import create_new
+from adrop.train import sweep_outcomes
+
 log = logging.getLogger(__name__)
 
 
 def save_new(config, folder: Path) -> Path:
-    """multirun.yaml, or the first multirun.N.yaml not taken: an earlier command's record stays as it was."""
-    path, n = folder / "multirun.yaml", 2
-    while path.exists():
-        path, n = folder / f"multirun.{n}.yaml", n + 1
-    OmegaConf.save(config, path)
+    """multirun.yaml, or the first multirun.N.yaml not taken, created exclusively: an earlier command's record, or
+    that of a command starting into the same folder at the same moment, stays as it was."""
+    path, fh = create_new(folder, "multirun.yaml")
+    with fh:
+        fh.write(OmegaConf.to_yaml(config))
     return path
+
+
+class Record:
+    """This command's record in its sweep folder (save_new), made before the first launch. Withdrawn, with the folders
+    this command made for it, when that launch fails before any job wrote anything (a launcher that cannot start,
+    `hydra/launcher=slurm` without srun): a sweep that never started leaves nothing behind."""
+
+    def __init__(self, config, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.made = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = save_new(config, self.folder)
+
+    def withdraw(self) -> None:
+        submitit = self.folder / ".submitit"  # a submitit launcher's folder, before its first job
+        empty = [p for p in sorted(submitit.rglob("*"), reverse=True) if p.is_dir()] + [submitit]
+        for p in empty:
+            try:
+                p.rmdir()
+            except OSError:
+                pass
+        if any(p != self.path for p in self.folder.iterdir()):  # jobs wrote there, or other commands: keep it
+            return
+        self.path.unlink(missing_ok=True)
+        for p in self.made:
+            try:
+                p.rmdir()
+            except OSError:
+                return
+
+
+def launched(sweeper, batch, initial_job_idx: int, record: Record):
+    """sweeper.launcher.launch(batch), its jobs counted as this command's (sweep_outcomes.launched); a first
+    launch (initial_job_idx 0) that fails withdraws the record."""
+    try:
+        returns = sweeper.launcher.launch(batch, initial_job_idx=initial_job_idx)
+        sweep_outcomes.launched(returns)
+        return returns
+    except BaseException:
+        if initial_job_idx == 0:
+            record.withdraw()
+        raise
 
 
 class AdropSweeper(BasicSweeper):
@@ -32,14 +77,12 @@ class AdropSweeper(BasicSweeper):
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
-        sweep_dir = Path(self.config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        save_new(self.config, sweep_dir)
+        record = Record(self.config, Path(self.config.hydra.sweep.dir))
         returns, initial_job_idx = [], 0
         while not self.is_done():
             batch = self.get_job_batch()
             self.validate_batch_is_legal(batch)
-            results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
+            results = launched(self, batch, initial_job_idx, record)
             initial_job_idx += len(batch)
             returns.append(results)
         return returns

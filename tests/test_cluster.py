@@ -1,0 +1,212 @@
+"""Sweeps beyond one process: stacks as submitit jobs (stacked_submitit_local here, stacked_slurm on a cluster), a
+preempted job that is requeued and resumes, failed jobs told under every launcher, and records that two commands
+starting into one sweep folder at once both keep."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import DATA, ROOT
+
+SMALL = [f"data.root={DATA}", "data.download=false", "data.train_limit=256", "progress=never", "device=cpu"]
+needs_mnist = pytest.mark.skipif(not (DATA / "MNIST" / "raw").exists(), reason="MNIST not found at ../shared/data")
+
+
+def launcher_installed(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+needs_submitit = pytest.mark.skipif(not launcher_installed("hydra_plugins.hydra_submitit_launcher"),
+                                    reason="Hydra's submitit launcher is not installed (the launchers extra)")
+
+
+def summaries(folder):
+    return {p.parent.name: json.loads(p.read_text()) for p in Path(folder).glob("*/summary.json")}
+
+
+def weights(folder):
+    with np.load(Path(folder) / "weights.npz") as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def test_records_created_at_the_same_moment_are_all_kept(tmp_path):
+    from hydra_plugins.adrop_plugins.sweeper import save_new
+
+    n, barrier, paths = 8, threading.Barrier(8), []
+
+    def save(i):
+        barrier.wait()
+        paths.append(save_new(OmegaConf.create({"command": i}), tmp_path))
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(paths)) == n
+    assert sorted(OmegaConf.load(p).command for p in paths) == list(range(n))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["multirun.yaml"] + [f"multirun.{i}.yaml" for i in range(2, n + 1)])
+
+
+@pytest.mark.slow
+@needs_mnist
+def test_two_sweeps_started_into_one_folder_at_once_keep_both_records(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    sweep = tmp_path / "sweep"
+    commands = [subprocess.Popen([sys.executable, "-m", "adrop", "train", "-m", "method=dense", f"lr={lr}",
+                                  "epochs=1", *SMALL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for lr in ("1e-3", "2e-3")]
+    for command in commands:
+        out, err = command.communicate(timeout=300)
+        assert command.returncode == 0, err
+    records = sorted(sweep.glob("multirun*.yaml"))
+    assert [p.name for p in records] == ["multirun.2.yaml", "multirun.yaml"]
+    swept = sorted(next(o for o in OmegaConf.load(p).hydra.overrides.task if o.startswith("lr=")) for p in records)
+    assert swept == ["lr=1e-3", "lr=2e-3"]
+    assert {s["status"] for s in summaries(sweep).values()} == {"completed"} and len(summaries(sweep)) == 2
+
+
+@pytest.mark.slow
+@needs_mnist
+@needs_submitit
+def test_stacked_submitit_local_trains_a_stack_as_one_job_with_the_folder_contract(adrop, tmp_path):
+    common = ["method=logsum", "lam=1e-4,3e-4", "epochs=2", *SMALL]
+    done = adrop("train", "-m", *common, "hydra/launcher=stacked_submitit_local", "hydra.launcher.max_stack=2",
+                 f"hydra.sweep.dir={tmp_path / 'cluster'}")
+    assert done.returncode == 0, done.stderr
+    assert "1 local job submitted" in done.stdout
+    assert not list((tmp_path / "cluster").rglob("%j"))  # no literal %j folder
+    ran = summaries(tmp_path / "cluster")
+    assert len(ran) == 2 and all(s["status"] == "completed" and s["stacked"] == 2 for s in ran.values())
+    # the same stack trained by the stacked launcher in this process: the same files, bit for bit
+    reference = adrop("train", "-m", *common, "hydra/launcher=stacked", "hydra.launcher.max_stack=2",
+                      "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={tmp_path / 'here'}")
+    assert reference.returncode == 0, reference.stderr
+    for name in ran:
+        a, b = weights(tmp_path / "cluster" / name), weights(tmp_path / "here" / name)
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    # a second command into the same folder: nothing to train, its record kept beside the first
+    again = adrop("train", "-m", *common, "hydra/launcher=stacked_submitit_local", "hydra.launcher.max_stack=2",
+                  f"hydra.sweep.dir={tmp_path / 'cluster'}")
+    assert again.returncode == 0, again.stderr
+    assert "already holds this run, completed" in again.stdout and "submitted" not in again.stdout
+    assert (tmp_path / "cluster" / "multirun.2.yaml").exists()
+
+
+def task_processes(folder):
+    """The pids of submitit's task processes whose command line names `folder` (the submitit folder)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"submitit.core._submit" in cmdline and str(folder).encode() in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+@needs_mnist
+@needs_submitit
+@pytest.mark.skipif(not Path("/proc").exists(), reason="finds the job's process through /proc")
+@pytest.mark.parametrize("launcher", ["stacked_submitit_local", "submitit_local"])
+def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, launcher):
+    common = ["method=logsum", "lam=1e-4", "epochs=4", f"data.root={DATA}", "data.download=false",
+              "data.train_limit=4096", "progress=never", "device=cpu"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    sweep = tmp_path / "sweep"
+    command = subprocess.Popen([sys.executable, "-m", "adrop", "train", "-m", *common, f"hydra/launcher={launcher}",
+                                f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:  # preempt it once its first epoch is checkpointed, in the second
+            if list(sweep.glob("*/checkpoint.pt")):
+                break
+            time.sleep(0.05)
+        pids = task_processes(sweep / ".submitit")
+        assert len(pids) == 1, pids
+        os.kill(pids[0], signal.SIGUSR2)  # submitit's preemption (and timeout) signal
+        out, err = command.communicate(timeout=300)
+    finally:
+        command.kill()
+    assert command.returncode == 0, err
+    (folder,) = [p.parent for p in sweep.glob("*/summary.json")]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["epochs"] == 4
+    epochs = [line.split(",")[0] for line in (folder / "metrics.csv").read_text().splitlines()[1:]]
+    assert epochs == ["1", "2", "3", "4"]
+    logs = "".join(p.read_text() for p in [*(sweep / ".submitit").glob("*_log.*"), *folder.glob("*.log")])
+    assert "Requeued job" in logs and "resumed" in logs
+    # the resumed run lands where one that was never stopped does, bit for bit
+    reference = subprocess.run([sys.executable, "-m", "adrop", "train", *common,
+                                f"hydra.run.dir={tmp_path / 'reference'}"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert reference.returncode == 0, reference.stderr
+    a, b = weights(folder), weights(tmp_path / "reference")
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+LAUNCHERS = ["basic", "stacked", "joblib", "submitit_local", "stacked_submitit_local"]
+
+
+@pytest.mark.slow
+@needs_mnist
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_every_launcher_tells_each_failed_job_in_one_line_and_exits_1(adrop, tmp_path, launcher):
+    if launcher in ("submitit_local", "stacked_submitit_local") and not launcher_installed(
+            "hydra_plugins.hydra_submitit_launcher"):
+        pytest.skip("Hydra's submitit launcher is not installed")
+    if launcher == "joblib" and not launcher_installed("hydra_plugins.hydra_joblib_launcher"):
+        pytest.skip("Hydra's joblib launcher is not installed")
+    sweep = tmp_path / "sweep"
+    done = adrop("train", "-m", "method=dense", "lr=1e9,1e-3", "epochs=1", *SMALL, f"hydra/launcher={launcher}",
+                 f"hydra.sweep.dir={sweep}")
+    assert done.returncode == 1, done.stderr
+    failed = [line for line in done.stderr.splitlines() if "lr=1000000000.0" in line and "diverged" in line]
+    assert failed and all(line.startswith("adrop train: error: ") for line in failed), done.stderr
+    assert "1 of 2 jobs failed" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+@needs_submitit
+@pytest.mark.skipif(shutil.which("srun") is not None, reason="SLURM is here")
+@pytest.mark.parametrize("launcher", ["slurm", "stacked_slurm"])
+def test_a_slurm_launcher_without_slurm_fails_in_one_line_and_leaves_no_folder(adrop, tmp_path, launcher):
+    sweep = tmp_path / "new" / "sweep"
+    done = adrop("train", "-m", "epochs=1", *SMALL, f"hydra/launcher={launcher}", f"hydra.sweep.dir={sweep}")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "srun" in done.stderr
+    assert not (tmp_path / "new").exists()
+
+
+@needs_submitit
+@pytest.mark.parametrize("launcher", ["slurm", "stacked_slurm"])
+def test_the_slurm_launchers_requeue_a_timed_out_job(launcher):
+    import adrop.commands.train  # noqa: F401  (registers adrop's launchers)
+
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
+        cfg = compose("config", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)
+    assert cfg.hydra.launcher.max_num_timeout > 0
+    assert "%j" not in cfg.hydra.launcher.submitit_folder
