@@ -38,6 +38,6 @@ def create_new(folder: str | Path, name: str, mode: str = "x"):
     while True:
         path = folder / (name if n == 1 else f"{stem}.{n}{dot}{suffix}")
         try:
-            return path, open(path, mode, newline="" if "b" not in mode else None)
+            return path, (open(path, mode) if "b" in mode else open(path, mode, newline="", encoding="utf-8"))
         except FileExistsError:
             n += 1

@@ -40,12 +40,39 @@ def test_authors_keep_rule_counts_with_the_step_size_and_trains_the_same(synthet
     a, b = np.load(tmp_path / "paper" / "weights.npz"), np.load(tmp_path / "authors" / "weights.npz")
     trained = authors.model.layers[0].weight.detach()
     assert torch.equal(paper.model.layers[0].weight.detach(), trained)  # the rule counts; it does not train
-    rho = authors.model.layers[0].last_step
-    eta = authors.method.pen.eta_hat(trained)
-    expected = (torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * 0.05)) >= 0.05)
-    assert torch.equal(authors.method.keep_mask(authors.model.layers[0], 0.05), expected)
+    kept = authors.model.layers[0].authors_alpha >= 0.05
+    assert torch.equal(authors.method.keep_mask(authors.model.layers[0], 0.05), kept)
     assert s_authors["nonzero"] >= s_paper["nonzero"]  # rho lam < lam: more weights count as kept
     assert set(a.files) == set(b.files)
+
+
+def adaprox_layer(**params):
+    from adrop.methods.base import SparseLinear
+
+    cls = methods.get("adaprox")
+    method = cls(cls.Params(**params), 1, 1)
+    layer = SparseLinear(3, 2, method)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[0.02, -0.05, 0.3], [0.0, 0.011, -1.0]]))
+    return method, layer
+
+
+def test_authors_keep_rule_counts_with_alpha_from_the_weights_before_the_prox():
+    """dlej/adaptive-dropout's AdaptiveProxNet: update_alphas_Adam (alpha from the stepped weights, with rho lam), then
+    prox (w <- alpha w); its count reads that stored alpha. Alpha from the weights after the prox counts fewer."""
+    method, layer = adaprox_layer(authors_keep_rule=True)
+    lam, rho = 0.5, torch.full((2, 3), 0.4)
+    before = layer.weight.detach().clone()
+    method.after_step([layer], 1, lam, lambda p: rho)
+    eta = before.abs() * (before.abs() + 2.0)  # the authors' LogSumPenalty(epsilon=2).eta_hat
+    alpha = eta / (eta + rho * lam)
+    assert torch.allclose(layer.weight, alpha * before)  # their prox: w <- alpha w
+    assert torch.allclose(method.keep_probability(layer, lam), alpha)
+    after = layer.weight.abs() * (layer.weight.abs() + 2.0)
+    recounted = after / (after + rho * lam)  # the same rule on the weights after the prox
+    assert torch.equal(alpha >= 0.05, torch.tensor([[True, True, True], [False, True, True]]))
+    assert torch.equal(recounted >= 0.05, torch.tensor([[False, True, True], [False, False, True]]))
+    assert torch.equal(method.keep_mask(layer, lam), alpha >= 0.05)
 
 
 def test_authors_validation_prox_proxes_once_per_validation_batch_after_each_epoch(synthetic, tmp_path):
@@ -93,15 +120,29 @@ def test_adaptive_dropout_masks_have_the_duality_moments(mask):
     assert torch.allclose((s[:, 1:] ** 2).mean(0), 1 / alpha[0, 1:], rtol=0.03)
 
 
-def kept_by_the_calculus(run, penalty):
+def before_the_last_prox(run) -> dict:
+    """The weights each layer had before its last prox (after the last gradient step), filled in as `run` trains:
+    where Algorithm 1 takes alpha^T from."""
+    seen, prox = {}, run.method.prox
+
+    def recorded(layer, lam, rho):
+        seen[id(layer)] = layer.weight.detach().clone()
+        prox(layer, lam, rho)
+
+    run.method.prox = recorded
+    return seen
+
+
+def kept_by_the_calculus(run, penalty, weights=None):
     """Per layer, the weights the paper's keep rule keeps, computed apart from the method: alpha = eta_hat(w) /
-    (eta_hat(w) + lam) >= 0.05 with eta_hat from the penalty calculus (NumPy, float64) on the trained weights."""
+    (eta_hat(w) + lam) >= 0.05 with eta_hat from the penalty calculus (NumPy, float64) on the trained weights, or
+    on `weights` (by id of the layer) where given."""
     from adrop import penalties
 
     pen, lam = penalties.get(penalty), run.runs[0].lam
     out = []
     for layer in run.model.layers:
-        w = layer.weight[0].detach().double().numpy()
+        w = (weights[id(layer)] if weights else layer.weight)[0].detach().double().numpy()
         eta = pen.eta_hat(w)
         with np.errstate(invalid="ignore"):
             alpha = np.where(np.isinf(eta), 1.0, eta / (eta + lam))
@@ -110,14 +151,57 @@ def kept_by_the_calculus(run, penalty):
 
 
 def test_adaptive_dropout_trains_sparse_on_synthetic_data(synthetic, tmp_path):
-    """Trained with lam = 0.05 it drops weights, and what weights.npz keeps is the keep rule of LogSum's eta_hat
-    on the trained weights, computed apart."""
+    """Trained with lam = 0.05 it drops weights, and what weights.npz keeps is the keep rule of LogSum's eta_hat,
+    computed apart, on the weights before the last prox (Algorithm 1's alpha^T); on those after it, it differs."""
     run = one(synthetic("method=adaptive_dropout", "lam=0.05", "lr=1e-2", "epochs=4"), tmp_path)
+    stepped = before_the_last_prox(run)
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 0.9
     saved = np.load(tmp_path / "weights.npz")
-    for name, kept in zip(run.model.names, kept_by_the_calculus(run, "logsum")):
+    for name, kept in zip(run.model.names, kept_by_the_calculus(run, "logsum", stepped)):
         np.testing.assert_array_equal(saved[f"{name}.weight"] != 0, kept)
+    after = kept_by_the_calculus(run, "logsum")
+    assert any(((saved[f"{n}.weight"] != 0) != k).any() for n, k in zip(run.model.names, after))
+
+
+def test_adaptive_dropout_draws_each_mask_from_alpha_before_the_last_prox():
+    """Algorithm 1: step t + 1's mask s ~ Mask(alpha^t), alpha^t from eta_hat of the weights after step t's gradient
+    step and before its prox; alpha^0 from the initial weights. A uniform draw held between the two alphas tells which
+    one the mask used."""
+    from adrop.methods import base
+    from adrop.methods.base import SparseLinear
+
+    cls = methods.get("adaptive_dropout")
+    method = cls(cls.Params(), 1, 1)
+    layer = SparseLinear(2, 1, method)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[0.02, 0.5]]))
+    lam, rho = 0.5, torch.full((1, 2), 0.4)
+    logsum = lambda w: w.abs() * (w.abs() + 2.0)  # noqa: E731
+    before = layer.weight.detach().clone()
+    method.before_step(0, lam)
+    assert torch.allclose(method.mask_probability(layer), logsum(before) / (logsum(before) + lam))  # alpha^0
+    method.after_step([layer], 1, lam, lambda p: rho)
+    alpha = logsum(before) / (logsum(before) + lam)  # from the stepped weights (no gradient step here: w^0)
+    after = logsum(layer.weight.detach()) / (logsum(layer.weight.detach()) + lam)
+    assert torch.allclose(layer.weight, before * logsum(before) / (logsum(before) + rho * lam))  # the prox
+    assert torch.allclose(layer.alpha, alpha) and after[0, 0] < alpha[0, 0]
+    u = float((alpha[0, 0] + after[0, 0]) / 2)
+
+    class Held(base.Noise):
+        def uniform_like(self, t):
+            return torch.full_like(t, u)
+
+    saved, base.noise = base.noise, Held()
+    try:
+        import adrop.methods.adaptive_dropout as module
+
+        module.noise, kept = base.noise, None
+        method.before_step(1, lam)
+        kept = method.mask(method.mask_probability(layer))
+    finally:
+        base.noise = module.noise = saved
+    assert kept[0, 0] > 0  # u < alpha^1 (before the prox): kept; alpha after the prox would have dropped it
 
 
 @pytest.mark.parametrize("penalty", ["logsum", "mcp", "scad", "l1", "lpp", "elastic_net", "huber", "l0"])
@@ -130,12 +214,13 @@ def test_adaptive_dropout_trains_with_every_penalty_that_has_a_closed_form_eta_h
     run = one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.05", "lr=1e-2",
                         "epochs=2"), tmp_path)
     assert type(run.method.pen).name == penalty
+    stepped = before_the_last_prox(run)
     summary = run.fit()[0]
     assert summary["status"] == "completed"
     saved = np.load(tmp_path / "weights.npz")
     assert all(np.isfinite(v).all() for v in saved.values())
     # what it keeps is that penalty's keep rule (float32 against float64: a weight at the threshold may differ)
-    for name, kept in zip(run.model.names, kept_by_the_calculus(run, penalty)):
+    for name, kept in zip(run.model.names, kept_by_the_calculus(run, penalty, stepped)):
         assert np.mean((saved[f"{name}.weight"] != 0) != kept) <= 1e-3, name
 
 
@@ -233,3 +318,103 @@ def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tm
         (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4))]
     for r in rows:  # the paper's count and error, for both
         assert (float(r[3]), float(r[4])) == (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4))
+
+
+def method_and_layer(name, weight, **params):
+    from adrop.methods.base import SparseLinear
+
+    cls = methods.get(name)
+    method = cls(cls.Params(**params), 1, 1)
+    layer = SparseLinear(weight.shape[1], weight.shape[0], method)
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+    return method, layer
+
+
+def test_authors_alpha_clamp_is_adaptive_tikhonov_nets_penalty():
+    """dlej/adaptive-dropout's AdaptiveTikhonovNet: alpha = eta / (eta + lam) clamped to >= 1e-3, eta_lamda =
+    alpha / (1 - alpha), penalty sum w^2 / eta_lamda / 2 (lam times adrop's R); alpha starts at 1: no first penalty."""
+    w = torch.tensor([[1e-5, 0.003, 0.2, -1.5]], dtype=torch.float64)
+    lam = 0.1
+    method, layer = method_and_layer("adatikhonov", w.float(), authors_alpha_clamp=True)
+    layer.double()
+    with torch.no_grad():
+        layer.weight.copy_(w)
+    eta = w.abs() * (w.abs() + 2.0)
+    alpha = torch.clamp(eta / (eta + lam), min=1e-3)
+    authors = torch.sum(w ** 2 / (alpha / (1 - alpha))) / 2
+    method.before_step(0, lam)
+    assert float(method.layer_penalty(layer, lam).detach()) == 0.0
+    method.before_step(1, lam)
+    penalty = lam * method.layer_penalty(layer, lam)
+    assert float(penalty.detach()) == pytest.approx(float(authors), rel=1e-9)
+    penalty.backward()
+    assert float(layer.weight.grad[0, 0]) == pytest.approx(float(2 * w[0, 0] * (1 - alpha[0, 0]) / alpha[0, 0] / 2))
+    paper, player = method_and_layer("adatikhonov", w.float())
+    player.double()
+    with torch.no_grad():
+        player.weight.copy_(w)
+    (lam * paper.layer_penalty(player, lam)).backward()
+    assert float(player.weight.grad[0, 0]) == pytest.approx(float(lam * w[0, 0] / eta[0, 0]))  # lam / 2, about
+    assert float(player.weight.grad[0, 0]) > 4 * float(layer.weight.grad[0, 0])  # alpha 2e-4 clamped to 1e-3
+    with pytest.raises(ValueError, match="needs structure=weight"):
+        methods.get("adatikhonov")(methods.get("adatikhonov").Params(authors_alpha_clamp=True), 1, 1, "neuron")
+
+
+def test_authors_clamp_of_vardrop_lr_clamps_log_sigma_in_the_noise_only():
+    """dlej/adaptive-dropout's LinearSVDO: log_sigma = clamp(log_alpha / 2 + log(1e-16 + |W|), -10, 10) in the
+    noise's variance; the KL and the keep rule see the raw log alpha, which keeps its gradient beyond 10."""
+    from adrop.penalties.variational_dropout import kl_approx_log
+
+    w = torch.tensor([[0.5, 1e-3, 2.0]])
+    method, layer = method_and_layer("vardrop_lr", w, authors_clamp=True)
+    with torch.no_grad():
+        layer.log_alpha_param.copy_(torch.tensor([[12.0, -3.0, 25.0]]))
+    log_sigma = torch.clamp(layer.log_alpha_param / 2 + torch.log(1e-16 + w.abs()), -10, 10)
+    assert torch.allclose(method.variance_weight(layer), torch.exp(2 * log_sigma))
+    assert torch.equal(method.log_alpha(layer), layer.log_alpha_param)
+    penalty = method.layer_penalty(layer, 1.0)
+    k1, k2, k3 = 0.63576, 1.8732, 1.48695  # the authors' kl_reg
+    la = layer.log_alpha_param.detach()
+    authors_kl = -torch.sum(k1 * torch.sigmoid(k2 + k3 * la) - 0.5 * torch.log1p(torch.exp(-la)))
+    assert float(penalty.detach()) == pytest.approx(float(authors_kl) + 3 * k1, rel=1e-5)  # adrop's KL is 0 at alpha -> inf
+    penalty.backward()
+    assert layer.log_alpha_param.grad[0, 0] != 0  # beyond 10, still moving
+    paper, player = method_and_layer("vardrop_lr", w)
+    with torch.no_grad():
+        player.log_alpha_param.copy_(layer.log_alpha_param.detach())
+    paper.layer_penalty(player, 1.0).backward()
+    assert player.log_alpha_param.grad[0, 0] == 0  # clamped: no gradient there
+    assert not torch.allclose(paper.variance_weight(player), method.variance_weight(layer))
+    assert float(kl_approx_log(-torch.tensor(10.0))) != float(kl_approx_log(-torch.tensor(12.0)))
+
+
+def test_authors_clamp_of_plain_vardrop_clamps_nothing():
+    method, layer = method_and_layer("vardrop", torch.ones(1, 2), authors_clamp=True)
+    with torch.no_grad():
+        layer.log_alpha_param.copy_(torch.tensor([[-14.0, 11.0]]))
+    assert torch.equal(method.log_alpha(layer), layer.log_alpha_param)
+    paper, player = method_and_layer("vardrop", torch.ones(1, 2))
+    with torch.no_grad():
+        player.log_alpha_param.copy_(layer.log_alpha_param)
+    assert torch.equal(paper.log_alpha(player), torch.tensor([[-10.0, 10.0]]))
+
+
+@pytest.mark.parametrize("name", ["vardrop_lr_ar", "vardrop_lr", "vardrop"])
+def test_authors_init_draws_weights_as_linear_svdo_each_from_its_configurations_seed(name, synthetic):
+    from adrop.train import network
+
+    cfg = synthetic(f"method={name}", "method.params.authors_init=true")
+    cls = methods.get(name)
+
+    def built(seed, **params):
+        torch.manual_seed(seed)
+        return network.build(cfg.model, (20,), 2, cls(cls.Params(**params), 1, 1))
+
+    a, b, c = built(0, authors_init=True), built(0, authors_init=True), built(1, authors_init=True)
+    for la, lb, lc in zip(a.layers, b.layers, c.layers):
+        assert torch.equal(la.weight, lb.weight) and not torch.equal(la.weight, lc.weight)
+        assert float(la.weight.detach().std()) == pytest.approx(0.02, rel=0.15)
+        assert torch.count_nonzero(la.bias) == 0
+    default = built(0)
+    assert float(default.layers[0].weight.detach().std()) > 0.05  # the network's own initialisation

@@ -144,7 +144,9 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, l
             time.sleep(0.05)
         pids = task_processes(sweep / ".submitit")
         assert len(pids) == 1, pids
-        os.kill(pids[0], signal.SIGUSR2)  # submitit's preemption (and timeout) signal
+        os.kill(pids[0], signal.SIGTERM)  # a preemption as SLURM makes one (and submitit's SlurmJob._interrupt):
+        time.sleep(0.5)                   # SIGTERM, which must not end the job, then submitit's signal, USR2
+        os.kill(pids[0], signal.SIGUSR2)
         out, err = command.communicate(timeout=300)
     finally:
         command.kill()
@@ -162,7 +164,7 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, l
                                capture_output=True, text=True, timeout=300)
     assert reference.returncode == 0, reference.stderr
     a, b = weights(folder), weights(tmp_path / "reference")
-    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 LAUNCHERS = ["basic", "stacked", "joblib", "submitit_local", "stacked_submitit_local"]
@@ -185,6 +187,8 @@ def test_every_launcher_tells_each_failed_job_in_one_line_and_exits_1(adrop, tmp
     assert failed and all(line.startswith("adrop train: error: ") for line in failed), done.stderr
     assert "1 of 2 jobs failed" in done.stderr
     assert "Traceback" not in done.stderr
+    if launcher in ("joblib", "submitit_local"):  # ran in other processes: told again from what the job returned
+        assert any(": failed: the training diverged" in line for line in failed), done.stderr
 
 
 @pytest.mark.slow
@@ -201,7 +205,7 @@ def test_a_slurm_launcher_without_slurm_fails_in_one_line_and_leaves_no_folder(a
 
 @needs_submitit
 @pytest.mark.parametrize("launcher", ["slurm", "stacked_slurm"])
-def test_the_slurm_launchers_requeue_a_timed_out_job(launcher):
+def test_the_slurm_configs_let_a_timed_out_job_be_requeued(launcher):
     import adrop.commands.train  # noqa: F401  (registers adrop's launchers)
 
     from hydra import compose, initialize_config_module

@@ -185,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = ["adrop train", *argv]
     sweep_outcomes.SWEEP.clear()
     sweep_outcomes.OUTCOMES.clear()
+    sweep_outcomes.JOBS.clear()
+    sweep_outcomes.RETURNED.clear()
     STARTED.clear()
     try:
         with sigterm_stops_training():
@@ -229,11 +231,14 @@ def untold(ended: dict) -> list[tuple[str, str]]:
     for folder, status in sorted(ended.items()):
         if status == "completed" or folder in sweep_outcomes.OUTCOMES:
             continue
+        if folder in sweep_outcomes.RETURNED:  # the job's own words
+            out.append((folder, sweep_outcomes.RETURNED[folder]))
+            continue
         try:
             summary = run_files.read_summary(Path(folder)) or {}
         except (OSError, ValueError):
             summary = {}
-        out.append((folder, f"{status}: {summary.get('error') or 'see its summary.json'}"))
+        out.append((folder, f"{status}: {summary.get('error') or 'no summary.json: it never started'}"))
     return out
 
 

@@ -7,9 +7,12 @@ hands over as step_size; the deterministic form of the paper's Algorithm 1 (Appe
 experiment.
 
 authors_keep_rule (off by default) counts a weight as kept as the authors' public code does (github
-dlej/adaptive-dropout, dropout/nn.py near line 326): alpha = eta_hat / (eta_hat + rho lam)
-with rho the last step's size, where the paper (and the default) use eta_hat / (eta_hat + lam). The step sizes are
-then kept per weight (a buffer `last_step`, in checkpoints).
+dlej/adaptive-dropout, dropout/nn.py, AdaptiveProxNet.update_alphas_Adam): after each step, before the prox, it
+stores alpha = eta_hat(w) / (eta_hat(w) + rho lam) from the stepped weights, with rho the step's size, proxes with
+that alpha (w <- alpha w, the same prox) and counts with the stored alpha; the paper (and the default) count with
+eta_hat / (eta_hat + lam) of the weights after the prox. The stored alpha is a buffer `authors_alpha` (in
+checkpoints). The authors' rho is lr / sqrt(v_hat), without Adam's eps (1e-8), where adrop's is Adam's own step,
+lr / (sqrt(v_hat) + eps): a relative difference below eps / sqrt(v_hat), negligible wherever a weight still moves.
 
 authors_validation_prox (off by default) repeats the prox once per validation batch after every epoch's training,
 with no gradient step between (ceil(12,000 / 128) = 94 times in the paper's setting), at the epoch's last step sizes:
@@ -44,28 +47,32 @@ class AdaProx(EtaHatMethod):
                              "structure=weight")
 
     def add_parameters(self, layer):
-        if self.params.authors_keep_rule:  # rho of the last step, written after every step
-            layer.register_buffer("last_step", torch.ones_like(layer.weight))
+        if self.params.authors_keep_rule:  # alpha of the last prox, from the weights before it (ones: no step yet)
+            layer.register_buffer("authors_alpha", torch.ones_like(layer.weight))
 
     def keep_probability(self, layer, lam):
         if not self.params.authors_keep_rule:
             return super().keep_probability(layer, lam)
-        return keep_rule.keep_probability(self.pen.eta_hat(layer.weight.detach()),
-                                          layer.last_step * layer.per_config(lam))
+        return layer.authors_alpha
+
+    @torch.no_grad()
+    def stepped_prox(self, layer, lam, rho) -> None:
+        """The prox after a step; with authors_keep_rule its alpha is first stored from the weights before it."""
+        if self.params.authors_keep_rule:
+            layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight),
+                                                                 rho * layer.per_config(lam)))
+        self.prox(layer, lam, rho)
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
         for layer in layers:
-            rho = step_size(layer.weight)
-            self.prox(layer, lam, rho)
-            if self.params.authors_keep_rule:
-                layer.last_step.copy_(rho)
+            self.stepped_prox(layer, lam, step_size(layer.weight))
 
     @torch.no_grad()
     def end_epoch(self, layers, lam, step_size, validation_batches):
         if not self.params.authors_validation_prox:
             return
         rhos = [step_size(layer.weight) for layer in layers]  # the epoch's last step sizes: no optimiser step between
-        for _ in range(validation_batches):
+        for _ in range(validation_batches):  # each an alpha update and a prox, as after a training step
             for layer, rho in zip(layers, rhos):
-                self.prox(layer, lam, rho)
+                self.stepped_prox(layer, lam, rho)

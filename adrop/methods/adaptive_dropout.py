@@ -13,6 +13,11 @@ the variational dropout dual through a table of its numerical eta_hat, adrop.pen
                        w <- w / (1 + rho lam / eta_hat(w)), rho the step the optimiser took for that coordinate
     additive=false     plain dropout on the weights: the forward pass uses s * w
 
+Algorithm 1's order: after step t's gradient step, eta^t = eta_hat(w) of the stepped weights, before the prox; the
+prox uses that eta, and alpha^t = eta^t / (eta^t + lam) is stored (a buffer `alpha`, in checkpoints): step t + 1
+draws its mask from it, and the keep rule counts with the last one. alpha^0, the algorithm's input, is the keep
+probability of the initial weights.
+
 With structure=neuron, one mask per group (a unit: all the weights reading an input unit, or a filter) with keep
 probability eta_hat(||w_g||) / (eta_hat(||w_g||) + lam sqrt(|g|)), and the prox per group: the dual of
 sum_g sqrt(|g|) Omega(||w_g||) (adrop.linear.groups checks it on linear regression).
@@ -23,6 +28,8 @@ lam reaches the method from the engine before every step (before_step), as a flo
 from dataclasses import dataclass
 
 import torch
+
+from adrop import keep_rule
 
 from .base import noise, register
 from .eta_hat_layer import EtaHatMethod, PenaltyParams
@@ -47,10 +54,23 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
 
     def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
         super().__init__(params, steps_per_epoch, epochs, structure)
-        self.lam = None  # this step's lam, from the engine (before_step)
+        self.lam, self.first = None, False  # this step's lam, and whether it is the run's first (before_step)
+
+    def add_parameters(self, layer):
+        layer.register_buffer("alpha", torch.ones(layer.group_shape))  # alpha^t, per weight or per group
 
     def before_step(self, step, lam):
-        self.lam = lam
+        self.lam, self.first = lam, step == 0  # a bool: torch.compile guards on it (an int would recompile often)
+
+    def mask_probability(self, layer):
+        """alpha^{t-1}, which step t draws its mask from: the stored one, or at the first step alpha^0."""
+        return self.keep_probability(layer, self.lam) if self.first else layer.alpha
+
+    def keep_statistic(self, layer, lam):
+        return "keep_probability", layer.alpha
+
+    def keep_mask(self, layer, lam):
+        return layer.alpha >= keep_rule.KEEP_THRESHOLD
 
     def mask(self, alpha):
         safe = torch.where(alpha > 0, alpha, torch.ones_like(alpha))
@@ -64,11 +84,13 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
         if self.lam is None:
             raise RuntimeError("adaptive_dropout needs this step's lam: the engine calls before_step(step, lam) first")
         w = layer.weight
-        s = self.mask(self.keep_probability(layer, self.lam))
+        s = self.mask(self.mask_probability(layer))
         noisy = w + (s - 1.0) * w.detach() if self.params.additive else s * w
         return layer.product(x, noisy, layer.bias)
 
+    @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
-        if self.params.additive:  # Algorithm 1's prox, with eta at the stepped point
-            for layer in layers:
+        for layer in layers:  # alpha^t from the stepped weights, then (additive) the prox with the same eta
+            layer.alpha.copy_(self.keep_probability(layer, lam))
+            if self.params.additive:
                 self.prox(layer, lam, step_size(layer.weight))

@@ -7,6 +7,7 @@ as copies: the engine's tensor of K values (K = 1 for a single run), or a float 
 `layer.per_config(lam)` shapes to broadcast against that layer's weights. The engine only ever calls:
 
     layer(x)                                  training forward: method.forward(layer, x)
+    method.init_weights(layer)                as each configuration's network is built: its own initialisation
     method.start(layers)                      once, before the first step of a new run (not on resume)
     method.before_step(step, lam)             before every step's forward pass (adaptive dropout's masks need lam)
     method.penalty(layers, lam)               the regulariser R; the engine minimises  data term + lam * R
@@ -116,6 +117,7 @@ class SparseLayer(nn.Module):
             self.weight.copy_(module.weight)
             if self.bias is not None:
                 self.bias.copy_(module.bias)
+        self.method.init_weights(self)
         return self
 
     def per_config(self, value):
@@ -273,6 +275,10 @@ class Method:
 
     def start(self, layers) -> None:
         """Called once before the first training step of a new run (after init_from), not when one resumes."""
+
+    def init_weights(self, layer: SparseLayer) -> None:
+        """Called when a layer has taken its module's weights, as its network is built from the configuration's seed
+        (before init_from): a method may draw others (VarDrop's authors_init). Nothing by default."""
 
     def before_update(self, layers) -> None:
         """Called after every step's backward pass, before the optimiser's update (pruning zeroes masked gradients)."""

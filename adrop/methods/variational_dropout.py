@@ -17,6 +17,16 @@ normal-Jeffreys prior (Louizos et al. 2017, BC-GNJ) without its weight-level KL.
 log sigma_g^2 (BC-GNJ's parameters); vardrop_lr mu_g = 1 and log alpha_g (per-unit variational dropout, Kingma et
 al. 2015). Both draw z per example on the unit (exact: no local reparameterisation is needed for one noise per unit);
 vardrop draws one z_g per group for the minibatch.
+
+The authors' code (dlej/adaptive-dropout, dropout/extern.py, from Molchanov et al.'s SparseVD notebook) differs in
+two ways, each a switch, off by default:
+    authors_clamp   adrop clamps log alpha to [log_alpha_min, log_alpha_max] = [-10, 10] everywhere (the KL, the keep
+                    rule, the noise), so a parameter beyond gets no gradient. The authors' vardrop_lr clamps log
+                    sigma = log alpha / 2 + log|theta| to [-10, 10] in the noise only, and their KL and keep rule see
+                    the raw log alpha; their vardrop clamps nothing. Their vardrop_lr_ar clamps log alpha as adrop
+                    does: the switch changes nothing there. Per weight only.
+    authors_init    weights N(0, 0.02^2) and biases 0 (their reset_parameters), where adrop keeps the network's own
+                    initialisation (PyTorch's for adrop's networks).
 """
 from dataclasses import dataclass
 
@@ -28,6 +38,9 @@ from adrop.penalties.variational_dropout import kl_approx_log
 
 from .base import Method, noise, register
 
+AUTHORS_INIT_STD = 0.02
+AUTHORS_LOG_SIGMA_MIN, AUTHORS_LOG_SIGMA_MAX = -10.0, 10.0
+
 
 @dataclass
 class VarDropParams:
@@ -35,15 +48,33 @@ class VarDropParams:
     init_log_sigma2: float = -10.0     # Molchanov's initialisation (vardrop_lr_ar)
     log_alpha_min: float = -10.0
     log_alpha_max: float = 10.0
+    authors_clamp: bool = False        # the authors' clamps (module docstring)
+    authors_init: bool = False         # the authors' initialisation: weights N(0, 0.02^2), biases 0
 
 
 class VarDrop(Method):
     Params = VarDropParams
 
+    def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
+        super().__init__(params, steps_per_epoch, epochs, structure)
+        if params.authors_clamp and structure != "weight":
+            raise ValueError("method.params.authors_clamp is the authors' per-weight form: it needs structure=weight")
+
     def add_parameters(self, layer):
         layer.log_alpha_param = nn.Parameter(torch.full(layer.group_shape, self.params.init_log_alpha))
 
+    @torch.no_grad()
+    def init_weights(self, layer):
+        if self.params.authors_init:  # LinearSVDO.reset_parameters: W.normal_(0, 0.02), bias.zero_()
+            layer.weight.normal_(0.0, AUTHORS_INIT_STD)
+            if layer.bias is not None:
+                layer.bias.zero_()
+
     def log_alpha(self, layer) -> torch.Tensor:
+        """The log alpha of the KL and the keep rule: the parameter, clamped (with authors_clamp: as it is, as the
+        authors' LinearSVDO and LinearSVDONoReparam have it)."""
+        if self.params.authors_clamp:
+            return layer.log_alpha_param
         return layer.log_alpha_param.clamp(self.params.log_alpha_min, self.params.log_alpha_max)
 
     def layer_penalty(self, layer, lam):
@@ -91,10 +122,18 @@ class VarDropLRAR(VarDrop):
 class VarDropLR(VarDrop):
     name = "vardrop_lr"
 
+    def variance_weight(self, layer) -> torch.Tensor:
+        """sigma^2 = alpha theta^2, the weights of the pre-activations' variance; with authors_clamp
+        exp(2 clamp(log alpha / 2 + log(1e-16 + |theta|), -10, 10)), LinearSVDO's clamp of log sigma."""
+        if self.params.authors_clamp:
+            log_sigma = layer.log_alpha_param / 2.0 + torch.log(1e-16 + layer.weight.abs())
+            return torch.exp(2.0 * log_sigma.clamp(AUTHORS_LOG_SIGMA_MIN, AUTHORS_LOG_SIGMA_MAX))
+        return torch.exp(self.log_alpha(layer)) * layer.weight * layer.weight
+
     def forward(self, layer, x):
         if layer.grouped:
             return layer.product_with_unit_noise(x, layer.weight, layer.bias, 1.0, torch.exp(0.5 * self.log_alpha(layer)))
-        return self.local_reparameterisation(layer, x, torch.exp(self.log_alpha(layer)) * layer.weight * layer.weight)
+        return self.local_reparameterisation(layer, x, self.variance_weight(layer))
 
 
 @register

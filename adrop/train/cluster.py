@@ -10,12 +10,16 @@ USR2 by default) stops at once, its runs marked interrupted after their last che
 from __future__ import annotations
 
 import signal
+import sys
+import time
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from . import errors, run_files, stacked_jobs
+from . import run_files, runtime, stacked_jobs
 from .runtime import Interrupted, raise_interrupted
+
+POLL_S = 1.0  # how often the command asks whether a job has ended
 
 
 class TrainStack:
@@ -31,6 +35,7 @@ class TrainStack:
         from hydra.core.utils import configure_log
 
         configure_log(OmegaConf.create(self.logging_config), self.verbose)
+        runtime.SIGTERM_IS_THE_CLUSTERS.append(True)
         if self.threads:
             torch.set_num_threads(self.threads)
         preempted = submitit.JobEnvironment._usr_sig()
@@ -63,16 +68,37 @@ def submit(executor, kind: str, jobs: list, max_stack: int | None, device: str |
     submitted = executor.map_array(train, [[jobs[i] for i in stack] for stack in stacks])
     print(f"stacked launcher: {len(submitted)} {kind} job{'s' if len(submitted) > 1 else ''} submitted "
           f"({', '.join(job.job_id for job in submitted)}); their logs: {folder}", flush=True)
-    for n, (stack, job) in enumerate(zip(stacks, submitted)):
-        try:
-            summaries = job.results()[0]
-        except Exception as err:  # the job ended without a result (killed, timed out too often, a bug)
-            why = f"its {kind} job {job.job_id} ended without a result ({errors.brief(err)})"
-            summaries = [ended(jobs[i], why, runs[i].identity) for i in stack]
-        for i, summary in zip(stack, summaries):
-            results[i] = summary
-            stacked_jobs.tell(jobs[i], summary, f"{kind} job {job.job_id}, stack {n + 1} of {len(stacks)}")
+    pending = dict(enumerate(submitted))
+    try:
+        while pending:  # each stack's lines as its job ends
+            for n, job in list(pending.items()):
+                if job.done():
+                    del pending[n]
+                    for i, summary in zip(stacks[n], outcome(job, [jobs[i] for i in stacks[n]],
+                                                             [runs[i].identity for i in stacks[n]], kind)):
+                        results[i] = summary
+                        stacked_jobs.tell(jobs[i], summary, f"{kind} job {job.job_id}, stack {n + 1} of {len(stacks)}")
+            if pending:
+                time.sleep(POLL_S)
+    except BaseException:  # Ctrl-C, SIGTERM: the jobs still queued or training stop too (rerun the command to resume)
+        for job in pending.values():
+            job.cancel(check=False)
+        if pending:
+            print(f"stacked launcher: cancelled {len(pending)} {kind} job{'s' if len(pending) > 1 else ''}",
+                  file=sys.stderr, flush=True)
+        raise
     return results
+
+
+def outcome(job, jobs: list, identities: list, kind: str) -> list[dict]:
+    """A finished submitit job's summaries; if it ended without a result (killed, timed out too often, a bug), what
+    its runs' folders say (`ended`)."""
+    try:
+        return job.results()[0]
+    except Exception as err:
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]  # a traceback: its last line says why
+        why = f"its {kind} job {job.job_id} ended without a result ({lines[-1][:200] if lines else type(err).__name__})"
+        return [ended(j, why, identity) for j, identity in zip(jobs, identities)]
 
 
 def ended(job, why: str, identity: dict) -> dict:

@@ -33,11 +33,18 @@ def raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
+SIGTERM_IS_THE_CLUSTERS: list = []  # not empty in a submitit job (adrop.train.cluster): SIGTERM left to submitit
+
+
 @contextlib.contextmanager
 def sigterm_stops_training():
     """While training, SIGTERM raises Interrupted in the main thread, where training runs, so that it stops as Ctrl-C
     does: its files say so and the same command resumes it. The handler before it comes back afterwards (in a worker
-    process of the stacked launcher: between stacks a SIGTERM just ends it)."""
+    process of the stacked launcher: between stacks a SIGTERM just ends it). In a submitit job SIGTERM stays
+    submitit's, which ignores it: SLURM sends it before the preemption signal, which stops the training there."""
+    if SIGTERM_IS_THE_CLUSTERS:
+        yield
+        return
     before = signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         yield

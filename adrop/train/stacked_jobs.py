@@ -201,7 +201,7 @@ def tell(job: Job, summary: dict, where: str) -> None:
     if summary.get("status") == "completed":
         print(f"{job.folder.name}: test error {summary['test_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} "
               f"({where}, {summary['wall_time_s']:.1f} s)", flush=True)
-    elif summary.get("status") in ("failed", "interrupted"):
+    elif summary.get("status") in ("failed", "interrupted", "refused"):
         say_failed(job, summary.get("error"))
 
 

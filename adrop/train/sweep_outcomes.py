@@ -23,6 +23,7 @@ OBJECTIVES = ("val_error", "nonzero_fraction", "nonzero", "sparse_macs", "csr_by
 SWEEP: dict = {}      # this command's sweep: {"dir": its folder, "since": when it began}
 OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused" or "interrupted", for jobs run here
 JOBS: set = set()     # the folders of every job this command launched, where its sweeper says (adrop's sweepers)
+RETURNED: dict = {}   # job folder -> why it did not complete, in its own words, for jobs that ran elsewhere
 
 
 def objectives(objective) -> list[str]:
@@ -68,6 +69,7 @@ def begin(sweep_dir) -> None:
     SWEEP.update(dir=os.path.abspath(sweep_dir), since=time.time())  # as Hydra writes job folders: no ".."
     OUTCOMES.clear()
     JOBS.clear()
+    RETURNED.clear()
 
 
 def folder_of(ret) -> Path:
@@ -78,8 +80,14 @@ def folder_of(ret) -> Path:
 
 def launched(returns) -> None:
     """The sweeper's word on which jobs are this command's: only they are counted, not those that another command
-    starts in the same sweep folder meanwhile."""
-    JOBS.update(os.path.abspath(folder_of(ret)) for ret in returns)
+    starts in the same sweep folder meanwhile. What a job that ran elsewhere returned when it did not complete
+    (`value`: "refused: ...", "failed: ...") is its word on why: a refused job's folder holds another run's summary."""
+    for ret in returns:
+        folder = os.path.abspath(folder_of(ret))
+        JOBS.add(folder)
+        said = getattr(ret, "_return_value", None)
+        if isinstance(said, str) and folder not in OUTCOMES:
+            RETURNED[folder] = said
 
 
 def record(folder, status: str | None) -> None:
@@ -90,6 +98,7 @@ def outcomes() -> dict:
     """Every job of this sweep and how it ended: those run here, and the others by their summary.json (in the folders
     launched; where no sweeper said which, those in the sweep folder written since the sweep began)."""
     out = dict(OUTCOMES)
+    out.update({folder: said.split(":", 1)[0] for folder, said in RETURNED.items() if folder not in out})
     if JOBS:  # the sweeper said which jobs are this command's
         paths = [Path(folder) / "summary.json" for folder in JOBS if folder not in out]
     elif SWEEP.get("dir"):  # another sweeper (Optuna's): the summaries written in the sweep folder since it began

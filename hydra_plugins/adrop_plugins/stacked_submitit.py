@@ -30,13 +30,18 @@ if BaseSubmititLauncher is not None:
         _target_: str = "hydra_plugins.adrop_plugins.stacked_submitit.StackedLocalLauncher"
         submitit_folder: str = FOLDER
         max_stack: Optional[int] = None  # null: the measured default for where the jobs train (stacked_jobs)
+        timeout_min: int = 1440  # a local job's time limit (submitit's local executor: a timeout, then a requeue)
 
     @dataclass
     class StackedSlurmConf(SlurmQueueConf):
+        """conf/hydra/launcher/slurm.yaml's settings, for stacks."""
         _target_: str = "hydra_plugins.adrop_plugins.stacked_submitit.StackedSlurmLauncher"
         submitit_folder: str = FOLDER
         max_stack: Optional[int] = None
         timeout_min: int = 240
+        cpus_per_task: Optional[int] = 4
+        gpus_per_node: Optional[int] = 1
+        mem_gb: Optional[int] = 16
         max_num_timeout: int = 3  # a timed-out job is requeued and resumes from its checkpoints, up to 3 times
 
     def register() -> None:
