@@ -42,9 +42,7 @@ class AdaProx(EtaHatMethod):
 
     def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
         super().__init__(params, steps_per_epoch, epochs, structure)
-        if params.authors_keep_rule and structure != "weight":
-            raise ValueError("method.params.authors_keep_rule is the authors' per-weight rule: it needs "
-                             "structure=weight")
+        self.per_weight_only("authors_keep_rule")
 
     def add_parameters(self, layer):
         if self.params.authors_keep_rule:  # alpha of the last prox, from the weights before it (ones: no step yet)

@@ -31,9 +31,7 @@ class AdaTikhonov(EtaHatMethod):
 
     def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
         super().__init__(params, steps_per_epoch, epochs, structure)
-        if params.authors_alpha_clamp and structure != "weight":
-            raise ValueError("method.params.authors_alpha_clamp is the authors' per-weight form: it needs "
-                             "structure=weight")
+        self.per_weight_only("authors_alpha_clamp")
         self.first = False  # the run's first step (before_step): with authors_alpha_clamp, no penalty
 
     def before_step(self, step, lam):

@@ -241,6 +241,12 @@ class Method:
         self.params, self.structure = params, structure
         self.steps_per_epoch, self.total_steps = steps_per_epoch, steps_per_epoch * epochs
 
+    def per_weight_only(self, *switches: str) -> None:
+        """Refuse, in one line, any of these switches (the authors' per-weight forms) with whole units."""
+        for name in switches:
+            if getattr(self.params, name) and self.structure != "weight":
+                raise ValueError(f"method.params.{name} is the authors' per-weight form: it needs structure=weight")
+
     def add_parameters(self, layer: SparseLayer) -> None:
         """Create the method's own parameters and buffers on the layer: per weight (layer.weight's shape) or, where
         the method has a group form, per group (layer.group_shape, which is the weight's shape with structure=weight)."""

@@ -57,8 +57,7 @@ class VarDrop(Method):
 
     def __init__(self, params, steps_per_epoch, epochs, structure="weight"):
         super().__init__(params, steps_per_epoch, epochs, structure)
-        if params.authors_clamp and structure != "weight":
-            raise ValueError("method.params.authors_clamp is the authors' per-weight form: it needs structure=weight")
+        self.per_weight_only("authors_clamp")
 
     def add_parameters(self, layer):
         layer.log_alpha_param = nn.Parameter(torch.full(layer.group_shape, self.params.init_log_alpha))
