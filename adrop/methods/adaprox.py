@@ -58,7 +58,7 @@ class AdaProx(EtaHatMethod):
         """The prox after a step; with authors_keep_rule its alpha is first stored from the weights before it."""
         if self.params.authors_keep_rule:
             layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight),
-                                                                 rho * layer.per_config(lam)))
+                                                                 rho * layer.layer_lam(lam)))
         self.prox(layer, lam, rho)
 
     @torch.no_grad()

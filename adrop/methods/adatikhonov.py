@@ -41,7 +41,7 @@ class AdaTikhonov(EtaHatMethod):
         w = layer.weight
         eta = self.pen.eta_hat(layer.group_norm(w.detach()))
         if self.params.authors_alpha_clamp:
-            lam = torch.as_tensor(layer.per_config(lam), dtype=w.dtype, device=w.device)
+            lam = torch.as_tensor(layer.layer_lam(lam), dtype=w.dtype, device=w.device)
             alpha = torch.ones_like(eta) if self.first else keep_rule.keep_probability(eta, lam)
             alpha = alpha.clamp(min=AUTHORS_ALPHA_MIN)
             tiny = lam.clamp(min=torch.finfo(w.dtype).tiny)  # lam = 0: alpha = 1, no term (not 0 / 0)

@@ -84,6 +84,7 @@ class SparseLayer(nn.Module):
     (`unit_axes`, counted from the end)."""
 
     unit_axes: tuple = ()
+    lam_scale: float = 1.0  # this layer's lam multiplier (lam_scale in the configuration; adrop.train.network.scale_lam)
 
     def __init__(self, weight_shape: tuple, has_bias: bool, method: "Method", configs: int | None = None):
         super().__init__()
@@ -126,6 +127,11 @@ class SparseLayer(nn.Module):
         if not isinstance(value, torch.Tensor) or value.dim() == 0:
             return value
         return value.view(-1, *([1] * (self.weight.dim() - 1)))
+
+    def layer_lam(self, lam):
+        """This layer's lam: per_config(lam) times lam_scale."""
+        lam = self.per_config(lam)
+        return lam if self.lam_scale == 1.0 else lam * self.lam_scale
 
     def total(self, t: torch.Tensor) -> torch.Tensor:
         """Sum over one run's weights: a scalar, or one per configuration (K,) for a stack."""
@@ -258,7 +264,9 @@ class Method:
         return layer.weight.new_zeros(() if layer.configs is None else (layer.configs,))
 
     def penalty(self, layers, lam) -> torch.Tensor:
-        return sum(self.layer_penalty(layer, lam) for layer in layers)
+        """sum over layers of lam_scale R_l; the engine multiplies by lam."""
+        return sum(p if layer.lam_scale == 1.0 else layer.lam_scale * p
+                   for layer, p in ((layer, self.layer_penalty(layer, lam)) for layer in layers))
 
     def keep_mask(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight != 0

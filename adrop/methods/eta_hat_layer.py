@@ -57,8 +57,9 @@ def group_weight(layer) -> float:
 
 
 def group_lam(layer, lam):
-    """Each group's lam, shaped for the layer: lam sqrt(|g|) (lam itself per weight)."""
-    lam = layer.per_config(lam)
+    """Each group's lam, shaped for the layer: the layer's lam (lam_scale included) times sqrt(|g|) (times 1 per
+    weight)."""
+    lam = layer.layer_lam(lam)
     return lam if layer.group_size == 1 else lam * group_weight(layer)
 
 

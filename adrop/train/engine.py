@@ -104,6 +104,8 @@ class Engine:
             network_mod.check_output(self.single, self.data.train.x[:2])
             self.single.eval()
             self.model = self.stack_models()
+            for net in (self.single, self.model):
+                network_mod.scale_lam(net, base.lam_scale)
         except ValueError as err:
             raise TrainError(str(err)) from None
         self.lam = torch.tensor([r.lam for r in runs], device=self.device)  # (K,): layer.per_config shapes it

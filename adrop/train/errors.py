@@ -88,6 +88,9 @@ def one_line(err: BaseException) -> str:
     found = re.match(r"Could not override '([^']+)'", text)
     if found and "not in" in str(err.__cause__ or ""):
         key = found.group(1)
+        if key == "lam_scale" or key.startswith("lam_scale."):  # empty by default: a layer's multiplier is added
+            return ("lam_scale is empty by default: add a layer's multiplier with +lam_scale.<layer>=<value> "
+                    "(or '++lam_scale={<layer>: <value>, ...}')")
         if key.startswith("method.params.penalty_params."):  # an open dict, empty by default: a key is added
             return (f"{key} is not set by default (the penalty's own defaults apply): add it with "
                     f"+{key}=<value>")

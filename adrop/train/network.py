@@ -208,6 +208,17 @@ def build(model_cfg, input_shape, classes: int, method, configs: int | None = No
     return Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg))
 
 
+def scale_lam(network: Network, scales) -> None:
+    """lam_scale: each named sparse layer's lam multiplier (SparseLayer.lam_scale); a name the network does not have is
+    refused in one line that lists those it has."""
+    unknown = [name for name in scales if name not in network.names]
+    if unknown:
+        raise NetworkError(f"lam_scale names {', '.join(unknown)}, not a sparse layer of {network.architecture}; its "
+                           f"layers: {', '.join(network.names)}")
+    for name, layer in zip(network.names, network.layers):
+        layer.lam_scale = float(scales.get(name, 1.0))
+
+
 def check_output(network: Network, x: torch.Tensor) -> None:
     """A forward pass of a batch of real inputs (batch, ...): NetworkError when it fails or its output is not
     batch x classes."""

@@ -64,6 +64,8 @@ class Config:
     structure: str = "weight"         # weight: each weight its own group; neuron: whole units (a Linear layer's input
     #                                    units, a Conv2d layer's filters), so that networks lose units (adrop.methods.base)
     lam: Optional[float] = None        # null: method.lam
+    lam_scale: Dict[str, float] = field(default_factory=dict)  # lam times this in the named layers (+lam_scale.fc1=3; the
+    #                                    others 1): their penalty, keep rule and prox (adrop.methods.base.layer_lam)
     lr: Optional[float] = None         # null: method.lr
     epochs: int = 10
     batch_size: int = 128

@@ -34,7 +34,7 @@ PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
                      .hydra.job.config.override_dirname.exclude_keys)
 IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
-                     "init_from": None, "evaluate_unmasked": False}
+                     "init_from": None, "evaluate_unmasked": False, "lam_scale": {}}
 DEFAULT_MODEL = "lenet_300_100"
 
 
@@ -98,6 +98,10 @@ def lam_and_lr(cfg) -> tuple[float, float]:
                f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
               (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never"),
               (cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}"),
+              (all(math.isfinite(v) and v > 0 for v in cfg.lam_scale.values()),
+               f"lam_scale's multipliers must be positive, got {dict(cfg.lam_scale)}"),
+              (not cfg.lam_scale or lam > 0, f"lam_scale multiplies lam, and method={cfg.method.name} trains with "
+                                             "lam 0 here: it would change nothing"),
               (cfg.data.train_limit is None or cfg.data.train_limit >= 1,
                f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}")]
     for ok, message in checks:
@@ -118,7 +122,7 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
         identity["augment"] = cfg.dataset.augment
     for key, default in IDENTITY_DEFAULTS.items():
         value = cfg[key]
-        value = list(value) if OmegaConf.is_list(value) else value
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         if value != default and (value or default is not None):
             identity[key] = str(value) if key == "init_from" else value
     if cfg.model.name != DEFAULT_MODEL or not shipped_built_in(cfg.model):
@@ -171,6 +175,7 @@ def check_network(cfg, cls, params) -> None:
     input_shape, classes = shape
     net = network.build(cfg.model, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure))
     network.check_output(net, torch.zeros(2, *input_shape))
+    network.scale_lam(net, cfg.lam_scale)
 
 
 def resolve(cfg, chosen: str | None = None) -> Settings:

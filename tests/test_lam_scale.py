@@ -1,0 +1,58 @@
+"""lam_scale: lam times a multiplier in the layers it names, the same for every method: their penalty term, keep rule
+and prox; unknown layers, non-positive multipliers and methods without lam refused in one line."""
+import numpy as np
+import pytest
+import torch
+
+from adrop import methods
+from adrop.methods.eta_hat_layer import group_lam
+from adrop.train.settings import TrainError, resolve
+from engines import one, stack, train
+
+
+@pytest.mark.parametrize("method", ["logsum", "hard_concrete", "vardrop_lr", "eta_trick"])
+def test_a_layers_lam_multiplies_its_penalty_keep_rule_and_prox(method, synthetic, tmp_path):
+    run = one(synthetic(f"method={method}", "lam=0.05", "+lam_scale.fc1=3"), tmp_path)
+    first, second = run.model.layers[:2]
+    assert (first.lam_scale, second.lam_scale) == (3.0, 1.0)
+    lam = run.lam
+    assert torch.equal(group_lam(first, lam), first.per_config(lam) * 3.0)
+    assert torch.equal(group_lam(second, lam), second.per_config(lam))
+    per_layer = [run.method.layer_penalty(layer, lam) for layer in run.model.layers]
+    assert torch.allclose(run.method.penalty(run.model.layers, lam), 3.0 * per_layer[0] + sum(per_layer[1:]))
+
+
+@pytest.mark.parametrize("method", ["logsum", "adaprox", "adaptive_dropout"])
+def test_a_heavier_first_layer_keeps_fewer_of_its_weights(method, synthetic, tmp_path):
+    common = (f"method={method}", "lam=0.05", "lr=1e-2", "epochs=3")
+    plain = train(synthetic(*common), tmp_path / "plain")
+    heavy = train(synthetic(*common, "+lam_scale.fc1=10"), tmp_path / "heavy")
+    fraction = {name: run["layers"]["fc1"]["fraction"] for name, run in (("plain", plain), ("heavy", heavy))}
+    assert fraction["heavy"] < fraction["plain"], fraction
+
+
+def test_a_stack_with_lam_scale_follows_its_single_runs(synthetic, tmp_path):
+    cfgs = [synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=2", f"seed={seed}", "+lam_scale.fc1=4")
+            for seed in (0, 1)]
+    singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
+    stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
+    for i in range(2):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        assert all(np.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a.files)
+        assert stacked[i]["nonzero"] == pytest.approx(singles[i]["nonzero"], abs=2)
+
+
+def test_lam_scale_enters_the_identity_only_when_set(synthetic):
+    assert "lam_scale" not in resolve(synthetic("method=logsum")).identity
+    assert resolve(synthetic("method=logsum", "+lam_scale.fc1=2")).identity["lam_scale"] == {"fc1": 2.0}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (("method=logsum", "+lam_scale.fc9=2"), "lam_scale names fc9, not a sparse layer"),
+    (("method=logsum", "+lam_scale.fc1=0"), "lam_scale's multipliers must be positive"),
+    (("method=dense", "+lam_scale.fc1=2"), "lam_scale multiplies lam, and method=dense trains with lam 0"),
+])
+def test_a_wrong_lam_scale_is_refused_in_one_line(overrides, message, synthetic, tmp_path):
+    with pytest.raises((TrainError, ValueError), match=message) as caught:
+        one(synthetic(*overrides), tmp_path)
+    assert "\n" not in str(caught.value)
