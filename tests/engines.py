@@ -24,3 +24,17 @@ def error(engine, split, k: int = 0) -> float:
 
     weights = engine.weights(k, evaluate.effective(engine.model, engine.method, engine.lam))
     return evaluate.error(engine.single.predict, weights, split)
+
+
+def assert_stack_near_its_singles(cfgs, tmp_path) -> None:
+    """The configurations trained alone and as one stack: each ends with nearly its single run's weights (float32
+    rounding over a few epochs) and, give or take a weight at the threshold, its count of nonzeros."""
+    import numpy as np
+    import pytest
+
+    singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
+    stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(len(cfgs))]).fit()
+    for i in range(len(cfgs)):
+        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
+        assert all(np.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a.files)
+        assert stacked[i]["nonzero"] == pytest.approx(singles[i]["nonzero"], abs=2)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from adrop import methods
-from engines import one, stack, train
+from engines import assert_stack_near_its_singles, one, train
 
 
 def eta_trick(**params):
@@ -99,12 +99,7 @@ def test_a_stack_proxes_on_validation_batches_as_its_single_runs(synthetic, tmp_
     cfgs = [synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=2", f"seed={seed}",
                       "method.params.authors_validation_prox=true", "method.params.authors_keep_rule=true")
             for seed in (0, 1)]
-    singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
-    stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
-    for i in range(2):
-        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
-        assert all(np.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a.files)
-        assert stacked[i]["nonzero"] == pytest.approx(singles[i]["nonzero"], abs=2)
+    assert_stack_near_its_singles(cfgs, tmp_path)
 
 
 @pytest.mark.parametrize("mask", ["bernoulli", "gaussian"])

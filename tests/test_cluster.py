@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import DATA, ROOT
+from conftest import DATA
 
 SMALL = [f"data.root={DATA}", "data.download=false", "data.train_limit=256", "progress=never", "device=cpu"]
 needs_mnist = pytest.mark.skipif(not (DATA / "MNIST" / "raw").exists(), reason="MNIST not found at ../shared/data")

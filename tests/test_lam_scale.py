@@ -1,13 +1,11 @@
 """lam_scale: lam times a multiplier in the layers it names, the same for every method: their penalty term, keep rule
 and prox; unknown layers, non-positive multipliers and methods without lam refused in one line."""
-import numpy as np
 import pytest
 import torch
 
-from adrop import methods
 from adrop.methods.eta_hat_layer import group_lam
 from adrop.train.settings import TrainError, resolve
-from engines import one, stack, train
+from engines import assert_stack_near_its_singles, one, train
 
 
 @pytest.mark.parametrize("method", ["logsum", "hard_concrete", "vardrop_lr", "eta_trick"])
@@ -34,12 +32,7 @@ def test_a_heavier_first_layer_keeps_fewer_of_its_weights(method, synthetic, tmp
 def test_a_stack_with_lam_scale_follows_its_single_runs(synthetic, tmp_path):
     cfgs = [synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=2", f"seed={seed}", "+lam_scale.fc1=4")
             for seed in (0, 1)]
-    singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
-    stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
-    for i in range(2):
-        a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
-        assert all(np.allclose(a[k], b[k], rtol=1e-4, atol=1e-6) for k in a.files)
-        assert stacked[i]["nonzero"] == pytest.approx(singles[i]["nonzero"], abs=2)
+    assert_stack_near_its_singles(cfgs, tmp_path)
 
 
 def test_lam_scale_enters_the_identity_only_when_set(synthetic):
