@@ -120,9 +120,9 @@ def before_the_last_prox(run) -> dict:
     where Algorithm 1 takes alpha^T from."""
     seen, prox = {}, run.method.prox
 
-    def recorded(layer, lam, rho):
+    def recorded(layer, lam, rho, *eta):
         seen[id(layer)] = layer.weight.detach().clone()
-        prox(layer, lam, rho)
+        prox(layer, lam, rho, *eta)
 
     run.method.prox = recorded
     return seen

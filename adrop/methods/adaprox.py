@@ -55,11 +55,13 @@ class AdaProx(EtaHatMethod):
 
     @torch.no_grad()
     def stepped_prox(self, layer, lam, rho) -> None:
-        """The prox after a step; with authors_keep_rule its alpha is first stored from the weights before it."""
-        if self.params.authors_keep_rule:
-            layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight),
-                                                                 rho * layer.layer_lam(lam)))
-        self.prox(layer, lam, rho)
+        """The prox after a step; with authors_keep_rule its alpha is first stored from the weights before it (the
+        prox's own factor, computed once)."""
+        if not self.params.authors_keep_rule:
+            self.prox(layer, lam, rho)
+            return
+        layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight), rho * layer.layer_lam(lam)))
+        layer.weight.mul_(layer.authors_alpha)  # the authors' prox: w <- alpha w
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):

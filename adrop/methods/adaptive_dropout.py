@@ -32,7 +32,7 @@ import torch
 from adrop import keep_rule
 
 from .base import noise, register
-from .eta_hat_layer import EtaHatMethod, PenaltyParams
+from .eta_hat_layer import EtaHatMethod, PenaltyParams, group_lam
 
 MASKS = ("bernoulli", "gaussian")
 
@@ -91,6 +91,7 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):
         for layer in layers:  # alpha^t from the stepped weights, then (additive) the prox with the same eta
-            layer.alpha.copy_(self.keep_probability(layer, lam))
+            eta = self.pen.eta_hat(layer.group_norm(layer.weight))
+            layer.alpha.copy_(keep_rule.keep_probability(eta, group_lam(layer, lam)))
             if self.params.additive:
-                self.prox(layer, lam, step_size(layer.weight))
+                self.prox(layer, lam, step_size(layer.weight), eta)

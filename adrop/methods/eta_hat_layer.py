@@ -43,11 +43,11 @@ class EtaHatMethod(Method):
         return self.keep_probability(layer, lam) >= keep_rule.KEEP_THRESHOLD
 
     @torch.no_grad()
-    def prox(self, layer, lam, rho) -> None:
-        """The adaptive Tikhonov prox with eta = eta_hat(w), in place: w <- w eta / (eta + rho lam)
-        (AdaProx's step, and Algorithm 1's after its noisy gradient step)."""
+    def prox(self, layer, lam, rho, eta=None) -> None:
+        """The adaptive Tikhonov prox with eta = eta_hat(w) (given, where the caller has it), in place:
+        w <- w eta / (eta + rho lam) (AdaProx's step, and Algorithm 1's after its noisy gradient step)."""
         w = layer.weight
-        eta = self.pen.eta_hat(layer.group_norm(w))
+        eta = self.pen.eta_hat(layer.group_norm(w)) if eta is None else eta
         w.mul_(torch.where(torch.isinf(eta), 1.0, eta / (eta + rho * group_lam(layer, lam))))
 
 
