@@ -29,15 +29,16 @@ def claim(folder: str | Path, names: list[str]) -> Path:
     return folder
 
 
-def create_new(folder: str | Path, name: str, mode: str = "x"):
-    """Open `folder/name` for writing, created exclusively (open's "x"): if it exists, whether an earlier command's or
-    one running beside this one, the first of stem.2.suffix, stem.3.suffix, ... that does not. Returns (path, file)."""
+def create_new(folder: str | Path, name: str):
+    """Open `folder/name` for writing text, created exclusively (open's "x"): if it exists, whether an earlier
+    command's or one running beside this one, the first of stem.2.suffix, stem.3.suffix, ... that does not.
+    Returns (path, file)."""
     folder = Path(folder)
     stem, dot, suffix = name.partition(".")
     n = 1
     while True:
         path = folder / (name if n == 1 else f"{stem}.{n}{dot}{suffix}")
         try:
-            return path, (open(path, mode) if "b" in mode else open(path, mode, newline="", encoding="utf-8"))
+            return path, open(path, "x", newline="", encoding="utf-8")
         except FileExistsError:
             n += 1
