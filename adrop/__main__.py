@@ -1,6 +1,4 @@
 """`python -m adrop ...` is the same as `adrop ...`."""
-import sys
+from adrop.cli import entry
 
-from adrop.cli import main
-
-sys.exit(main())
+entry()

@@ -92,6 +92,9 @@ def test_a_rows_state_is_torch_adams_and_resumes_there():
     state = opt.config_state(1)
     param = torch.nn.Parameter(opt.flat[1].detach().clone())
     theirs = torch.optim.Adam([param], lr=3e-2)
+    ours, torchs = state["param_groups"][0], theirs.state_dict()["param_groups"][0]
+    assert ours.keys() == torchs.keys()  # every key of torch's Adam's group, and the same values but lr (float32 here)
+    assert {k: v for k, v in ours.items() if k != "lr"} == {k: v for k, v in torchs.items() if k != "lr"}
     theirs.load_state_dict(state)
     assert theirs.state_dict()["param_groups"][0]["lr"] == pytest.approx(3e-2)
     g = torch.randn(2, 7)

@@ -211,7 +211,7 @@ def test_a_slurm_launcher_without_slurm_fails_in_one_line_and_leaves_no_folder(a
 @needs_submitit
 @pytest.mark.parametrize("launcher", ["slurm", "stacked_slurm"])
 def test_the_slurm_configs_let_a_timed_out_job_be_requeued(launcher):
-    import adrop.commands.train  # noqa: F401  (registers adrop's launchers)
+    import adrop.train.app  # noqa: F401  (registers adrop's launchers)
 
     from hydra import compose, initialize_config_module
 

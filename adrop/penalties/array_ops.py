@@ -8,13 +8,18 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from scipy.special import expit
 
 
 class _NumPy:
     # staticmethod: NumPy 2's np.where is a Python function and would otherwise bind as a method
     where, log, log1p, exp = staticmethod(np.where), staticmethod(np.log), staticmethod(np.log1p), staticmethod(np.exp)
-    sqrt, abs, isinf, sigmoid = staticmethod(np.sqrt), staticmethod(np.abs), staticmethod(np.isinf), staticmethod(expit)
+    sqrt, abs, isinf = staticmethod(np.sqrt), staticmethod(np.abs), staticmethod(np.isinf)
+
+    @staticmethod
+    def sigmoid(x):
+        from scipy.special import expit  # imported when used: a training process never needs scipy.special
+
+        return expit(x)
 
     @staticmethod
     def softplus(x):

@@ -13,7 +13,6 @@ stretch where 0 < s < 1, plus the point masses P(s = 0) and P(s = 1); no Monte C
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, logit
 
 from .array_ops import is_tensor, ops
 from .base import Penalty, positive, register, require
@@ -55,6 +54,8 @@ class HardConcrete(Penalty):
 
     def moments(self, log_a):
         """(E[s], Var[s]) of the gate for each log a, by quadrature."""
+        from scipy.special import expit, logit  # imported when used: a training process never needs scipy.special
+
         log_a = np.asarray(log_a, dtype=np.float64)
         width, beta = self.zeta - self.gamma, self.beta
 

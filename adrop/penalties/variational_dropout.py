@@ -16,7 +16,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import dawsn
 
 from .array_ops import ops
 from .base import Penalty, positive, register
@@ -28,6 +27,8 @@ K1, K2, K3 = 0.63576, 1.87320, 1.48695
 @lru_cache(maxsize=1)
 def dawson_integral() -> CumulativeIntegral:
     """u -> int_0^u F(s) ds, F = Dawson's integral."""
+    from scipy.special import dawsn  # imported when used: a training process never needs scipy.special
+
     return CumulativeIntegral(dawsn, lo=1e-10, hi=1e25)
 
 

@@ -83,15 +83,18 @@ def load(dataset, data, device) -> Data:
             raise DataError(f"data.train_limit must be >= 1 or null, got {data.train_limit}")
         train_idx = train_idx[: data.train_limit]
 
-    def put(x, y):
-        return Split(x.to(device), y.to(device))
+    def put(split, rows=None):
+        if dataset.name in FILES:  # pixel bytes
+            split = pixel_rows(split, rows, dataset)
+        elif rows is not None:
+            split = Split(split.x[rows], split.y[rows])
+        return Split(split.x.to(device), split.y.to(device))
 
     image = tuple(dataset.image) if dataset.image else None
     if image and math.prod(image) != full.x.shape[1]:
         raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
-    return Data(put(full.x[train_idx], full.y[train_idx]), put(full.x[val_idx], full.y[val_idx]),
-                put(test.x, test.y), full.x.shape[1], int(full.y.max()) + 1, image, "none",
-                *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()))
+    return Data(put(full, train_idx), put(full, val_idx), put(test), full.x.shape[1], int(full.y.max()) + 1, image,
+                "none", *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()))
 
 
 def validation_split(n: int, dataset) -> tuple[torch.Tensor, torch.Tensor]:
@@ -196,7 +199,7 @@ def augment(x: torch.Tensor, image, kind: str, fill=None) -> torch.Tensor:
 
 def torchvision_split(dataset, data):
     """(train, test) of MNIST or Fashion-MNIST from torchvision's layout, `data.root/<name>/raw/` (torchvision
-    downloads what is missing, where asked to)."""
+    downloads what is missing, where asked to), as rows of pixel bytes and byte labels (pixel_rows makes inputs)."""
     folder, names = FILES[dataset.name]
     raw = Path(data.root) / folder / "raw"
     missing = [name for name in names if not (raw / name).exists()]
@@ -218,8 +221,14 @@ def torchvision_split(dataset, data):
         _DECODED.clear()  # one data set at a time, as stored: 55 MB of bytes for MNIST
         arrays = [read_idx(path) for path in files]
         _DECODED[key] = [(arrays[0], arrays[1]), (arrays[2], arrays[3])]  # (images, labels) of train, then test
-    return [Split(pixels.reshape(len(pixels), -1).float().div_(255.0).sub_(dataset.mean).div_(dataset.std),
-                  labels.long()) for pixels, labels in _DECODED[key]]  # .float() and .long() copy: a run's own
+    return [Split(pixels.reshape(len(pixels), -1), labels) for pixels, labels in _DECODED[key]]  # bytes: load()
+    #         normalises only the rows a run keeps (pixel_rows), not all 70,000 of them
+
+
+def pixel_rows(split: Split, rows, dataset) -> Split:
+    """Rows of a split of pixel bytes as the run's own float inputs, normalised: (x / 255 - mean) / std."""
+    x, y = (split.x, split.y) if rows is None else (split.x[rows], split.y[rows])
+    return Split(x.float().div_(255.0).sub_(dataset.mean).div_(dataset.std), y.long())  # copies: the cache's stay
 
 
 _DECODED: dict = {}  # the last data set read, by its files (and their times)

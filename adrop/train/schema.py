@@ -125,13 +125,16 @@ def config_groups() -> str:
                      for g in groups)
 
 
-def register() -> None:
+def register(method_params: dict | None = None) -> None:
     """The schema, and each method's parameters as a config group `method_params` (its Params dataclass: the one place
-    its defaults are written), which conf/config.yaml puts at method.params for the chosen method."""
-    from adrop import methods
-
+    its defaults are written), which conf/config.yaml puts at method.params for the chosen method. The help passes
+    the Params' defaults as plain dicts instead (adrop.train.help_page: no torch)."""
     OmegaConf.register_new_resolver("adrop_config_groups", config_groups, replace=True)
     store = ConfigStore.instance()
     store.store(name="adrop_schema", node=Config)
-    for name, cls in methods.METHODS.items():
-        store.store(group="method_params", name=name, node=cls.Params)
+    if method_params is None:
+        from adrop import methods
+
+        method_params = {name: cls.Params for name, cls in methods.METHODS.items()}
+    for name, node in method_params.items():
+        store.store(group="method_params", name=name, node=node)

@@ -21,7 +21,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log
 from hydra.plugins.launcher import Launcher
 from omegaconf import OmegaConf, open_dict, read_write
 
-from adrop.train import stacked_jobs, sweep_outcomes
+from adrop.train import sweep_outcomes
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,16 @@ class StackedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from adrop.train import stacked_jobs  # torch: only when a sweep launches (Hydra's scan imports this module)
+
         jobs = compose(self.config, self.hydra_context, job_overrides, initial_job_idx)
         return job_returns(jobs, stacked_jobs.run(jobs, self.max_stack, self.n_jobs))
 
 
 def compose(config, hydra_context, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
     """Each job's configuration and folder, composed as Hydra's basic launcher composes them."""
+    from adrop.train import stacked_jobs
+
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
     jobs, before = [], HydraConfig.instance().cfg

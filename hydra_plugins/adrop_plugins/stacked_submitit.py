@@ -12,8 +12,6 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
 
-from adrop.train import cluster
-
 from .stacked_launcher import compose, job_returns
 
 try:
@@ -78,6 +76,8 @@ if BaseSubmititLauncher is not None:
             return executor
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+            from adrop.train import cluster  # torch: only when jobs are sent (Hydra's scan imports this module)
+
             executor = self.executor()  # first: where it cannot start (no srun), no job folder is made
             jobs = compose(self.config, self.hydra_context, job_overrides, initial_job_idx)
             train = cluster.TrainStack(OmegaConf.to_container(self.config.hydra.hydra_logging, resolve=True),
@@ -93,4 +93,6 @@ if BaseSubmititLauncher is not None:
         _EXECUTOR = "slurm"
 
         def device(self, cfg) -> Optional[str]:
+            from adrop.train import cluster
+
             return cluster.slurm_device(cfg.device, self.params)

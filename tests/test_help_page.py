@@ -1,0 +1,64 @@
+"""`adrop train --help` without torch (adrop.train.help_page): Hydra's help, line for line, from a cache of the
+methods' Params that follows adrop's sources."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from adrop.train import help_page
+
+HYDRAS_HELP = "import sys; from adrop.train import app; sys.exit(app.main(sys.argv[1:]))"
+NO_TORCH = ("import sys; from adrop.commands import train; code = train.main(sys.argv[1:]); "
+            "assert not [m for m in sys.modules if m.split('.')[0] == 'torch'], 'torch imported'; sys.exit(code)")
+
+
+def python(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides", [[], ["method=adaptive_dropout", "method.params.mask=gaussian", "model=lenet5",
+                                            "dataset=digits", "lam=3e-4"]])
+def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
+    hydras = python(HYDRAS_HELP, *overrides, "--help")
+    cold = python(NO_TORCH.replace("assert not", "assert 1 or"), *overrides, "--help")  # fills the cache
+    warm = python(NO_TORCH, *overrides, "--help")
+    assert hydras.returncode == cold.returncode == warm.returncode == 0, warm.stderr
+    assert cold.stdout == warm.stdout == hydras.stdout and "penalty: logsum" in warm.stdout or not overrides
+
+
+def test_a_wrong_override_in_the_help_is_one_line(adrop):
+    out = adrop("train", "metod=logsum", "--help")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("adrop train: error: unknown key metod (did you mean method?); `adrop train --help` lists "
+                          "the keys and groups\n")
+
+
+def test_only_the_help_takes_the_quick_way():
+    assert help_page.requested(["--help"]) and help_page.requested(["method=logsum", "-h"])
+    assert not help_page.requested(["method=logsum"])
+    assert not help_page.requested(["-m", "--help"]) and not help_page.requested(["--help", "--cfg", "job"])
+
+
+def test_the_cache_follows_the_sources(tmp_path, monkeypatch, cache_folder):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    before = help_page.sources_digest(package)
+    (package / "sub" / "b.py").write_text("y = 3\n")
+    assert help_page.sources_digest(package) != before
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    assert help_page.sources_digest(package) == before
+    (package / "sub" / "b.py").rename(package / "b.py")  # the same bytes under another name
+    assert help_page.sources_digest(package) != before
+
+    # a cache file of these sources that cannot be read is made again, from the methods themselves
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fresh = help_page.method_params()
+    (written,) = (tmp_path / "cache" / "adrop").glob("method_params-*.json")
+    assert json.loads(written.read_text()) == fresh and fresh["adaptive_dropout"]["mask"] == "bernoulli"
+    written.write_text("{not json")
+    assert help_page.method_params() == fresh and json.loads(written.read_text()) == fresh
+    assert [p.name for p in written.parent.iterdir()] == [written.name]  # no temporary file left
