@@ -2,6 +2,8 @@
 
     python scripts/compare_sweeps.py OLD_SWEEP NEW_SWEEP [--out comparison.csv]
 
+Either side may also be a committed results.csv (`adrop report`'s) in place of a sweep folder.
+
 For each method present in both sweeps (completed runs only, any number of seeds each): the mean and standard
 deviation of test_error, val_error and nonzero_fraction in each, their difference (new - old) and Welch's two-sided
 p-value (scipy.stats.ttest_ind, equal_var=False; NaN where both sweeps have no spread). The table is printed and,
@@ -35,7 +37,7 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 
 
 def completed(folder: Path) -> pd.DataFrame:
-    table = collect.results([folder])
+    table = pd.read_csv(folder) if folder.suffix == ".csv" else collect.results([folder])
     return table[table.status == "completed"]
 
 
