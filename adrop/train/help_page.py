@@ -13,7 +13,6 @@ import json
 import os
 import string
 import sys
-import tempfile
 from pathlib import Path
 
 HELP_FLAGS = ("--help", "-h")
@@ -43,10 +42,10 @@ def method_params() -> dict:
     the sources changed since the cache was written; an unwritable cache folder only costs the next help its speed."""
     import adrop
 
-    path = cache_folder() / f"method_params-{sources_digest(Path(adrop.__file__).parent)}.json"
     try:
+        path = cache_folder() / f"method_params-{sources_digest(Path(adrop.__file__).parent)}.json"
         return json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: no home folder to be found
         pass
     from omegaconf import OmegaConf
 
@@ -54,11 +53,15 @@ def method_params() -> dict:
 
     params = {name: OmegaConf.to_container(OmegaConf.structured(cls.Params)) for name, cls in methods.METHODS.items()}
     try:
+        path = cache_folder() / f"method_params-{sources_digest(Path(adrop.__file__).parent)}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as fh:
-            json.dump(params, fh)
-        os.replace(fh.name, path)  # whole or not at all: two helps at once each write their own temporary file
-    except OSError:
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two helps at once: one file each
+        try:
+            temporary.write_text(json.dumps(params))
+            os.replace(temporary, path)  # whole or not at all
+        finally:
+            temporary.unlink(missing_ok=True)
+    except (OSError, RuntimeError):
         pass
     return params
 
