@@ -19,13 +19,30 @@ def python(code: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", [[], ["method=adaptive_dropout", "method.params.mask=gaussian", "model=lenet5",
-                                            "dataset=digits", "lam=3e-4"]])
+                                            "dataset=digits", "lam=3e-4"],
+                                       ["method=hard_concrete", "method.params.beta=1"]])  # an int into a float field
 def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
     hydras = python(HYDRAS_HELP, *overrides, "--help")
     cold = python(NO_TORCH.replace("assert not", "assert 1 or"), *overrides, "--help")  # fills the cache
     warm = python(NO_TORCH, *overrides, "--help")
-    assert hydras.returncode == cold.returncode == warm.returncode == 0, warm.stderr
-    assert cold.stdout == warm.stdout == hydras.stdout and "penalty: logsum" in warm.stdout or not overrides
+    assert hydras.returncode == 0 and cold.returncode == 0 and warm.returncode == 0, warm.stderr
+    assert cold.stdout == hydras.stdout
+    assert warm.stdout == hydras.stdout
+    assert "== Configuration groups ==" in warm.stdout and "penalty_params: {}" in python(
+        NO_TORCH, "method=logsum", "--help").stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", ["method.params.beta=abc", "method.params.final_sparsity=x"])
+def test_the_cached_params_are_typed_and_closed_as_the_methods_own(wrong):
+    method = "hard_concrete" if "beta" in wrong else "magnitude_pruning"
+    python(NO_TORCH.replace("assert not", "assert 1 or"), f"method={method}", "--help")  # the cache is there
+    hydras = python(HYDRAS_HELP, f"method={method}", wrong, "--help")
+    warm = python(NO_TORCH, f"method={method}", wrong, "--help")
+    assert hydras.returncode == warm.returncode == 2 and warm.stdout == "" and warm.stderr.count("\n") == 1
+    assert "could not be converted" in warm.stderr, warm.stderr
+    added = [python(code, f"method={method}", "+method.params.typo=1", "--help") for code in (HYDRAS_HELP, NO_TORCH)]
+    assert added[0].returncode == added[1].returncode and added[0].stdout == added[1].stdout  # as Hydra has it
 
 
 def test_a_wrong_override_in_the_help_is_one_line(adrop):
@@ -39,6 +56,8 @@ def test_only_the_help_takes_the_quick_way():
     assert help_page.requested(["--help"]) and help_page.requested(["method=logsum", "-h"])
     assert not help_page.requested(["method=logsum"])
     assert not help_page.requested(["-m", "--help"]) and not help_page.requested(["--help", "--cfg", "job"])
+    for hydras in ("hydra/launcher=stacked", "hydra.verbose=true", "+hydra.job.env_set.X=1"):  # Hydra's own help
+        assert not help_page.requested([hydras, "--help"])
 
 
 def test_the_cache_follows_the_sources(tmp_path, monkeypatch, cache_folder):
@@ -56,9 +75,16 @@ def test_the_cache_follows_the_sources(tmp_path, monkeypatch, cache_folder):
 
     # a cache file of these sources that cannot be read is made again, from the methods themselves
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    fresh = help_page.method_params()
-    (written,) = (tmp_path / "cache" / "adrop").glob("method_params-*.json")
-    assert json.loads(written.read_text()) == fresh and fresh["adaptive_dropout"]["mask"] == "bernoulli"
+    (tmp_path / "cache" / "adrop").mkdir(parents=True)
+    (tmp_path / "cache" / "adrop" / "method_params-0123.json").write_text("{}")  # an earlier version's
+    own = help_page.method_params()  # no cache yet: the methods' own classes, and the cache written
+    (written,) = (tmp_path / "cache" / "adrop").glob("method_params-*.json")  # the earlier one removed
+    assert json.loads(written.read_text()) == help_page.described_params()
+    rebuilt = help_page.method_params()
+    assert rebuilt.keys() == own.keys()
+    for name, cls in own.items():  # the same name, fields, types and defaults
+        assert rebuilt[name] is not cls and help_page.describe(rebuilt[name]) == help_page.describe(cls)
+    assert rebuilt["adaptive_dropout"]().mask == "bernoulli"
     written.write_text("{not json")
-    assert help_page.method_params() == fresh and json.loads(written.read_text()) == fresh
+    assert help_page.method_params() == own and json.loads(written.read_text()) == help_page.described_params()
     assert [p.name for p in written.parent.iterdir()] == [written.name]  # no temporary file left

@@ -44,6 +44,9 @@ def show_help(argv: list[str]) -> int | None:
     except BrokenPipeError:  # `adrop train --help | head`: the reader has gone, nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C while the first help after an edit imports the methods
+        print("adrop train: interrupted (SIGINT); nothing was trained", file=sys.stderr)
+        return 130
     except Exception as err:  # a wrong override: one line, as the app says it
         if os.environ.get("HYDRA_FULL_ERROR") == "1" or os.environ.get(errors.DEBUG) == "1":
             raise

@@ -128,4 +128,5 @@ def adam_defaults() -> dict:
     """torch.optim.Adam's param_group defaults, read from its signature: making an Adam would import torch._dynamo
     (its constructor is wrapped by torch._disable_dynamo), 1.3 s of every run's start on this project's CPU."""
     parameters = inspect.signature(torch.optim.Adam.__init__).parameters
-    return {name: p.default for name, p in parameters.items() if name not in ("self", "params")}
+    return {name: p.default for name, p in parameters.items()
+            if name not in ("self", "params") and p.default is not inspect.Parameter.empty}
