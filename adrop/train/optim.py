@@ -6,6 +6,7 @@ epoch). Here every parameter and its gradient are views into one buffer, so a st
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 import torch
@@ -124,6 +125,7 @@ class StackedAdam:
         self.exp_avg_sq[k].copy_(inner["exp_avg_sq"])
 
 
+@functools.lru_cache(maxsize=1)  # read once per process; callers copy it ({**adam_defaults(), ...})
 def adam_defaults() -> dict:
     """torch.optim.Adam's param_group defaults, read from its signature: making an Adam would import torch._dynamo
     (its constructor is wrapped by torch._disable_dynamo), 1.3 s of every run's start on this project's CPU."""
