@@ -1,10 +1,11 @@
 """hydra/sweeper=lam_search: lam found for a target nonzero fraction per combination of the other swept settings,
 every trial an ordinary run folder, search.csv, the closest run said, exit 1 where the target was not reached."""
 import csv
+import math
 
 import pytest
 
-from hydra_plugins.adrop_plugins.lam_search import log_spaced, next_lams
+from hydra_plugins.adrop_plugins.lam_search import around, estimate, log_spaced, next_lams
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu")
 
@@ -22,7 +23,15 @@ def test_lam_search_brings_each_combination_within_tolerance_of_the_target(adrop
     table = rows(tmp_path / "sweep")
     for method in ("logsum", "adaprox"):
         found = [r for r in table if f"method={method}" in r["combination"] and r["status"] == "completed"]
-        closest = min(found, key=lambda r: abs(float(r["nonzero_fraction"]) - 0.5))
+        short = [r for r in found if r["epochs"] == "1"]  # a tenth of 2 epochs is 1, at twice the lr
+        full = [r for r in found if r["epochs"] == "2"]
+        assert short and full and len(short) + len(full) == len(found)
+        # short rounds first (two, or fewer where a short run already lands within tolerance), then full ones
+        assert {r["round"] for r in short} <= {"1", "2"}
+        assert max(r["round"] for r in short) < min(r["round"] for r in full)
+        assert {float(r["lr"]) for r in short} == {2 * float(full[0]["lr"])}
+        assert all("epochs=1,lam=" in r["folder"] and ",lr=" in r["folder"] for r in short)
+        closest = min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - 0.5))  # only full runs count
         assert abs(float(closest["nonzero_fraction"]) - 0.5) <= 0.05 * 0.5
         assert max(int(r["round"]) for r in found) <= 4
         said = [line for line in out.stdout.splitlines() if line.startswith("lam_search:") and method in line]
@@ -93,3 +102,31 @@ def test_beyond_the_range_tried_the_next_round_steps_a_decade_a_value():
     assert next_lams([(1e-3, 0.9), (1e-2, 0.8)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-1, 1.0])
     assert next_lams([(1e-3, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-4, 1e-5])
     assert log_spaced(1e-7, 1.0, 4) == pytest.approx([1e-7, 10 ** (-14 / 3), 10 ** (-7 / 3), 1.0])
+
+
+def test_the_full_rounds_interpolate_inside_a_bracket_and_extrapolate_along_a_slope():
+    log_lam, slope = estimate([(1e-3, 0.4), (1e-2, 0.1)], 0.2)
+    assert slope == pytest.approx(-math.log(4) / math.log(10))
+    assert math.exp(log_lam) == pytest.approx(10 ** (-3 + 0.5), rel=1e-9)  # 0.2 lies halfway in log between
+    # two full runs close together, both above the target: the short runs' slope (the prior) carries the guess
+    log_lam, slope = estimate([(1e-3, 0.4), (1.1e-3, 0.39)], 0.2, prior_slope=-1.0)
+    assert slope == -1.0 and math.exp(log_lam) == pytest.approx(1.1e-3 * 0.39 / 0.2, rel=1e-9)
+    # far enough apart, their own slope; never more than two decades out
+    log_lam, slope = estimate([(1e-4, 0.9), (1e-3, 0.8)], 0.2, prior_slope=-1.0)
+    assert slope == pytest.approx(math.log(0.8 / 0.9) / math.log(10)) and math.exp(log_lam) == pytest.approx(1e-1)
+    assert estimate([(1e-4, 1.0), (1e-3, 1.0)], 0.2) == (None, None)  # nothing falls: nothing to go by
+
+
+def test_a_full_round_straddles_its_guess_and_repeats_no_lam():
+    assert around(math.log(1e-3), math.log(1.16), 2, set()) == [float(f"{1e-3 / 1.16:.6g}"), 0.00116]
+    assert around(math.log(1e-3), 0.1, 3, {0.001}) == [float(f"{1e-3 * math.exp(-0.2):.6g}"),
+                                                     float(f"{1e-3 * math.exp(0.2):.6g}")]
+
+
+def test_a_bracket_whose_far_end_kept_nothing_is_searched_near_its_other_end():
+    # LogSum's first short round on MNIST: 0.041 at lam 4.6e-3, a collapsed network (0) at lam 1
+    lams = next_lams([(2.15443e-5, 0.99), (0.00464159, 0.041), (1.0, 0.0)], 0.02, 4, [1e-7, 1])
+    guess = 0.00464159 * 0.041 / 0.02  # along the nominal slope -1 from the end that kept weights
+    assert lams == pytest.approx([guess / 10 ** 0.25 * 10 ** (i / 6) for i in range(4)], rel=1e-5)
+    assert estimate([(0.00464159, 0.041), (1.0, 0.0)], 0.02, prior_slope=-2.0)[0] == pytest.approx(
+        math.log(0.00464159) + math.log(0.041 / 0.02) / 2)
