@@ -130,3 +130,9 @@ def test_a_bracket_whose_far_end_kept_nothing_is_searched_near_its_other_end():
     assert lams == pytest.approx([guess / 10 ** 0.25 * 10 ** (i / 6) for i in range(4)], rel=1e-5)
     assert estimate([(0.00464159, 0.041), (1.0, 0.0)], 0.02, prior_slope=-2.0)[0] == pytest.approx(
         math.log(0.00464159) + math.log(0.041 / 0.02) / 2)
+
+
+def test_the_search_never_leaves_lam_range():
+    assert next_lams([(1e-3, 0.9), (1.0, 0.8)], 0.3, 2, [1e-7, 1]) == []  # the top of the range tried: nothing left
+    assert next_lams([(1e-3, 0.9), (1e-1, 0.8)], 0.3, 2, [1e-7, 1]) == [1.0]
+    assert next_lams([(1e-6, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7])

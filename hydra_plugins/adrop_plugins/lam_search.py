@@ -72,16 +72,16 @@ def next_lams(trials: list[tuple[float, float]], target: float, n: int, lam_rang
     """The next round's lam values from (lam, nonzero) so far: inside the bracket where the nonzero fraction crosses
     the target (the first such pair of neighbours in lam, should the results not fall monotonically), centred on its
     guess (in_bracket), over half the bracket's width in log scale (at most a factor 1.78 either side where an end
-    kept nothing); beyond the range tried, a decade per value outward. Rounded as folders name them, none tried
-    before, none twice."""
+    kept nothing); beyond the range tried, a decade per value outward, never beyond lam_range (none left: []). Rounded
+    as folders name them, none tried before, none twice."""
     done = sorted(trials)
     crossing = next(((a, b) for a, b in zip(done, done[1:]) if a[1] > target >= b[1] and a[0] < b[0]), None)
     if crossing is None and all(nz > target for _, nz in done):
         top = max(lam for lam, _ in done)
-        out = [top * 10.0 ** (i + 1) for i in range(n)]
+        out = [lam for lam in (top * 10.0 ** (i + 1) for i in range(n)) if lam <= lam_range[1] * (1 + 1e-9)]
     elif crossing is None:
         bottom = min(lam for lam, _ in done)
-        out = [bottom / 10.0 ** (i + 1) for i in range(n)]
+        out = [lam for lam in (bottom / 10.0 ** (i + 1) for i in range(n)) if lam >= lam_range[0] * (1 - 1e-9)]
     else:
         (l0, n0), (l1, n1) = crossing
         guess, degenerate = in_bracket(l0, n0, l1, n1, target)
@@ -206,6 +206,8 @@ class LamSearchSweeper(BasicSweeper):
             return [("short" if short else "full", lam, base + [f"lam={lam:.6g}"]) for lam in lams]
         prior = plan.slope(self.target)
         guess, slope = estimate([t[:2] for t in (plan.full or plan.short)], self.target, prior)
+        if guess is not None:
+            guess = min(max(guess, math.log(self.lam_range[0])), math.log(self.lam_range[1]))
         tried = {rounded(t[0]) for t in plan.full}
         if guess is None:  # nothing to go by: the short rounds' way on the full trials
             lams = next_lams([t[:2] for t in plan.full or plan.short], self.target, self.per_full_round,
@@ -231,8 +233,11 @@ class LamSearchSweeper(BasicSweeper):
         rows, searching, job_idx = [], list(range(len(plans))), 0
         for round_ in range(1, self.rounds + 1):
             batch, owners = [], []
-            for i in searching:
-                for phase, lam, overrides in self.round_jobs(plans[i], round_):
+            for i in list(searching):
+                jobs = self.round_jobs(plans[i], round_)
+                if not jobs:  # every lam worth trying inside lam_range was tried
+                    searching.remove(i)
+                for phase, lam, overrides in jobs:
                     batch.append(overrides + ["objective=[nonzero_fraction,val_error]"])
                     owners.append((i, phase, lam))
             if not batch:
@@ -277,7 +282,11 @@ class LamSearchSweeper(BasicSweeper):
                     f"{seconds:.1f} s of training")
             if not plan.full:
                 unmet.append(name)
-                print(f"lam_search: {name}: no full run completed; {cost}", flush=True)
+                tried = plan.short or plan.full
+                why = ("no full run completed" if not tried or any(t[1] <= self.target for t in tried) else
+                       f"no lam in lam_range {self.lam_range} brought a run below nonzero "
+                       f"{min(t[1] for t in tried):.4f} (widen hydra.sweeper.lam_range, or train longer)")
+                print(f"lam_search: {name}: {why}; {cost}", flush=True)
                 continue
             within = [t for t in plan.full if self.within(t[1])]  # the closest of those within tolerance, if any
             lam, nonzero, row = min(within or plan.full, key=lambda t: abs(t[1] - self.target))
