@@ -35,7 +35,7 @@ def timed(args: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - start, done
 
 
-def bench(method: str, common: list[str], target: float, cwd: Path) -> dict:
+def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path) -> dict:
     single_s, single = timed([f"method={method}", *common, f"hydra.run.dir={cwd / method / 'single'}"], cwd)
     if single.returncode != 0:
         raise SystemExit(f"bench_lam_search: the single run of {method} failed: {single.stderr.strip()[-300:]}")
@@ -47,7 +47,6 @@ def bench(method: str, common: list[str], target: float, cwd: Path) -> dict:
         raise SystemExit(f"bench_lam_search: the search of {method} wrote no search.csv: {search.stderr.strip()[-300:]}")
     with open(sweep / "search.csv") as fh:
         rows = list(csv.DictReader(fh))
-    epochs = max(int(r["epochs"]) for r in rows)
     full = [r for r in rows if int(r["epochs"]) == epochs and r["status"] == "completed"]
     best = min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target)) if full else None
     return {"method": method, "single_s": round(single_s, 1), "search_s": round(search_s, 1),
@@ -77,7 +76,7 @@ def main(argv=None) -> int:
     print(header + "\n" + "-" * len(header), flush=True)
     results = []
     for method in args.methods.split(","):
-        r = bench(method, common, args.target, cwd)
+        r = bench(method, common, args.epochs, args.target, cwd)
         results.append(r)
         lam = f"{r['lam']:.4g}" if r["lam"] is not None else "-"
         nonzero = f"{r['nonzero']:.4f}" if r["nonzero"] is not None else "-"

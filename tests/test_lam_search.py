@@ -98,8 +98,11 @@ def test_results_that_do_not_fall_with_lam_still_give_a_bracket_in_order():
     assert lams and all(1e-2 < lam < 1e-1 for lam in lams)  # the pair where the fraction crosses 0.3 going up in lam
 
 
-def test_beyond_the_range_tried_the_next_round_steps_a_decade_a_value():
-    assert next_lams([(1e-3, 0.9), (1e-2, 0.8)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-1, 1.0])
+def test_beyond_the_range_tried_the_next_round_steps_a_decade_a_value_or_along_the_nominal_slope():
+    assert next_lams([(1e-3, 1.0), (1e-2, 0.995)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-1, 1.0])
+    guess = 1e-2 * 0.8 / 0.3  # the top run prunes: nonzero taken to fall as 1 / lam from there
+    assert next_lams([(1e-3, 0.9), (1e-2, 0.8)], 0.3, 2, [1e-7, 1]) == pytest.approx(
+        [float(f"{guess / 10 ** 0.25:.6g}"), float(f"{guess * 10 ** 0.25:.6g}")])
     assert next_lams([(1e-3, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-4, 1e-5])
     assert log_spaced(1e-7, 1.0, 4) == pytest.approx([1e-7, 10 ** (-14 / 3), 10 ** (-7 / 3), 1.0])
 
@@ -132,7 +135,10 @@ def test_a_bracket_whose_far_end_kept_nothing_is_searched_near_its_other_end():
         math.log(0.00464159) + math.log(0.041 / 0.02) / 2)
 
 
-def test_the_search_never_leaves_lam_range():
-    assert next_lams([(1e-3, 0.9), (1.0, 0.8)], 0.3, 2, [1e-7, 1]) == []  # the top of the range tried: nothing left
-    assert next_lams([(1e-3, 0.9), (1e-1, 0.8)], 0.3, 2, [1e-7, 1]) == [1.0]
-    assert next_lams([(1e-6, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7])
+def test_the_search_leaves_lam_range_only_where_the_runs_respond():
+    # eta-Trick at 10 epochs keeps every weight whatever lam: nothing beyond the range's top, so the search stops
+    assert next_lams([(1e-3, 1.0), (1.0, 0.995)], 0.3, 2, [1e-7, 1]) == []
+    assert next_lams([(1e-3, 1.0), (1e-1, 1.0)], 0.3, 2, [1e-7, 1]) == [1.0]
+    assert min(next_lams([(1e-3, 0.9), (1.0, 0.8)], 0.3, 2, [1e-7, 1])) > 1.0  # it prunes: go on
+    assert next_lams([(1e-6, 0.0)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7])
+    assert next_lams([(1e-6, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7, 1e-8])

@@ -51,7 +51,11 @@ def rounded(lam: float) -> float:
     return float(f"{lam:.6g}")
 
 
-NOMINAL_SLOPE = -1.0  # d log nonzero / d log lam where no two trials tell: LogSum's, MNIST, 10 epochs, is -1.4
+# The full runs' lam for the target over the short runs' (lr-scaled, a tenth of the epochs): 0.78-0.85 for LogSum,
+# AdaProx, AdaTikhonov and adaptive dropout (MNIST, LeNet-300-100, 10 epochs, target 0.02: scripts/bench_lam_search.py)
+FULL_OVER_SHORT = 0.8
+NOMINAL_SLOPE = -1.0
+UNMOVED = 0.99  # a run keeping this much or more shows no sign that its lam prunes  # d log nonzero / d log lam where no two trials tell: LogSum's, MNIST, 10 epochs, is -1.4
 
 
 def in_bracket(l0: float, n0: float, l1: float, n1: float, target: float,
@@ -72,16 +76,28 @@ def next_lams(trials: list[tuple[float, float]], target: float, n: int, lam_rang
     """The next round's lam values from (lam, nonzero) so far: inside the bracket where the nonzero fraction crosses
     the target (the first such pair of neighbours in lam, should the results not fall monotonically), centred on its
     guess (in_bracket), over half the bracket's width in log scale (at most a factor 1.78 either side where an end
-    kept nothing); beyond the range tried, a decade per value outward, never beyond lam_range (none left: []). Rounded
-    as folders name them, none tried before, none twice."""
+    kept nothing); beyond the range tried going up, along NOMINAL_SLOPE from the top run where it prunes (keeps less
+    than UNMOVED), else a decade per value but not beyond lam_range (none left: []); going down, a decade per value,
+    below lam_range only where the bottom run kept weights. Rounded as folders name them, none tried before, none
+    twice."""
     done = sorted(trials)
     crossing = next(((a, b) for a, b in zip(done, done[1:]) if a[1] > target >= b[1] and a[0] < b[0]), None)
     if crossing is None and all(nz > target for _, nz in done):
-        top = max(lam for lam, _ in done)
-        out = [lam for lam in (top * 10.0 ** (i + 1) for i in range(n)) if lam <= lam_range[1] * (1 + 1e-9)]
+        top, kept = max(done)
+        if kept < UNMOVED:  # it prunes: along the nominal slope from there, over a factor 1.78 either side
+            guess = math.log(top) + (math.log(target) - math.log(kept)) / NOMINAL_SLOPE
+            width = math.log(10.0) / 4
+            out = [math.exp(v) for v in ([guess] if n == 1 else
+                                         [guess - width + 2 * width * i / (n - 1) for i in range(n)])]
+            out = [lam for lam in out if lam > top]
+        else:  # no sign that more lam would prune: a decade a value, not beyond lam_range
+            out = [top * 10.0 ** (i + 1) for i in range(n)]
+            out = [lam for lam in out if lam <= lam_range[1] * (1 + 1e-9)]
     elif crossing is None:
-        bottom = min(lam for lam, _ in done)
-        out = [lam for lam in (bottom / 10.0 ** (i + 1) for i in range(n)) if lam >= lam_range[0] * (1 - 1e-9)]
+        bottom, kept = min(done)
+        out = [bottom / 10.0 ** (i + 1) for i in range(n)]
+        if kept == 0:
+            out = [lam for lam in out if lam >= lam_range[0] * (1 - 1e-9)]
     else:
         (l0, n0), (l1, n1) = crossing
         guess, degenerate = in_bracket(l0, n0, l1, n1, target)
@@ -108,11 +124,11 @@ def falling_slope(a: tuple[float, float], b: tuple[float, float]) -> Optional[fl
 
 
 def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Optional[float] = None,
-             own_slope_span: float = math.log(3.0)):
+             own_slope_span: float = math.log(3.0), max_step: float = math.log(100.0)):
     """(log lam where the nonzero fraction should reach the target, the slope used), from (lam, nonzero) trials:
     log-log interpolation inside the bracket; beyond it, extrapolation from the trial nearest the target along the
     slope of the two nearest trials where they lie at least own_slope_span apart in log lam, else along prior_slope
-    (or theirs, if there is no prior), at most two decades out. (None, None) where no falling slope is known (every
+    (or theirs, if there is no prior), at most max_step out in log lam. (None, None) where no falling slope is known (every
     trial keeps everything, or none)."""
     done = sorted(trials)
     cross = next(((a, b) for a, b in zip(done, done[1:]) if a[1] > target >= b[1] and a[0] < b[0]), None)
@@ -127,7 +143,7 @@ def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Opti
     if not near or slope is None:
         return None, None
     lam, nonzero = near[0]
-    step = max(-math.log(100.0), min(math.log(100.0), (math.log(target) - math.log(nonzero)) / slope))
+    step = max(-max_step, min(max_step, (math.log(target) - math.log(nonzero)) / slope))
     return math.log(lam) + step, slope
 
 
@@ -205,19 +221,20 @@ class LamSearchSweeper(BasicSweeper):
             base = without(plan.combo, ("epochs", "lr")) + extra if short else plan.combo
             return [("short" if short else "full", lam, base + [f"lam={lam:.6g}"]) for lam in lams]
         prior = plan.slope(self.target)
-        guess, slope = estimate([t[:2] for t in (plan.full or plan.short)], self.target, prior)
-        if guess is not None:
-            guess = min(max(guess, math.log(self.lam_range[0])), math.log(self.lam_range[1]))
+        # from full runs, at most a factor 3 beyond them: the curve steepens toward a network that keeps nothing
+        guess, slope = estimate([t[:2] for t in (plan.full or plan.short)], self.target, prior,
+                                max_step=math.log(3.0) if plan.full else math.log(100.0))
         tried = {rounded(t[0]) for t in plan.full}
         if guess is None:  # nothing to go by: the short rounds' way on the full trials
             lams = next_lams([t[:2] for t in plan.full or plan.short], self.target, self.per_full_round,
                              self.lam_range)
             lams = [lam for lam in lams if lam not in tried]
         else:
-            # the first full round straddles the short runs' guess by a factor 1.16 (their guess was within 1.4 of
-            # the full runs' lam for LogSum); later ones place adjacent windows of the tolerance around the guess
-            half = math.log(1.16) if not plan.full else math.log(1 + self.tolerance) / abs(slope or -1.0)
-            lams = around(guess, half, self.per_full_round, tried)
+            if not plan.full:  # full runs keep fewer weights than their lr-scaled short runs at the same lam
+                guess += math.log(FULL_OVER_SHORT)
+            # adjacent windows of the tolerance around the guess (the first full round's a little wider)
+            half = math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE)
+            lams = around(guess, half if plan.full else max(half, math.log(1.06)), self.per_full_round, tried)
         return [("full", lam, plan.combo + [f"lam={lam:.6g}"]) for lam in lams]
 
     def sweep(self, arguments):
