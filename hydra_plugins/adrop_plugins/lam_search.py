@@ -8,15 +8,18 @@ far more weights: LogSum at 1 epoch against 10, two decades of lam apart; with t
 rounds launch `per_round` lam values: log-spaced over `lam_range` first, then inside the bracket where the nonzero
 fraction crosses the target (it falls as lam grows), around the point that interpolating log nonzero against log lam
 linearly between the bracket's ends predicts. The last rounds (two of the default four) train in full, `per_full_round`
-lam values each: around the lam the short runs predict, then the lam the full runs so far predict (interpolated inside
-their bracket; beyond it, extrapolated along the short runs' slope, or the full runs' own where they lie far enough
-apart). Only a full run counts: a combination is done when one's nonzero fraction is within `tolerance` (relative) of
-the target; at most `rounds` rounds. `short_epochs=1` trains every round in full, `per_round` values each.
-magnitude_pruning, whose sparsity is set directly, takes the target directly (final_sparsity = 1 - target): one run.
-Every trial is an ordinary run folder (a rerun of the command into the same sweep folder skips finished ones and
-replays the search). The sweep folder gets search.csv (combination, round, epochs, lr, lam, nonzero_fraction,
-val_error, test_error, status, folder); the command prints, per combination, the full run closest to the target, the
-runs and the training seconds it took, and exits 1 naming the combinations not brought within tolerance
+lam values each: around 0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured), then the lam the full runs
+so far predict (interpolated inside their bracket; beyond it, extrapolated along the short runs' slope, or the full
+runs' own where they lie far enough apart, at most a factor 3 beyond them). Only a full run counts: a combination is
+done when one's nonzero fraction is within `tolerance` (relative) of the target; at most `rounds` rounds.
+`short_epochs=1` trains every round in full, `per_round` values each. magnitude_pruning, whose sparsity is set
+directly, takes the target directly (final_sparsity = 1 - target): one run. A combination whose runs keep every
+weight at every lam up to lam_range's top stops there and is named: a method that cannot prune in so few steps
+(eta-Trick, VarDrop and HardConcrete within 10 epochs) gains nothing from more lam. Every trial is an ordinary run
+folder (a rerun of the command into the same sweep folder skips finished ones and replays the search). The sweep
+folder gets search.csv (combination, round, epochs, lr, lam, nonzero_fraction, val_error, test_error, wall_time_s,
+status, folder); the command prints, per combination, the full run closest to the target, the runs and the training
+seconds it took, and exits 1 naming the combinations not brought within tolerance
 (adrop.train.sweep_outcomes.SWEEP["unmet"]).
 """
 from __future__ import annotations
@@ -54,8 +57,8 @@ def rounded(lam: float) -> float:
 # The full runs' lam for the target over the short runs' (lr-scaled, a tenth of the epochs): 0.78-0.85 for LogSum,
 # AdaProx, AdaTikhonov and adaptive dropout (MNIST, LeNet-300-100, 10 epochs, target 0.02: scripts/bench_lam_search.py)
 FULL_OVER_SHORT = 0.8
-NOMINAL_SLOPE = -1.0
-UNMOVED = 0.99  # a run keeping this much or more shows no sign that its lam prunes  # d log nonzero / d log lam where no two trials tell: LogSum's, MNIST, 10 epochs, is -1.4
+NOMINAL_SLOPE = -1.0  # d log nonzero / d log lam where no two trials tell: LogSum's, MNIST, 10 epochs, is -1.4
+UNMOVED = 0.99  # a run keeping this much or more shows no sign that its lam prunes
 
 
 def in_bracket(l0: float, n0: float, l1: float, n1: float, target: float,
@@ -128,8 +131,8 @@ def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Opti
     """(log lam where the nonzero fraction should reach the target, the slope used), from (lam, nonzero) trials:
     log-log interpolation inside the bracket; beyond it, extrapolation from the trial nearest the target along the
     slope of the two nearest trials where they lie at least own_slope_span apart in log lam, else along prior_slope
-    (or theirs, if there is no prior), at most max_step out in log lam. (None, None) where no falling slope is known (every
-    trial keeps everything, or none)."""
+    (or theirs, if there is no prior), at most max_step out in log lam. (None, None) where no falling slope is known
+    (every trial keeps everything, or none)."""
     done = sorted(trials)
     cross = next(((a, b) for a, b in zip(done, done[1:]) if a[1] > target >= b[1] and a[0] < b[0]), None)
     if cross is not None:
@@ -147,12 +150,13 @@ def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Opti
     return math.log(lam) + step, slope
 
 
-def around(log_guess: float, half_step: float, n: int, tried) -> list[float]:
-    """n lam values centred on the guess, 2 half_step apart in log lam (n = 2: guess / e^h and guess * e^h), rounded
-    as folders name them, none in `tried`, none twice."""
+def around(log_guess: float, window: float, n: int, tried) -> list[float]:
+    """n lam values: the guess first, then one window below it, one above, two below, ... (in log lam; a window is
+    the lam range a run lands within tolerance of the target over), rounded as folders name them, none in `tried`,
+    none twice."""
     out = []
     for i in range(n):
-        lam = rounded(math.exp(log_guess + half_step * (2 * i - (n - 1))))
+        lam = rounded(math.exp(log_guess + window * ((i + 1) // 2) * (-1 if i % 2 else 1)))
         if lam not in tried and lam not in out:
             out.append(lam)
     return out
@@ -232,9 +236,9 @@ class LamSearchSweeper(BasicSweeper):
         else:
             if not plan.full:  # full runs keep fewer weights than their lr-scaled short runs at the same lam
                 guess += math.log(FULL_OVER_SHORT)
-            # adjacent windows of the tolerance around the guess (the first full round's a little wider)
-            half = math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE)
-            lams = around(guess, half if plan.full else max(half, math.log(1.06)), self.per_full_round, tried)
+            # the guess, then the windows beside its own: a run lands within tolerance over 2 log(1 + tol) / |slope|
+            window = 2 * math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE)
+            lams = around(guess, window, self.per_full_round, tried)
         return [("full", lam, plan.combo + [f"lam={lam:.6g}"]) for lam in lams]
 
     def sweep(self, arguments):
