@@ -120,9 +120,9 @@ def test_the_full_rounds_interpolate_inside_a_bracket_and_extrapolate_along_a_sl
     assert estimate([(1e-4, 1.0), (1e-3, 1.0)], 0.2) == (None, None)  # nothing falls: nothing to go by
 
 
-def test_a_full_round_tries_its_guess_then_the_windows_beside_it_and_repeats_no_lam():
-    assert around(math.log(1e-3), 0.1, 2, set()) == [0.001, float(f"{1e-3 * math.exp(-0.1):.6g}")]
-    assert around(math.log(1e-3), 0.1, 4, {0.001}) == [float(f"{1e-3 * math.exp(v):.6g}") for v in (-0.1, 0.1, -0.2)]
+def test_a_full_round_lays_its_windows_side_by_side_around_its_guess_and_repeats_no_lam():
+    assert around(math.log(1e-3), 0.05, 2, set()) == [float(f"{1e-3 * math.exp(v):.6g}") for v in (-0.05, 0.05)]
+    assert around(math.log(1e-3), 0.1, 3, {0.001}) == [float(f"{1e-3 * math.exp(v):.6g}") for v in (-0.2, 0.2)]
 
 
 def test_a_bracket_whose_far_end_kept_nothing_is_searched_near_its_other_end():

@@ -150,13 +150,13 @@ def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Opti
     return math.log(lam) + step, slope
 
 
-def around(log_guess: float, window: float, n: int, tried) -> list[float]:
-    """n lam values: the guess first, then one window below it, one above, two below, ... (in log lam; a window is
-    the lam range a run lands within tolerance of the target over), rounded as folders name them, none in `tried`,
-    none twice."""
+def around(log_guess: float, half_window: float, n: int, tried) -> list[float]:
+    """n lam values whose tolerance windows (a run lands within tolerance of the target over a window of
+    2 half_window in log lam) lie side by side, centred on the guess: n = 2 puts the guess where the two meet, so
+    that they cover the guess +- 2 half_window. Rounded as folders name them, none in `tried`, none twice."""
     out = []
     for i in range(n):
-        lam = rounded(math.exp(log_guess + window * ((i + 1) // 2) * (-1 if i % 2 else 1)))
+        lam = rounded(math.exp(log_guess + half_window * (2 * i - (n - 1))))
         if lam not in tried and lam not in out:
             out.append(lam)
     return out
@@ -236,9 +236,9 @@ class LamSearchSweeper(BasicSweeper):
         else:
             if not plan.full:  # full runs keep fewer weights than their lr-scaled short runs at the same lam
                 guess += math.log(FULL_OVER_SHORT)
-            # the guess, then the windows beside its own: a run lands within tolerance over 2 log(1 + tol) / |slope|
-            window = 2 * math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE)
-            lams = around(guess, window, self.per_full_round, tried)
+            # windows side by side around the guess: a run lands within tolerance over 2 log(1 + tol) / |slope|
+            lams = around(guess, math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE), self.per_full_round,
+                          tried)
         return [("full", lam, plan.combo + [f"lam={lam:.6g}"]) for lam in lams]
 
     def sweep(self, arguments):
