@@ -54,7 +54,7 @@ def rounded(lam: float) -> float:
     return float(f"{lam:.6g}")
 
 
-# The full runs' lam for the target over the short runs' (lr-scaled, a tenth of the epochs): 0.78-0.85 for LogSum,
+# The full runs' lam for the target over the short runs' (lr-scaled, a tenth of the epochs): about 0.8 for LogSum,
 # AdaProx, AdaTikhonov and adaptive dropout (MNIST, LeNet-300-100, 10 epochs, target 0.02: scripts/bench_lam_search.py)
 FULL_OVER_SHORT = 0.8
 NOMINAL_SLOPE = -1.0  # d log nonzero / d log lam where no two trials tell: LogSum's, MNIST, 10 epochs, is -1.4
