@@ -62,6 +62,7 @@ def test_magnitude_pruning_takes_the_target_directly(adrop, tmp_path):
     assert out.returncode == 0, out.stderr
     table = rows(tmp_path / "sweep")
     assert len(table) == 1 and abs(float(table[0]["nonzero_fraction"]) - 0.3) <= 0.05 * 0.3
+    assert "method=magnitude_pruning: final_sparsity 0.7, nonzero 0.30" in out.stdout  # not "lam 0"
     again = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.3", *SMALL,
                   "method=magnitude_pruning", "hydra.sweep.dir=sweep")  # the same search: finished runs, replayed
     assert again.returncode == 0 and "nothing to do" in again.stdout

@@ -314,7 +314,8 @@ class LamSearchSweeper(BasicSweeper):
             met = self.within(nonzero)
             if not met:
                 unmet.append(name)
-            print(f"lam_search: {name}: lam {lam:.4g}, nonzero {nonzero:.4f} (target {self.target:g}"
+            chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
+            print(f"lam_search: {name}: {chosen}, nonzero {nonzero:.4f} (target {self.target:g}"
                   f"{'' if met else ', NOT within tolerance'}), val error {row['val_error']:.4f}; {cost}", flush=True)
         if unmet:
             sweep_outcomes.SWEEP["unmet"] = (
