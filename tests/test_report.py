@@ -36,6 +36,13 @@ def test_report_writes_csv_table_and_figures(sweep, tmp_path, capsys):
     assert len(failed) == 2 and failed.error.str.contains("lam must be >= 0").all()
     done = table[table.status == "completed"]
     assert set(done.method) == {"dense", "logsum"} and done.test_error.between(0, 1).all()
+    history = pd.read_csv(out / "histories.csv")
+    assert {"run", "epoch", "val_error", "nonzero_fraction", "nonzero_fc1", "nonzero_fc2"} <= set(history.columns)
+    assert sorted(history.run.unique()) == sorted(done.run) and (history.groupby("run").epoch.max() == 2).all()
+    last = history[history.epoch == 2].set_index("run")
+    for _, row in done.iterrows():  # the history ends where the table's row does
+        assert last.loc[row.run, "nonzero_fc1"] == pytest.approx(row.nonzero_fc1)
+        assert last.loc[row.run, "nonzero_fraction"] == pytest.approx(row.nonzero_fraction)
     md = (out / "results.md").read_text()
     assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | compression | kMACs/example | "
                          "fc1 | fc2 |")

@@ -7,6 +7,8 @@
 Writes into --out (default: a new folder outputs/reports/<time>/ here), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
                  val_error, nonzero_fraction, nonzero_<layer>, wall_time_s, device, error
+  histories.csv  one row per run and epoch: its metrics.csv (loss, val_error, nonzero_fraction, lr, seconds) and
+                 nonzero_<layer>: the curves of the figures
   results.md     the table in the layout of the paper's Tables 4 and 5 (mean ± std over seeds), unfinished runs below
   figure2.png    validation error against fraction nonzero over training (the paper's Figure 2)
   pareto.png     final test error against fraction nonzero
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from adrop.outputs import claim, new_folder
 
-FILES = ["results.csv", "results.md", "figure2.png", "pareto.png", "layers.png"]
+FILES = ["results.csv", "histories.csv", "results.md", "figure2.png", "pareto.png", "layers.png"]
 
 
 def parser():
@@ -47,8 +49,9 @@ def run(args) -> list[Path]:
         print(f"adrop report: skipped {skipped}", file=sys.stderr)
     out = claim(args.out, FILES) if args.out else new_folder("reports")
     table.to_csv(out / "results.csv", index=False)
-    (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
     history = collect.histories(args.dir, table)
+    tables.histories_table(history).to_csv(out / "histories.csv", index=False)
+    (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
     figures.figure2(table, history, out / "figure2.png")
     models = set(table.model.fillna(""))
     lenet300 = bool(models & set(paper.MODELS))  # the paper's points mean nothing beside LeNet-5 alone

@@ -1,4 +1,4 @@
-"""results.csv and the markdown table in the layout of the paper's Tables 4 and 5.
+"""results.csv, histories.csv and the markdown table in the layout of the paper's Tables 4 and 5.
 
 Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
 seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. The table has a setting column
@@ -22,6 +22,23 @@ LAYER_COLUMNS_PREFIX = "nonzero_"
 
 def layer_columns(table: pd.DataFrame) -> list[str]:
     return sorted(c for c in table.columns if c.startswith(LAYER_COLUMNS_PREFIX) and c != "nonzero_fraction")
+
+
+def histories_table(histories: dict) -> pd.DataFrame:
+    """histories.csv: one row per run and epoch, the run's metrics.csv with each layer's fraction nonzero from its
+    layers.csv (nonzero_<layer>), so that every curve of the figures is a file pandas can load."""
+    frames = []
+    for run, (metrics, layers) in histories.items():
+        if metrics is None or metrics.empty:
+            continue
+        frame = metrics.copy()
+        if layers is not None and not layers.empty:
+            per_layer = layers.pivot_table(index="epoch", columns="layer", values="nonzero_fraction", sort=False)
+            per_layer.columns = [LAYER_COLUMNS_PREFIX + str(c) for c in per_layer.columns]
+            frame = frame.merge(per_layer, left_on="epoch", right_index=True, how="left")
+        frame.insert(0, "run", run)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "epoch"])
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
