@@ -1,0 +1,64 @@
+"""scripts/equivalence.py: the two one-sided tests, the Jaccard overlap, and the script on a tiny sweep."""
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "equivalence.py"
+spec = importlib.util.spec_from_file_location("equivalence", SCRIPT)
+equivalence = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(equivalence)
+
+
+def test_tost_is_two_one_sided_t_tests_and_the_90_percent_interval():
+    rng = np.random.default_rng(0)
+    d = rng.normal(0.0002, 0.001, size=10)
+    out = equivalence.tost(d, margin=0.002)
+    se = d.std(ddof=1) / np.sqrt(10)
+    t_lower, t_upper = (d.mean() + 0.002) / se, (d.mean() - 0.002) / se
+    assert out["p_lower"] == pytest.approx(stats.t.sf(t_lower, 9))
+    assert out["p_upper"] == pytest.approx(stats.t.cdf(t_upper, 9))
+    half90 = stats.t.ppf(0.95, 9) * se
+    assert (out["ci90_low"], out["ci90_high"]) == pytest.approx((d.mean() - half90, d.mean() + half90))
+    # equivalence at level 0.05 is the 90% interval inside the margin
+    assert out["equivalent"] and -0.002 < out["ci90_low"] and out["ci90_high"] < 0.002
+    assert out["smallest_margin"] == pytest.approx(max(abs(out["ci90_low"]), abs(out["ci90_high"])))
+    assert not equivalence.tost(d, margin=out["smallest_margin"] * 0.99)["equivalent"]
+    assert not equivalence.tost(d + 0.003, margin=0.002)["equivalent"]  # shifted beyond the margin
+
+
+def test_jaccard_counts_the_kept_entries_of_both():
+    a = np.array([[1.0, 0.0, 2.0, 0.0]])
+    b = np.array([[3.0, 4.0, 0.0, 0.0]])
+    out = equivalence.jaccard(a, b)
+    assert out["jaccard"] == pytest.approx(1 / 3) and (out["kept_reference"], out["kept_other"]) == (2, 2)
+    assert out["jaccard_if_independent"] == pytest.approx(0.25 / 0.75)
+    assert equivalence.jaccard(a, a)["jaccard"] == 1.0
+
+
+@pytest.mark.slow
+def test_script_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
+                          "device=cpu", "method=logsum,adaptive_dropout", "lam=0.01", "seed=0,1,2",
+                          "hydra.sweep.dir=sweep"], check=False, capture_output=True, text=True, cwd=tmp_path,
+                         env=dict(os.environ), timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "eq"
+    assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--margin", "0.5",
+                             "--out", str(out)]) == 0
+    differences = pd.read_csv(out / "differences.csv")
+    assert list(differences.seed) == [0, 1, 2] and (differences.group == "adaptive_dropout").all()
+    assert np.allclose(differences.difference, differences.test_error_other - differences.test_error_reference)
+    summary = pd.read_csv(out / "tost.csv")
+    assert len(summary) == 1 and summary.n[0] == 3 and bool(summary.equivalent[0])  # errors differ by far less than 0.5
+    overlaps = pd.read_csv(out / "jaccard.csv")
+    assert set(overlaps.layer) >= {"fc1.weight"} and overlaps.jaccard.between(0, 1).all()
+    assert len(overlaps) == 3 * overlaps.layer.nunique()
+    assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--out", str(out)]) == 2  # taken
+    assert equivalence.main([str(tmp_path / "sweep"), "--reference", "vardrop"]) == 2  # no such group
