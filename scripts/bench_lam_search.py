@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from hydra_plugins.adrop_plugins.lam_search import SEARCH_CSV
+
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("logsum", "eta_trick", "adaprox", "adatikhonov", "adaptive_dropout", "vardrop", "vardrop_lr",
            "vardrop_lr_ar", "hard_concrete", "magnitude_pruning")
@@ -43,9 +45,10 @@ def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path)
     search_s, search = timed(["-m", "hydra/sweeper=lam_search", "hydra/launcher=stacked",
                               f"hydra.sweeper.target_nonzero={target}", f"method={method}", *common,
                               f"hydra.sweep.dir={sweep}"], cwd)
-    if not (sweep / "search.csv").exists():
-        raise SystemExit(f"bench_lam_search: the search of {method} wrote no search.csv: {search.stderr.strip()[-300:]}")
-    with open(sweep / "search.csv") as fh:
+    if not (sweep / SEARCH_CSV).exists():
+        raise SystemExit(f"bench_lam_search: the search of {method} wrote no {SEARCH_CSV}: "
+                         f"{search.stderr.strip()[-300:]}")
+    with open(sweep / SEARCH_CSV) as fh:
         rows = list(csv.DictReader(fh))
     full = [r for r in rows if int(r["epochs"]) == epochs and r["status"] == "completed"]
     best = min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target)) if full else None
@@ -66,6 +69,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("overrides", nargs="*", help="more overrides for both contenders")
     args = parser.parse_args(argv)
+    if args.out and Path(args.out).exists():
+        raise SystemExit(f"bench_lam_search: {args.out} exists: choose another --out")
     common = ["experiment=paper_lenet300", f"epochs={args.epochs}", f"data.root={Path(args.data).resolve()}",
               "data.download=false", "device=cpu", "progress=never", *args.overrides]
     cwd = Path(tempfile.mkdtemp(prefix="adrop-lam-search-"))
@@ -85,7 +90,7 @@ def main(argv=None) -> int:
               f"{r['runs']:>6}{r['short_runs']:>6}{lam:>11}{nonzero:>9}{val:>10}  {'yes' if r['within'] else 'NO'}",
               flush=True)
     if args.out:
-        with open(args.out, "w", newline="") as fh:
+        with open(args.out, "x", newline="") as fh:  # never over an earlier benchmark's table
             writer = csv.DictWriter(fh, fieldnames=list(results[0]))
             writer.writeheader()
             writer.writerows(results)

@@ -20,12 +20,13 @@ existing files):
                    |A and B| / |A or B|, and the overlap two independent draws of those sizes would have on average
                    (pa pb / (pa + pb - pa pb)), for scale
 
-The margin is in test error (0.001 is 0.1 points). Used for docs/results/equivalence.md.
+The margin is in test error (0.001 is 0.1 points).
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -70,8 +71,9 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def load_weights(folder: Path) -> dict[str, np.ndarray]:
+    """The weight matrices and kernels of a run's weights.npz (biases and normalisation scales left out)."""
     with np.load(folder / WEIGHTS) as npz:
-        return {k: npz[k] for k in npz.files if k.endswith("weight")}
+        return {k: npz[k] for k in npz.files if k.endswith("weight") and npz[k].ndim >= 2}
 
 
 def compare(table: pd.DataFrame, base: Path, reference: str, margin: float):
@@ -83,9 +85,10 @@ def compare(table: pd.DataFrame, base: Path, reference: str, margin: float):
             raise ValueError(f"--reference {reference!r} names {len(matching)} groups of completed runs; "
                              f"the groups: {', '.join(sorted(names))}")
         reference = matching[0]
+    for label, rows in table.groupby("label"):
+        if rows.seed.duplicated().any():
+            raise ValueError(f"the group {label!r} has two runs of one seed (the same sweep given twice?)")
     ref = table[table.label == reference].set_index("seed")
-    if ref.index.duplicated().any():
-        raise ValueError(f"the reference group {reference!r} has two runs of one seed")
     differences, summaries, overlaps = [], [], []
     for label, rows in table[table.label != reference].groupby("label"):
         rows = rows.set_index("seed")
@@ -122,13 +125,14 @@ def main(argv=None) -> int:
         table = collect.results(args.sweeps)
         frames = compare(table, collect.base(args.sweeps), args.reference, args.margin)
         out = claim(args.out, FILES) if args.out else None
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # a folder, a weights.npz, --out
         print(f"equivalence: error: {err}", file=sys.stderr)
         return 2
     _, summary, overlaps = frames
     with pd.option_context("display.width", 200, "display.float_format", "{:.4g}".format):
         print(summary.to_string(index=False))
-        print(overlaps.groupby(["group", "layer"])[["jaccard", "jaccard_if_independent"]].mean().to_string())
+        if not overlaps.empty:
+            print(overlaps.groupby(["group", "layer"])[["jaccard", "jaccard_if_independent"]].mean().to_string())
     if out is not None:
         for name, frame in zip(FILES, frames):
             frame.to_csv(out / name, index=False)

@@ -28,8 +28,12 @@ def ranges(folder: Path, bound: float) -> dict:
     names = [k for k in model if k.endswith("log_alpha_param")]
     if not names:
         raise SystemExit(f"log_alpha_range: {folder} has no log alpha parameter (not a per-weight VarDrop run)")
+    weights = [k.removesuffix("log_alpha_param") + "weight" for k in names]
+    if any(model[k].shape != model[w].shape for k, w in zip(names, weights)):
+        raise SystemExit(f"log_alpha_range: {folder}: one log alpha per group, not per weight (structure=neuron): "
+                         "log sigma per weight is not defined there")
     log_alpha = torch.cat([model[k].flatten() for k in names]).double()
-    theta = torch.cat([model[k.removesuffix("log_alpha_param") + "weight"].flatten() for k in names]).double()
+    theta = torch.cat([model[w].flatten() for w in weights]).double()
     log_sigma = log_alpha / 2 + torch.log(1e-16 + theta.abs())
     return {"run": f"{folder.parent.name}/{folder.name}", "parameters": log_alpha.numel(),
             "log_alpha_min": log_alpha.min().item(), "log_alpha_max": log_alpha.max().item(),
@@ -44,11 +48,13 @@ def main(argv=None) -> int:
     parser.add_argument("--bound", type=float, default=10.0)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.out and args.out.exists():
+        raise SystemExit(f"log_alpha_range: {args.out} exists: choose another --out")
     table = pd.DataFrame([ranges(f, args.bound) for f in args.folders])
     with pd.option_context("display.width", 200, "display.max_colwidth", 70, "display.float_format", "{:.4g}".format):
         print(table.to_string(index=False))
     if args.out:
-        table.to_csv(args.out, index=False)
+        table.to_csv(args.out, index=False, mode="x")
     return 0
 
 

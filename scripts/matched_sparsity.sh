@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every method at one sparsity (docs/results/matched_sparsity.md): per method, lam searched for TARGET nonzero (within
+# Every method at one sparsity: per method, lam searched for TARGET nonzero (within
 # 5%) with hydra/sweeper=lam_search on seed 0 in the paper's LeNet-300-100 setting (short rounds of a tenth of the
 # epochs, then full ones), then seeds 1 and 2 trained at the lam found. Magnitude pruning takes the target directly.
 #

@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from hydra_plugins.adrop_plugins.lam_search import around, estimate, log_spaced, next_lams
+from hydra_plugins.adrop_plugins.lam_guess import FULL_OVER_SHORT, around, estimate, log_spaced, next_lams
+from hydra_plugins.adrop_plugins.lam_search import LamSearchSweeper, Plan
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu")
 
@@ -142,3 +143,82 @@ def test_the_search_leaves_lam_range_only_where_the_runs_respond():
     assert min(next_lams([(1e-3, 0.9), (1.0, 0.8)], 0.3, 2, [1e-7, 1])) > 1.0  # it prunes: go on
     assert next_lams([(1e-6, 0.0)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7])
     assert next_lams([(1e-6, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7, 1e-8])
+
+
+# -- a round's jobs, from made-up results (no training) -----------------------------------------------------------------
+
+def sweeper(rounds=4, target=0.02, **kw):
+    return LamSearchSweeper(target_nonzero=target, rounds=rounds, **kw)
+
+
+def plan(epochs=200, short=20, **kw):
+    return Plan(["method=logsum", "seed=0"], False, epochs, 1e-4, short, **kw)
+
+
+def value(overrides, key):
+    return next(o.split("=", 1)[1] for o in overrides if o.startswith(key + "="))
+
+
+@pytest.mark.parametrize("rounds", [2, 3, 4, 5])
+def test_at_most_two_rounds_are_short_and_at_least_the_last_is_full(rounds):
+    s, p = sweeper(rounds), plan()
+    assert s.short_rounds == min(2, rounds - 1)
+    first = s.round_jobs(p, 1)
+    assert [phase for phase, _, _ in first] == ["short"] * s.per_round
+    assert all(value(o, "epochs") == "20" and float(value(o, "lr")) == pytest.approx(1e-3) for _, _, o in first)
+    p.short = [(1e-4, 0.1, {}), (1e-3, 0.01, {})]  # the target bracketed
+    assert {phase for phase, _, _ in s.round_jobs(p, s.short_rounds + 1)} == {"full"}
+    if s.short_rounds == 2:
+        assert {phase for phase, _, _ in s.round_jobs(p, 2)} == {"short"}
+
+
+def test_a_short_run_within_tolerance_sends_the_next_round_to_full_runs_at_0_8_of_its_guess():
+    s, p = sweeper(), plan()
+    p.short = [(1e-4, 0.1, {}), (1e-3, 0.02, {})]
+    jobs = s.round_jobs(p, 2)
+    assert {phase for phase, _, _ in jobs} == {"full"} and len(jobs) == s.per_full_round
+    guess = math.exp(estimate([(1e-4, 0.1), (1e-3, 0.02)], 0.02)[0]) * FULL_OVER_SHORT
+    low, high = (lam for _, lam, _ in jobs)
+    assert math.sqrt(low * high) == pytest.approx(guess, rel=1e-4)  # the two windows meet at the guess
+    assert all(value(o, "epochs") == "200" if "epochs=" in " ".join(o) else True for _, _, o in jobs)
+    p.full = [(low, 0.03, {}), (high, 0.025, {})]  # later full rounds go by the full runs, without the factor
+    later = [lam for _, lam, _ in s.round_jobs(p, 3)]
+    assert later and min(later) > high
+
+
+def test_a_guess_already_tried_falls_back_to_the_bracket_of_the_full_runs():
+    # a very steep curve: the first full round's upper run kept nothing, the lower one everything
+    s, p = sweeper(target=0.05), plan()
+    p.short = [(1e-07, 1, {}), (2.15443e-05, 1, {}), (0.00464159, 0, {}), (1, 0, {}), (0.000177828, 1, {}),
+               (0.000261016, 1, {}), (0.000383119, 1, {}), (0.000562341, 1, {})]
+    low, high = (lam for _, lam, _ in s.round_jobs(p, 3))
+    p.full = [(low, 1.0, {}), (high, 0.0, {})]
+    lams = [lam for _, lam, _ in s.round_jobs(p, 4)]
+    assert lams and all(low < lam < high for lam in lams)
+
+
+def test_short_runs_that_all_failed_give_way_to_full_rounds_over_lam_range():
+    s, p = sweeper(), plan()
+    p.short_over = True  # the first short round completed nothing
+    jobs = s.round_jobs(p, 2)
+    assert {phase for phase, _, _ in jobs} == {"full"}
+    assert [lam for _, lam, _ in jobs] == pytest.approx(log_spaced(1e-7, 1.0, s.per_full_round))
+
+
+def test_a_penalty_warm_up_in_epochs_is_scaled_with_the_short_runs_epochs():
+    s = sweeper()
+    jobs = s.round_jobs(plan(penalty_warmup=[5, 20]), 1)
+    assert all(value(o, "penalty_warmup") == "[0.5,2]" for _, _, o in jobs)
+    assert all("penalty_warmup=" not in " ".join(o) for _, _, o in s.round_jobs(plan(), 1))  # none to scale
+
+
+def test_a_combination_without_a_full_run_is_told_why():
+    s, p = sweeper(), plan()
+    p.short = [(1e-3, 0.5, {}), (1.0, 0.3, {})]
+    assert "no lam in lam_range" in s.why_no_full_run(p, [])
+    p.short = [(1e-6, 0.0, {}), (1e-3, 0.0, {})]
+    assert "kept no weight, down to lam 1e-06" in s.why_no_full_run(p, [])
+    full_rows = [{"epochs": 200, "status": "failed"}, {"epochs": 200, "status": "failed"}]
+    assert s.why_no_full_run(p, full_rows).startswith("no full run completed (2 launched: failed")
+    p.short = [(1e-4, 0.1, {}), (1e-3, 0.01, {})]
+    assert "raise hydra.sweeper.rounds" in s.why_no_full_run(p, [{"epochs": 20, "status": "completed"}])
