@@ -6,7 +6,6 @@ import math
 import pytest
 
 from hydra_plugins.adrop_plugins.lam_guess import FULL_OVER_SHORT, around, estimate, log_spaced, next_lams
-from hydra_plugins.adrop_plugins.lam_search import LamSearchSweeper, Plan
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu")
 
@@ -147,12 +146,21 @@ def test_the_search_leaves_lam_range_only_where_the_runs_respond():
 
 # -- a round's jobs, from made-up results (no training) -----------------------------------------------------------------
 
+def lam_search():
+    """The plugin module as it is now: Hydra's plugin scan re-executes plugin modules (and BasicSweeper's), so a
+    class imported before a scan in this process would no longer be a subclass of the BasicSweeper its __init__
+    names."""
+    import importlib
+
+    return importlib.import_module("hydra_plugins.adrop_plugins.lam_search")
+
+
 def sweeper(rounds=4, target=0.02, **kw):
-    return LamSearchSweeper(target_nonzero=target, rounds=rounds, **kw)
+    return lam_search().LamSearchSweeper(target_nonzero=target, rounds=rounds, **kw)
 
 
 def plan(epochs=200, short=20, **kw):
-    return Plan(["method=logsum", "seed=0"], False, epochs, 1e-4, short, **kw)
+    return lam_search().Plan(["method=logsum", "seed=0"], False, epochs, 1e-4, short, **kw)
 
 
 def value(overrides, key):
