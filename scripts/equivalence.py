@@ -35,7 +35,7 @@ from scipy import stats
 
 from adrop.outputs import claim
 from adrop.report import collect
-from adrop.train.run_files import WEIGHTS
+from adrop.train import run_files
 
 FILES = ["differences.csv", "tost.csv", "jaccard.csv"]
 
@@ -72,8 +72,7 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> dict:
 
 def load_weights(folder: Path) -> dict[str, np.ndarray]:
     """The weight matrices and kernels of a run's weights.npz (biases and normalisation scales left out)."""
-    with np.load(folder / WEIGHTS) as npz:
-        return {k: npz[k] for k in npz.files if k.endswith("weight") and npz[k].ndim >= 2}
+    return {k: v for k, v in run_files.read_weights(folder).items() if k.endswith("weight") and v.ndim >= 2}
 
 
 def compare(table: pd.DataFrame, base: Path, reference: str, margin: float):

@@ -270,6 +270,12 @@ def write_weights(folder: Path, state: dict) -> None:
     _atomic(Path(folder) / WEIGHTS, lambda tmp: np.savez(open(tmp, "wb"), **arrays))
 
 
+def read_weights(folder: Path) -> dict:
+    """weights.npz as {key: array} (what write_weights wrote)."""
+    with np.load(Path(folder) / WEIGHTS) as arrays:
+        return {key: arrays[key] for key in arrays.files}
+
+
 def save_checkpoint(folder: Path, state: dict) -> None:
     import torch  # here, not at the top: report and export read run folders without torch
 
