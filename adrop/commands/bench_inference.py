@@ -2,14 +2,14 @@
 
     adrop bench-inference outputs/runs/<time> [--batches 1,256] [--seconds 1.0] [--data DIR]
 
-Latency and throughput of the dense network (the masked weights as dense float32 matrices, torch) against its
-sparse forms: the compact network (dead units and filters removed, adrop.compact; dense torch), torch CSR
-(torch.sparse_csr products; fully connected networks), scipy.sparse CSR (a conv net's conv layers dense), and
-onnxruntime (the ONNX export of the compact network, when onnxruntime is installed, and the same runtime on the
-uncompacted network, to tell the runtime's gain from sparsity's). With CUDA: the dense and compact networks on the GPU too (end to end:
-rows in, logits out). Inputs are the run's test rows. For each contender and batch size: the
-median over repeated calls in this one process (for about --seconds each, after a warm-up), milliseconds per call,
-examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
+Latency and throughput of the dense network (the masked weights as dense float32 matrices, torch) against its sparse
+forms: the compact network (dead units and filters removed, adrop.compact; dense torch), torch CSR (torch.sparse_csr
+products; fully connected networks), scipy.sparse CSR (a conv net's conv layers dense), and onnxruntime (the ONNX
+export of the compact network, when onnxruntime is installed, and the same runtime on the uncompacted network, to tell
+the runtime's gain from sparsity's). With CUDA: the dense and compact networks on the GPU too (end to end: rows in,
+logits out). Inputs are the run's test rows. For each contender and batch size: the median over repeated calls in this
+one process (for about --seconds each, after a warm-up, the contenders taking turns in 5 rounds), milliseconds per
+call, examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
 """
 from __future__ import annotations
 
@@ -23,14 +23,28 @@ from pathlib import Path
 import numpy as np
 
 
-def timed(fn, seconds: float) -> float:
-    fn()  # warm-up
+ROUNDS = 5  # contenders take turns, so that a drift in the machine's speed reaches all of them alike
+
+
+def samples(fn, seconds: float) -> list[float]:
+    """Seconds per call of fn, over about `seconds` of calls (at least 5)."""
     times, start = [], time.perf_counter()
     while time.perf_counter() - start < seconds or len(times) < 5:
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return times
+
+
+def timed_side_by_side(forms: dict, seconds: float) -> dict:
+    """name -> median seconds per call, the contenders timed in turn over ROUNDS rounds after a warm-up of each."""
+    for fn in forms.values():
+        fn()
+    times = {name: [] for name in forms}
+    for _ in range(ROUNDS):
+        for name, fn in forms.items():
+            times[name] += samples(fn, seconds / ROUNDS)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def contenders(run, image):
@@ -136,11 +150,9 @@ def measure(folder: Path, batches: list[int], seconds: float, data_root: str | N
     rows = []
     for batch in batches:
         inputs = x[:batch]
-        base = None
-        for name, fn in forms.items():
-            t = timed(lambda: fn(inputs), seconds)
-            base = base or t
-            rows.append((name, batch, t, base / t))
+        medians = timed_side_by_side({name: (lambda fn=fn: fn(inputs)) for name, fn in forms.items()}, seconds)
+        base = medians["dense (torch)"]
+        rows += [(name, batch, t, base / t) for name, t in medians.items()]
     return header, rows
 
 
