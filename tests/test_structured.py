@@ -183,6 +183,27 @@ def test_a_runs_kept_architecture_is_its_weights(synthetic, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.parametrize("method", sorted(set(methods.names()) - PER_WEIGHT))
+def test_each_method_trains_a_conv_net_by_filters(method, mnist, tmp_path):
+    """Every group form on a conv net: a conv layer's method tensors are one per filter (output channel), its keep
+    mask is constant over each filter, the run completes, and its kept architecture is its weights' compact network."""
+    extra = ["method.params.final_sparsity=0.5"] if method == "magnitude_pruning" else []
+    cfg = mnist("model=conv_small", f"method={method}", "structure=neuron", "epochs=1", "batch_size=64",
+                "data.train_limit=512", "lr=1e-3", *extra)
+    engine = one(cfg, tmp_path)
+    summary = engine.fit()[0]
+    assert summary["status"] == "completed"
+    conv = engine.model.layers[0]
+    assert conv.weight.dim() == 5 and conv.group_shape == (1, conv.weight.shape[1], 1, 1, 1)  # (K, out, in, kh, kw)
+    own = [t for name, t in conv.named_parameters() if name not in ("weight", "bias")]
+    own += [t for name, t in conv.named_buffers() if name == "mask"]
+    assert all(tuple(t.shape) == conv.group_shape for t in own), [tuple(t.shape) for t in own]
+    keep = engine.method.keep_mask(conv, engine.lam).expand_as(conv.weight)
+    assert torch.equal(keep, keep.flatten(2).any(dim=2).view(*keep.shape[:2], 1, 1, 1).expand_as(keep))
+    assert summary["kept_architecture"] == kept_of(tmp_path, (1, 28, 28)).architecture
+
+
 def test_a_conv_net_loses_filters_and_its_compact_exports_reproduce_the_run(mnist, tmp_path, capsys):
     from adrop.commands.export import main
     from adrop.train import run_files
