@@ -183,7 +183,6 @@ def test_a_runs_kept_architecture_is_its_weights(synthetic, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(set(methods.names()) - PER_WEIGHT))
 def test_each_method_trains_a_conv_net_by_filters(method, mnist, tmp_path):
     """Every group form on a conv net: a conv layer's method tensors are one per filter (output channel), its keep
@@ -204,6 +203,7 @@ def test_each_method_trains_a_conv_net_by_filters(method, mnist, tmp_path):
     assert summary["kept_architecture"] == kept_of(tmp_path, (1, 28, 28)).architecture
 
 
+@pytest.mark.slow
 def test_a_conv_net_loses_filters_and_its_compact_exports_reproduce_the_run(mnist, tmp_path, capsys):
     from adrop.commands.export import main
     from adrop.train import run_files
