@@ -50,14 +50,14 @@ def main():
         folder = root / f"density={density}"
         Engine([resolve(cfg)], [folder]).fit()
         run_files.write_config(folder, cfg, {}, [])
-        runs.append((f"{density:.1%} nonzero", folder))
+        runs.append((label(run_files.read_summary(folder) or {}), folder))
     print_tables(runs, args)
 
 
 def label(summary: dict) -> str:
-    """A run as its column says it: method, nonzero fraction, and for whole units the units kept."""
+    """A run as its column says it: method, nonzero fraction, and the units its compact network keeps."""
     text = f"{summary.get('method')}, {summary.get('nonzero_fraction') or 0:.1%} nonzero"
-    if summary.get("structure") == "neuron" and summary.get("kept_architecture"):
+    if summary.get("kept_architecture"):
         text += f", {summary['kept_architecture']}"
     return text
 
