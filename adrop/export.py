@@ -84,8 +84,7 @@ def read(folder: Path) -> FinishedRun:
     if not config_path.exists():
         raise ExportError(f"{config_path} is missing: the run's configuration is needed to find its data")
     try:
-        with np.load(folder / run_files.WEIGHTS) as arrays:
-            state = {key: arrays[key] for key in arrays.files}
+        state = run_files.read_weights(folder)
         names = list(summary["layers"]) if summary.get("layers") else \
             [key.removesuffix(".weight") for key in state if key.endswith(".weight")]
         weights = {n: (state[f"{n}.weight"].astype(np.float32),

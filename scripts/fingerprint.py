@@ -21,17 +21,17 @@ import torch
 from hydra import compose, initialize_config_module
 
 from adrop import methods
-from adrop.train import schema
+from adrop.train import run_files, schema
 from adrop.train.engine import Engine
 from adrop.train.settings import resolve
 
 
 def digest(folder: Path) -> str:
     h = hashlib.sha256()
-    with np.load(folder / "weights.npz") as arrays:
-        for key in sorted(arrays.files):
-            h.update(f"{key}{arrays[key].shape}{arrays[key].dtype}".encode())
-            h.update(np.ascontiguousarray(arrays[key]).tobytes())
+    arrays = run_files.read_weights(folder)
+    for key in sorted(arrays):
+        h.update(f"{key}{arrays[key].shape}{arrays[key].dtype}".encode())
+        h.update(np.ascontiguousarray(arrays[key]).tobytes())
     metrics = pd.read_csv(folder / "metrics.csv").drop(columns="seconds")
     buffer = io.StringIO()
     metrics.to_csv(buffer, index=False, float_format="%.17g")

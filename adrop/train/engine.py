@@ -30,7 +30,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -60,8 +59,7 @@ def load_weights(network, source: Path) -> None:
     path = source / run_files.WEIGHTS if source.is_dir() else source
     if not path.is_file():
         raise TrainError(f"init_from={source}: no {run_files.WEIGHTS} there (a run writes it when it completes)")
-    with np.load(path) as arrays:
-        saved = {key: arrays[key] for key in arrays.files}
+    saved = run_files.read_weights(path)
     state = network.state_dict()
     needed = [f"{name}.{part}" for name, layer in zip(network.names, network.layers) for part in ("weight", "bias")
               if getattr(layer, part) is not None]

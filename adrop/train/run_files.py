@@ -270,9 +270,10 @@ def write_weights(folder: Path, state: dict) -> None:
     _atomic(Path(folder) / WEIGHTS, lambda tmp: np.savez(open(tmp, "wb"), **arrays))
 
 
-def read_weights(folder: Path) -> dict:
-    """weights.npz as {key: array} (what write_weights wrote)."""
-    with np.load(Path(folder) / WEIGHTS) as arrays:
+def read_weights(source: Path) -> dict:
+    """weights.npz as {key: array} (what write_weights wrote), from a run folder or the file itself."""
+    path = Path(source)
+    with np.load(path / WEIGHTS if path.is_dir() else path) as arrays:
         return {key: arrays[key] for key in arrays.files}
 
 
