@@ -2,6 +2,7 @@
 tests) and the overlap of the weights each keeps, per layer.
 
     python scripts/equivalence.py SWEEP [SWEEP ...] --reference logsum [--margin 0.001] [--out FOLDER]
+        [--pool EARLIER_OUT ...]
 
 Every completed run under the SWEEPs is grouped by its report label (adrop.report.collect.labels: the method and
 what tells its runs apart). The group named by --reference (a label, or a method with one group) is compared with
@@ -20,7 +21,9 @@ existing files):
                    |A and B| / |A or B|, and the overlap two independent draws of those sizes would have on average
                    (pa pb / (pa + pb - pa pb)), for scale
 
-The margin is in test error (0.001 is 0.1 points).
+The margin is in test error (0.001 is 0.1 points). --pool adds the per-seed rows of an earlier --out folder (its
+differences.csv and jaccard.csv) to the new runs' before the tests, so seeds trained in separate batches (whose run
+folders are gone) are tested together; a seed of a group found twice is refused.
 """
 from __future__ import annotations
 
@@ -75,7 +78,9 @@ def load_weights(folder: Path) -> dict[str, np.ndarray]:
     return {k: v for k, v in run_files.read_weights(folder).items() if k.endswith("weight") and v.ndim >= 2}
 
 
-def compare(table: pd.DataFrame, base: Path, reference: str, margin: float):
+def pair_runs(table: pd.DataFrame, base: Path, reference: str):
+    """Per seed, each group's run against the reference's: the test errors and their difference, and per layer the
+    overlap of the weights each keeps."""
     table = table[table.status == "completed"].assign(label=lambda t: collect.labels(t))
     names = set(table.label)
     if reference not in names:  # a method name with one group
@@ -88,12 +93,11 @@ def compare(table: pd.DataFrame, base: Path, reference: str, margin: float):
         if rows.seed.duplicated().any():
             raise ValueError(f"the group {label!r} has two runs of one seed (the same sweep given twice?)")
     ref = table[table.label == reference].set_index("seed")
-    differences, summaries, overlaps = [], [], []
+    differences, overlaps = [], []
     for label, rows in table[table.label != reference].groupby("label"):
         rows = rows.set_index("seed")
         seeds = sorted(set(rows.index) & set(ref.index))
-        if len(seeds) < 2:
-            print(f"equivalence: {label}: {len(seeds)} seed(s) in common with the reference, skipped", file=sys.stderr)
+        if not seeds:
             continue
         pair = pd.DataFrame({"group": label, "reference": reference, "seed": seeds,
                              "test_error_reference": ref.loc[seeds, "test_error"].to_numpy(float),
@@ -102,15 +106,41 @@ def compare(table: pd.DataFrame, base: Path, reference: str, margin: float):
                              "nonzero_other": rows.loc[seeds, "nonzero_fraction"].to_numpy(float)})
         pair["difference"] = pair.test_error_other - pair.test_error_reference
         differences.append(pair)
-        summaries.append({"group": label, "reference": reference, **tost(pair.difference, margin)})
         for seed in seeds:
             wa, wb = load_weights(base / ref.loc[seed, "run"]), load_weights(base / rows.loc[seed, "run"])
             for layer in sorted(set(wa) & set(wb)):
                 overlaps.append({"group": label, "reference": reference, "seed": seed, "layer": layer,
                                  **jaccard(wa[layer], wb[layer])})
+    if not differences:
+        raise ValueError("no group shares a seed with the reference")
+    return pd.concat(differences, ignore_index=True), pd.DataFrame(overlaps)
+
+
+def pool(differences: pd.DataFrame, overlaps: pd.DataFrame, earlier: list[Path]):
+    """The new per-seed rows joined with those of earlier outputs of this script; a (group, seed) twice is refused."""
+    for folder in earlier:
+        differences = pd.concat([pd.read_csv(folder / "differences.csv"), differences], ignore_index=True)
+        overlaps = pd.concat([pd.read_csv(folder / "jaccard.csv"), overlaps], ignore_index=True)
+    twice = differences[differences.duplicated(["group", "seed"])]
+    if not twice.empty:
+        raise ValueError(f"seed {twice.seed.iloc[0]} of {twice.group.iloc[0]!r} is both in the runs and in --pool "
+                         f"(or twice in --pool)")
+    order = ["group", "reference", "seed"]
+    return (differences.sort_values(order, ignore_index=True),
+            overlaps.sort_values(order + ["layer"], ignore_index=True) if not overlaps.empty else overlaps)
+
+
+def summarise(differences: pd.DataFrame, margin: float) -> pd.DataFrame:
+    """The two one-sided tests per group, over its paired differences (groups of fewer than two seeds left out)."""
+    summaries = []
+    for (label, reference), pair in differences.groupby(["group", "reference"], sort=True):
+        if len(pair) < 2:
+            print(f"equivalence: {label}: {len(pair)} seed in common with the reference, skipped", file=sys.stderr)
+            continue
+        summaries.append({"group": label, "reference": reference, **tost(pair.difference, margin)})
     if not summaries:
         raise ValueError("no group shares two or more seeds with the reference")
-    return pd.concat(differences, ignore_index=True), pd.DataFrame(summaries), pd.DataFrame(overlaps)
+    return pd.DataFrame(summaries)
 
 
 def main(argv=None) -> int:
@@ -119,15 +149,18 @@ def main(argv=None) -> int:
     parser.add_argument("--reference", required=True, help="the label (or method) of the reference group")
     parser.add_argument("--margin", type=float, default=0.001, help="equivalence margin in test error (0.001: 0.1 points)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--pool", type=Path, action="append", default=[], metavar="EARLIER_OUT",
+                        help="an earlier --out folder whose per-seed rows join the new runs' (repeatable)")
     args = parser.parse_args(argv)
     try:
         table = collect.results(args.sweeps)
-        frames = compare(table, collect.base(args.sweeps), args.reference, args.margin)
+        differences, overlaps = pool(*pair_runs(table, collect.base(args.sweeps), args.reference), args.pool)
+        summary = summarise(differences, args.margin)
         out = claim(args.out, FILES) if args.out else None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # a folder, a weights.npz, --out
         print(f"equivalence: error: {err}", file=sys.stderr)
         return 2
-    _, summary, overlaps = frames
+    frames = differences, summary, overlaps
     with pd.option_context("display.width", 200, "display.float_format", "{:.4g}".format):
         print(summary.to_string(index=False))
         if not overlaps.empty:

@@ -42,6 +42,30 @@ def test_jaccard_counts_the_kept_entries_of_both():
     assert equivalence.jaccard(a, a)["jaccard"] == 1.0
 
 
+def test_pool_joins_earlier_seeds_and_refuses_one_seed_twice(tmp_path):
+    def rows(seeds, difference):
+        d = pd.DataFrame({"group": "ad", "reference": "logsum", "seed": seeds, "test_error_reference": 0.02,
+                          "test_error_other": 0.02 + np.asarray(difference), "nonzero_reference": 0.02,
+                          "nonzero_other": 0.02, "difference": difference})
+        o = pd.DataFrame({"group": "ad", "reference": "logsum", "seed": seeds, "layer": "fc1.weight",
+                          "kept_reference": 10, "kept_other": 11, "jaccard": 0.4, "jaccard_if_independent": 0.01})
+        return d, o
+    earlier = tmp_path / "seeds0-1"
+    earlier.mkdir()
+    d, o = rows([0, 1], [0.001, -0.002])
+    d.to_csv(earlier / "differences.csv", index=False)
+    o.to_csv(earlier / "jaccard.csv", index=False)
+    differences, overlaps = equivalence.pool(*rows([3, 2], [0.0015, 0.001]), [earlier])
+    assert list(differences.seed) == [0, 1, 2, 3] and list(overlaps.seed) == [0, 1, 2, 3]
+    summary = equivalence.summarise(differences, margin=0.001)
+    assert summary.n[0] == 4
+    assert summary.p_tost[0] == pytest.approx(equivalence.tost([0.001, -0.002, 0.001, 0.0015], 0.001)["p_tost"])
+    with pytest.raises(ValueError, match="seed 1 of 'ad'"):
+        equivalence.pool(*rows([1, 2], [0.0, 0.0]), [earlier])
+    with pytest.raises(ValueError, match="two or more seeds"):
+        equivalence.summarise(rows([5], [0.0])[0], margin=0.001)
+
+
 @pytest.mark.slow
 def test_script_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
     run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
@@ -61,4 +85,5 @@ def test_script_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
     assert set(overlaps.layer) >= {"fc1.weight"} and overlaps.jaccard.between(0, 1).all()
     assert len(overlaps) == 3 * overlaps.layer.nunique()
     assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--out", str(out)]) == 2  # taken
+    assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--pool", str(out)]) == 2  # seeds twice
     assert equivalence.main([str(tmp_path / "sweep"), "--reference", "vardrop"]) == 2  # no such group
