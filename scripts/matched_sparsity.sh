@@ -9,8 +9,10 @@
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search (the search, its
 # search.csv) and <method>/seeds (seeds 1 and 2). An interrupted method continues where it stopped: run the same
-# command. Then: adrop report ${SWEEP_DIR}/*/search ${SWEEP_DIR}/*/seeds --out <folder>, and keep seed 0's run
-# closest to the target (search.csv) with seeds 1 and 2.
+# command. With RESULTS set, each method's files go there as soon as its seeds finish: RESULTS/<method>/ gets
+# `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search.csv, what
+# `python scripts/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
+# target with seeds 1 and 2).
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 TARGET=${TARGET:-0.02}
@@ -26,17 +28,20 @@ for METHOD in ${METHODS}; do
   if [ "${METHOD}" = magnitude_pruning ]; then
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
   else  # the lam of seed 0's full run closest to the target, from every search table in the folder
-    SET="lam=$(python - "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" <<'EOF'
+    SET="lam=$(python - "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}" <<'EOF'
 import csv, sys
 from pathlib import Path
 rows = [r for f in sorted(Path(sys.argv[1]).glob("search*.csv")) for r in csv.DictReader(open(f))]
-full = [r for r in rows if r["epochs"] == max(rows, key=lambda r: int(r["epochs"]))["epochs"]
-        and r["status"] == "completed"]
+full = [r for r in rows if int(r["epochs"]) == int(sys.argv[3]) and r["status"] == "completed"]
 print(min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - float(sys.argv[2])))["lam"])
 EOF
 )"
   fi
   adrop train -m seed=1,2 "method=${METHOD}" "${SET}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/seeds" \
-    "${COMMON[@]}" || STATUS=1
+    "${COMMON[@]}" || { STATUS=1; continue; }
+  if [ -n "${RESULTS:-}" ]; then
+    adrop report "${SWEEP_DIR}/${METHOD}" --out "${RESULTS}/${METHOD}" > /dev/null || STATUS=1
+    cp -n "${SWEEP_DIR}/${METHOD}/search/search.csv" "${RESULTS}/${METHOD}/" || STATUS=1
+  fi
 done
 exit ${STATUS}

@@ -1,0 +1,99 @@
+"""Every method at one sparsity: the table of scripts/matched_sparsity.sh's results, from committed files.
+
+    python scripts/matched_table.py FOLDER [FOLDER ...] --target 0.02 [--epochs 200] [--tolerance 0.05] [--out F.csv]
+
+Each FOLDER holds one method's files: search.csv (the lam search on seed 0, hydra/sweeper=lam_search's table) and
+results.csv (`adrop report` of the method's search and seeds sweeps). A method's runs are seed 0's full run (--epochs,
+the sweep's EPOCHS) closest to the target in search.csv, the rule matched_sparsity.sh used to pick the lam, and the
+full runs of the other seeds in results.csv. Per method it gives the lam, the seeds, test error mean ± std and its 95%
+t interval, the nonzero fraction mean ± std, how many runs are within tolerance of the target, and the search's cost:
+its rounds, its runs (short ones apart) and the epochs it trained in units of one full run (a measure the machine's
+load does not move, unlike the wall time, which is given beside it as the runs' summed wall_time_s). Then each method
+against the one of least mean error: Welch's t-test on the test errors. Prints a markdown table; --out writes the
+same as CSV (never over an existing file).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+
+def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the method's runs at its lam, one row a seed; its search table)."""
+    search = pd.read_csv(folder / "search.csv")
+    results = pd.read_csv(folder / "results.csv")
+    done = search[(search.epochs == full) & (search.status == "completed")]
+    if done.empty:
+        raise ValueError(f"{folder}: search.csv has no completed full run ({full} epochs)")
+    closest = done.loc[(done.nonzero_fraction - target).abs().idxmin()]
+    seed0 = results[(results.run.map(lambda run: Path(run).name) == Path(closest.folder).name)
+                    & (results.status == "completed")]
+    if len(seed0) != 1:
+        raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run")
+    others = results[(results.status == "completed") & (results.epochs == full) & (results.seed != seed0.seed.iloc[0])]
+    return pd.concat([seed0, others], ignore_index=True).sort_values("seed", ignore_index=True), search
+
+
+def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
+    runs, search = method_runs(folder, target, full)
+    errors = runs.test_error.to_numpy(float)
+    n = len(errors)
+    mean, std = errors.mean(), errors.std(ddof=1) if n > 1 else float("nan")
+    low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=std / np.sqrt(n)) if n > 1 else (np.nan, np.nan)
+    short = search[search.epochs < full]
+    lams = sorted(set(runs.lam))
+    return {"method": runs.method.iloc[0], "lam": lams[0] if len(lams) == 1 else ";".join(map(str, lams)),
+            "seeds": n, "test_error": mean, "test_error_std": std, "ci95_low": low, "ci95_high": high,
+            "nonzero": runs.nonzero_fraction.mean(), "nonzero_std": runs.nonzero_fraction.std(ddof=1),
+            "within_tolerance": int((abs(runs.nonzero_fraction / target - 1) <= tolerance).sum()),
+            "search_rounds": int(search["round"].max()), "search_runs": len(search), "search_short_runs": len(short),
+            "search_cost_full_runs": search.epochs.sum() / full,
+            "search_wall_s": search.wall_time_s.sum(), "errors": ";".join(f"{e:.4f}" for e in errors)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folders", type=Path, nargs="+")
+    parser.add_argument("--target", type=float, required=True, help="the target fraction of nonzero weights")
+    parser.add_argument("--epochs", type=int, default=200, help="a full run's epochs (matched_sparsity.sh's EPOCHS)")
+    parser.add_argument("--tolerance", type=float, default=0.05, help="relative (lam_search's default 0.05)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        table = pd.DataFrame([row(f, args.target, args.tolerance, args.epochs) for f in args.folders])
+    except (OSError, ValueError, KeyError) as err:
+        print(f"matched_table: error: {err}", file=sys.stderr)
+        return 2
+    table = table.sort_values("test_error", ignore_index=True)
+    best = [float(e) for e in table.errors.iloc[0].split(";")]
+    table["p_vs_best"] = [np.nan if i == 0 or len(best) < 2 or r.seeds < 2 else
+                          stats.ttest_ind([float(e) for e in r.errors.split(";")], best, equal_var=False).pvalue
+                          for i, r in table.iterrows()]
+    print("| method | lam | seeds | test error | 95% interval | nonzero | within 5% | p against the best | "
+          "search: rounds, runs (short), cost in full runs |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for _, r in table.iterrows():
+        p = "-" if np.isnan(r.p_vs_best) else f"{r.p_vs_best:.2g}"
+        print(f"| {r.method} | {r.lam} | {r.seeds} | {100 * r.test_error:.2f}% ± {100 * r.test_error_std:.2f} | "
+              f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
+              f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "
+              f"({r.search_short_runs}), {r.search_cost_full_runs:.2f} |")
+    if args.out:
+        try:
+            with open(args.out, "x", newline="", encoding="utf-8") as fh:  # never over an existing file
+                table.to_csv(fh, index=False)
+        except OSError as err:
+            print(f"matched_table: error: {err}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""scripts/matched_table.py: which runs make a method's row, and its statistics, from committed CSVs."""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "matched_table.py"
+spec = importlib.util.spec_from_file_location("matched_table", SCRIPT)
+matched_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(matched_table)
+
+
+def method_folder(root: Path, method: str, full_runs: dict, seeds: dict) -> Path:
+    """search.csv with two short runs and the given full runs of seed 0 (lam: (nonzero, test error)); results.csv
+    with every search run and the given seeds' runs (seed: test error) at the lam of seed 0's closest run."""
+    folder = root / method
+    folder.mkdir()
+    search, results = [], []
+    for epochs, lam, nonzero, error in [(20, 1e-4, 0.3, 0.02), (20, 1e-2, 0.01, 0.05)] + [
+            (200, lam, nz, err) for lam, (nz, err) in full_runs.items()]:
+        name = f"epochs={epochs},lam={lam},method={method},seed=0"
+        search.append({"combination": f"method={method}", "round": 1 if epochs == 20 else 3, "epochs": epochs,
+                       "lr": 1e-3, "lam": lam, "nonzero_fraction": nonzero, "val_error": error, "test_error": error,
+                       "wall_time_s": 10.0 * epochs, "status": "completed", "folder": f"/elsewhere/search/{name}"})
+        results.append({"run": f"search/{name}", "status": "completed", "method": method, "lam": lam, "seed": 0,
+                        "epochs": epochs, "test_error": error, "nonzero_fraction": nonzero})
+    lam = min(full_runs, key=lambda lam: abs(full_runs[lam][0] - 0.02), default=None)
+    for seed, error in seeds.items():
+        results.append({"run": f"seeds/lam={lam},method={method},seed={seed}", "status": "completed",
+                        "method": method, "lam": lam, "seed": seed, "epochs": 200, "test_error": error,
+                        "nonzero_fraction": 0.0205})
+    results.append({"run": f"seeds/lam={lam},method={method},seed=3", "status": "failed", "method": method,
+                    "lam": lam, "seed": 3, "epochs": 200, "test_error": np.nan, "nonzero_fraction": np.nan})
+    pd.DataFrame(search).to_csv(folder / "search.csv", index=False)
+    pd.DataFrame(results).to_csv(folder / "results.csv", index=False)
+    return folder
+
+
+def test_a_methods_row_is_seed_0s_closest_full_run_and_the_other_seeds(tmp_path, capsys):
+    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030), 2e-3: (0.0199, 0.031)}, {1: 0.029, 2: 0.033})
+    b = method_folder(tmp_path, "adaprox", {3e-3: (0.0201, 0.026)}, {1: 0.027, 2: 0.025})
+    row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
+    assert row["lam"] == 2e-3 and row["seeds"] == 3  # seed 3 failed: left out
+    errors = [0.031, 0.029, 0.033]
+    assert row["test_error"] == pytest.approx(np.mean(errors))
+    assert row["test_error_std"] == pytest.approx(np.std(errors, ddof=1))
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(errors), scale=np.std(errors, ddof=1) / np.sqrt(3))
+    assert (row["ci95_low"], row["ci95_high"]) == pytest.approx((low, high))
+    assert row["within_tolerance"] == 3 and row["search_runs"] == 4 and row["search_short_runs"] == 2
+    assert row["search_cost_full_runs"] == pytest.approx((20 + 20 + 200 + 200) / 200)
+    out = tmp_path / "table.csv"
+    assert matched_table.main([str(a), str(b), "--target", "0.02", "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert list(table.method) == ["adaprox", "logsum"]  # least error first
+    assert np.isnan(table.p_vs_best[0])
+    assert table.p_vs_best[1] == pytest.approx(stats.ttest_ind(errors, [0.026, 0.027, 0.025], equal_var=False).pvalue)
+    assert "| adaprox | 0.003 | 3 | 2.60% ± 0.10 |" in capsys.readouterr().out
+    assert matched_table.main([str(a), "--target", "0.02", "--out", str(out)]) == 2  # never over a file
+
+
+def test_a_folder_without_a_full_run_is_one_line(tmp_path, capsys):
+    a = method_folder(tmp_path, "logsum", {}, {})
+    assert matched_table.main([str(a), "--target", "0.02"]) == 2
+    assert "no completed full run (200 epochs)" in capsys.readouterr().err
