@@ -21,7 +21,7 @@ existing files):
                    |A and B| / |A or B|, and the overlap two independent draws of those sizes would have on average
                    (pa pb / (pa + pb - pa pb)), for scale
 
-The margin is in test error (0.001 is 0.1 points). --pool adds the per-seed rows of an earlier --out folder (its
+Prints the page's two tables in markdown (mean ± std over seeds). The margin is in test error (0.001 is 0.1 points). --pool adds the per-seed rows of an earlier --out folder (its
 differences.csv and jaccard.csv) to the new runs' before the tests, so seeds trained in separate batches (whose run
 folders are gone) are tested together; a seed of a group found twice is refused.
 """
@@ -41,6 +41,8 @@ from adrop.report import collect
 from adrop.train import run_files
 
 FILES = ["differences.csv", "tost.csv", "jaccard.csv"]
+OVERLAP_COLUMNS = ["group", "reference", "seed", "layer", "kept_reference", "kept_other", "jaccard",
+                   "jaccard_if_independent"]
 
 
 def tost(differences, margin: float) -> dict:
@@ -98,6 +100,7 @@ def pair_runs(table: pd.DataFrame, base: Path, reference: str):
         rows = rows.set_index("seed")
         seeds = sorted(set(rows.index) & set(ref.index))
         if not seeds:
+            print(f"equivalence: {label}: no seed in common with the reference, skipped", file=sys.stderr)
             continue
         pair = pd.DataFrame({"group": label, "reference": reference, "seed": seeds,
                              "test_error_reference": ref.loc[seeds, "test_error"].to_numpy(float),
@@ -113,13 +116,22 @@ def pair_runs(table: pd.DataFrame, base: Path, reference: str):
                                  **jaccard(wa[layer], wb[layer])})
     if not differences:
         raise ValueError("no group shares a seed with the reference")
-    return pd.concat(differences, ignore_index=True), pd.DataFrame(overlaps)
+    return pd.concat(differences, ignore_index=True), pd.DataFrame(overlaps, columns=OVERLAP_COLUMNS)
 
 
 def pool(differences: pd.DataFrame, overlaps: pd.DataFrame, earlier: list[Path]):
-    """The new per-seed rows joined with those of earlier outputs of this script; a (group, seed) twice is refused."""
+    """The new per-seed rows joined with those of earlier outputs of this script, which must name the same reference
+    and groups (labels the runs' settings make: a batch that varied other settings labels its groups otherwise);
+    a (group, seed) twice is refused."""
+    reference, groups = set(differences.reference), set(differences.group)
     for folder in earlier:
-        differences = pd.concat([pd.read_csv(folder / "differences.csv"), differences], ignore_index=True)
+        before = pd.read_csv(folder / "differences.csv")
+        if set(before.reference) != reference:
+            raise ValueError(f"{folder}: its reference {', '.join(sorted(set(before.reference)))!r} is not the "
+                             f"runs' {', '.join(sorted(reference))!r}")
+        if set(before.group) - groups:
+            raise ValueError(f"{folder}: its group {sorted(set(before.group) - groups)[0]!r} is none of the runs'")
+        differences = pd.concat([before, differences], ignore_index=True)
         overlaps = pd.concat([pd.read_csv(folder / "jaccard.csv"), overlaps], ignore_index=True)
     twice = differences[differences.duplicated(["group", "seed"])]
     if not twice.empty:
@@ -143,6 +155,32 @@ def summarise(differences: pd.DataFrame, margin: float) -> pd.DataFrame:
     return pd.DataFrame(summaries)
 
 
+def markdown(differences: pd.DataFrame, summary: pd.DataFrame, overlaps: pd.DataFrame) -> str:
+    """The two tables of a results page: test errors with the tests (in points: percent of test error), and the
+    sparsity and per-layer overlap (mean ± std over seeds)."""
+    def pm(values, scale=1.0, digits=2):
+        return f"{scale * values.mean():.{digits}f} ± {scale * values.std(ddof=1):.{digits}f}"
+    lines = ["| group | seeds | its test error (%) | the reference's (%) | paired difference (points) | 95% interval "
+             "| 90% interval | TOST p | smallest margin supported (points) |", "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in summary.iterrows():
+        d = differences[differences.group == r.group]
+        lines.append(f"| {r.group} | {r.n} | {pm(d.test_error_other, 100)} | {pm(d.test_error_reference, 100)} | "
+                     f"{100 * r['mean']:+.2f} ± {100 * r['std']:.2f} | [{100 * r.ci95_low:+.2f}, {100 * r.ci95_high:+.2f}] "
+                     f"| [{100 * r.ci90_low:+.2f}, {100 * r.ci90_high:+.2f}] | {r.p_tost:.3f} | "
+                     f"{100 * r.smallest_margin:.2f} |")
+    layers = sorted(set(overlaps.layer))
+    lines += ["", "| group | nonzero (its) | nonzero (the reference's) | " + " | ".join(f"{layer} Jaccard" for layer in
+                                                                             layers) + " | independent draws |",
+              "|---|---|---|" + "---|" * len(layers) + "---|"]
+    for group in summary.group:
+        d, o = differences[differences.group == group], overlaps[overlaps.group == group]
+        by_layer = [o[o.layer == layer] for layer in layers]
+        lines.append(f"| {group} | {pm(d.nonzero_other, digits=4)} | {pm(d.nonzero_reference, digits=4)} | "
+                     + " | ".join(pm(x.jaccard, digits=3) for x in by_layer) + " | "
+                     + " / ".join(f"{x.jaccard_if_independent.mean():.3f}" for x in by_layer) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sweeps", type=Path, nargs="+")
@@ -161,10 +199,7 @@ def main(argv=None) -> int:
         print(f"equivalence: error: {err}", file=sys.stderr)
         return 2
     frames = differences, summary, overlaps
-    with pd.option_context("display.width", 200, "display.float_format", "{:.4g}".format):
-        print(summary.to_string(index=False))
-        if not overlaps.empty:
-            print(overlaps.groupby(["group", "layer"])[["jaccard", "jaccard_if_independent"]].mean().to_string())
+    print(markdown(differences, summary, overlaps))
     if out is not None:
         for name, frame in zip(FILES, frames):
             frame.to_csv(out / name, index=False)

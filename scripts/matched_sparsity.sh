@@ -10,7 +10,7 @@
 # Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search (the search, its
 # search.csv) and <method>/seeds (seeds 1 and 2). An interrupted method continues where it stopped: run the same
 # command. With RESULTS set, each method's files go there as soon as its seeds finish: RESULTS/<method>/ gets
-# `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search.csv, what
+# `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search*.csv, what
 # `python scripts/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
 # target with seeds 1 and 2).
 set -euo pipefail
@@ -39,9 +39,9 @@ EOF
   fi
   adrop train -m seed=1,2 "method=${METHOD}" "${SET}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/seeds" \
     "${COMMON[@]}" || { STATUS=1; continue; }
-  if [ -n "${RESULTS:-}" ]; then
+  if [ -n "${RESULTS:-}" ] && [ ! -e "${RESULTS}/${METHOD}/results.csv" ]; then  # reported once, when first done
     adrop report "${SWEEP_DIR}/${METHOD}" --out "${RESULTS}/${METHOD}" > /dev/null || STATUS=1
-    cp -n "${SWEEP_DIR}/${METHOD}/search/search.csv" "${RESULTS}/${METHOD}/" || STATUS=1
+    cp -n "${SWEEP_DIR}/${METHOD}"/search/search*.csv "${RESULTS}/${METHOD}/" || STATUS=1
   fi
 done
 exit ${STATUS}

@@ -2,14 +2,16 @@
 
     python scripts/matched_table.py FOLDER [FOLDER ...] --target 0.02 [--epochs 200] [--tolerance 0.05] [--out F.csv]
 
-Each FOLDER holds one method's files: search.csv (the lam search on seed 0, hydra/sweeper=lam_search's table) and
-results.csv (`adrop report` of the method's search and seeds sweeps). A method's runs are seed 0's full run (--epochs,
-the sweep's EPOCHS) closest to the target in search.csv, the rule matched_sparsity.sh used to pick the lam, and the
-full runs of the other seeds in results.csv. Per method it gives the lam, the seeds, test error mean ± std and its 95%
+Each FOLDER holds one method's files: search*.csv (the lam search on seed 0, hydra/sweeper=lam_search's tables, one
+per command into its folder; their union, a run once) and results.csv (`adrop report` of the method's folder: its
+search/ and seeds/ sweeps). A method's runs are seed 0's full run (--epochs, the sweep's EPOCHS) closest to the target,
+the rule matched_sparsity.sh used to pick the lam, and the full runs of seeds/ at that run's lam (for magnitude
+pruning, whose lam is unused, every full run of seeds/). Per method it gives the lam, the seeds, test error mean ± std and its 95%
 t interval, the nonzero fraction mean ± std, how many runs are within tolerance of the target, and the search's cost:
 its rounds, its runs (short ones apart) and the epochs it trained in units of one full run (a measure the machine's
 load does not move, unlike the wall time, which is given beside it as the runs' summed wall_time_s). Then each method
-against the one of least mean error: Welch's t-test on the test errors. Prints a markdown table; --out writes the
+against the one of least mean error: Welch's t-test on the test errors (optimistic for the others, as the best is
+chosen after seeing the errors). Prints a markdown table; --out writes the
 same as CSV (never over an existing file).
 """
 from __future__ import annotations
@@ -24,37 +26,57 @@ from scipy import stats
 
 
 
+SEARCH_COLUMNS = {"round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s", "status", "folder"}
+RESULTS_COLUMNS = {"run", "status", "method", "lam", "seed", "epochs", "test_error", "nonzero_fraction"}
+
+
+def read(paths: list[Path], needed: set[str]) -> pd.DataFrame:
+    if not paths:
+        raise ValueError("no such file")
+    table = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+    missing = needed - set(table.columns)
+    if missing:
+        raise ValueError(f"{paths[0]}: no column {', '.join(sorted(missing))}")
+    return table
+
+
 def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the method's runs at its lam, one row a seed; its search table)."""
-    search = pd.read_csv(folder / "search.csv")
-    results = pd.read_csv(folder / "results.csv")
-    done = search[(search.epochs == full) & (search.status == "completed")]
+    search = read(sorted(folder.glob("search*.csv")), SEARCH_COLUMNS).drop_duplicates("folder", ignore_index=True)
+    results = read([folder / "results.csv"], RESULTS_COLUMNS)
+    done = search[(search["epochs"] == full) & (search["status"] == "completed")]
     if done.empty:
-        raise ValueError(f"{folder}: search.csv has no completed full run ({full} epochs)")
-    closest = done.loc[(done.nonzero_fraction - target).abs().idxmin()]
-    seed0 = results[(results.run.map(lambda run: Path(run).name) == Path(closest.folder).name)
-                    & (results.status == "completed")]
+        raise ValueError(f"{folder}: its search has no completed full run ({full} epochs)")
+    closest = done.loc[(done["nonzero_fraction"] - target).abs().idxmin()]
+    sweep_and_run = results["run"].map(lambda run: Path(run).parts[-2:])
+    completed = (results["status"] == "completed") & (results["epochs"] == full)
+    seed0 = results[completed & sweep_and_run.map(lambda parts: parts == ("search", Path(closest["folder"]).name)).astype(bool)]
     if len(seed0) != 1:
         raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run")
-    others = results[(results.status == "completed") & (results.epochs == full) & (results.seed != seed0.seed.iloc[0])]
-    return pd.concat([seed0, others], ignore_index=True).sort_values("seed", ignore_index=True), search
+    others = results[completed & sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)]
+    if (others["method"] != "magnitude_pruning").any():  # magnitude pruning's lam is unused: its target is set
+        others = others[np.isclose(others["lam"], closest["lam"], rtol=1e-6, atol=0)]
+    runs = pd.concat([seed0, others], ignore_index=True)
+    if runs["seed"].duplicated().any():
+        raise ValueError(f"{folder}: two runs of seed {runs['seed'][runs['seed'].duplicated()].iloc[0]} at its lam")
+    return runs.sort_values("seed", ignore_index=True), search
 
 
 def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
     runs, search = method_runs(folder, target, full)
-    errors = runs.test_error.to_numpy(float)
+    errors = runs["test_error"].to_numpy(float)
     n = len(errors)
     mean, std = errors.mean(), errors.std(ddof=1) if n > 1 else float("nan")
     low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=std / np.sqrt(n)) if n > 1 else (np.nan, np.nan)
-    short = search[search.epochs < full]
-    lams = sorted(set(runs.lam))
-    return {"method": runs.method.iloc[0], "lam": lams[0] if len(lams) == 1 else ";".join(map(str, lams)),
+    short = search[search["epochs"] < full]
+    lams = sorted(set(runs["lam"]))
+    return {"method": runs["method"].iloc[0], "lam": lams[0] if len(lams) == 1 else ";".join(map(str, lams)),
             "seeds": n, "test_error": mean, "test_error_std": std, "ci95_low": low, "ci95_high": high,
-            "nonzero": runs.nonzero_fraction.mean(), "nonzero_std": runs.nonzero_fraction.std(ddof=1),
-            "within_tolerance": int((abs(runs.nonzero_fraction / target - 1) <= tolerance).sum()),
+            "nonzero": runs["nonzero_fraction"].mean(), "nonzero_std": runs["nonzero_fraction"].std(ddof=1),
+            "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
             "search_rounds": int(search["round"].max()), "search_runs": len(search), "search_short_runs": len(short),
-            "search_cost_full_runs": search.epochs.sum() / full,
-            "search_wall_s": search.wall_time_s.sum(), "errors": ";".join(f"{e:.4f}" for e in errors)}
+            "search_cost_full_runs": search["epochs"].sum() / full,
+            "search_wall_s": search["wall_time_s"].sum(), "errors": ";".join(f"{e:.4f}" for e in errors)}
 
 
 def main(argv=None) -> int:
@@ -75,7 +97,8 @@ def main(argv=None) -> int:
     table["p_vs_best"] = [np.nan if i == 0 or len(best) < 2 or r.seeds < 2 else
                           stats.ttest_ind([float(e) for e in r.errors.split(";")], best, equal_var=False).pvalue
                           for i, r in table.iterrows()]
-    print("| method | lam | seeds | test error | 95% interval | nonzero | within 5% | p against the best | "
+    print(f"| method | lam | seeds | test error | 95% interval | nonzero | within {100 * args.tolerance:g}% | "
+          "p against the best | "
           "search: rounds, runs (short), cost in full runs |")
     print("|---|---|---|---|---|---|---|---|---|")
     for _, r in table.iterrows():

@@ -62,6 +62,13 @@ def test_pool_joins_earlier_seeds_and_refuses_one_seed_twice(tmp_path):
     assert summary.p_tost[0] == pytest.approx(equivalence.tost([0.001, -0.002, 0.001, 0.0015], 0.001)["p_tost"])
     with pytest.raises(ValueError, match="seed 1 of 'ad'"):
         equivalence.pool(*rows([1, 2], [0.0, 0.0]), [earlier])
+    other_reference = rows([2], [0.0])[0].assign(reference="logsum (lam=0.01)"), rows([2], [0.0])[1]
+    with pytest.raises(ValueError, match="its reference 'logsum' is not the runs' 'logsum \\(lam=0.01\\)'"):
+        equivalence.pool(*other_reference, [earlier])
+    with pytest.raises(ValueError, match="its group 'ad' is none of the runs'"):
+        equivalence.pool(rows([2], [0.0])[0].assign(group="ad (mask=gaussian)"), rows([2], [0.0])[1], [earlier])
+    table = equivalence.markdown(differences, summary, overlaps)
+    assert "| ad | 4 | " in table and "| +0.04 ± 0.16 |" in table and "| 0.400 ± 0.000 |" in table
     with pytest.raises(ValueError, match="two or more seeds"):
         equivalence.summarise(rows([5], [0.0])[0], margin=0.001)
 

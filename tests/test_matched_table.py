@@ -13,7 +13,7 @@ matched_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(matched_table)
 
 
-def method_folder(root: Path, method: str, full_runs: dict, seeds: dict) -> Path:
+def method_folder(root: Path, method: str, full_runs: dict, seeds: dict, elsewhere=()) -> Path:
     """search.csv with two short runs and the given full runs of seed 0 (lam: (nonzero, test error)); results.csv
     with every search run and the given seeds' runs (seed: test error) at the lam of seed 0's closest run."""
     folder = root / method
@@ -32,6 +32,10 @@ def method_folder(root: Path, method: str, full_runs: dict, seeds: dict) -> Path
         results.append({"run": f"seeds/lam={lam},method={method},seed={seed}", "status": "completed",
                         "method": method, "lam": lam, "seed": seed, "epochs": 200, "test_error": error,
                         "nonzero_fraction": 0.0205})
+    for seed, other_lam, error in elsewhere:  # other seeds' runs at another lam (an earlier try)
+        results.append({"run": f"seeds/lam={other_lam},method={method},seed={seed}", "status": "completed",
+                        "method": method, "lam": other_lam, "seed": seed, "epochs": 200, "test_error": error,
+                        "nonzero_fraction": 0.03})
     results.append({"run": f"seeds/lam={lam},method={method},seed=3", "status": "failed", "method": method,
                     "lam": lam, "seed": 3, "epochs": 200, "test_error": np.nan, "nonzero_fraction": np.nan})
     pd.DataFrame(search).to_csv(folder / "search.csv", index=False)
@@ -40,7 +44,8 @@ def method_folder(root: Path, method: str, full_runs: dict, seeds: dict) -> Path
 
 
 def test_a_methods_row_is_seed_0s_closest_full_run_and_the_other_seeds(tmp_path, capsys):
-    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030), 2e-3: (0.0199, 0.031)}, {1: 0.029, 2: 0.033})
+    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030), 2e-3: (0.0199, 0.031)}, {1: 0.029, 2: 0.033},
+                      elsewhere=[(1, 1e-3, 0.05), (2, 1e-3, 0.05)])
     b = method_folder(tmp_path, "adaprox", {3e-3: (0.0201, 0.026)}, {1: 0.027, 2: 0.025})
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert row["lam"] == 2e-3 and row["seeds"] == 3  # seed 3 failed: left out
@@ -65,3 +70,33 @@ def test_a_folder_without_a_full_run_is_one_line(tmp_path, capsys):
     a = method_folder(tmp_path, "logsum", {}, {})
     assert matched_table.main([str(a), "--target", "0.02"]) == 2
     assert "no completed full run (200 epochs)" in capsys.readouterr().err
+
+
+def test_two_runs_of_one_seed_at_its_lam_are_refused_and_magnitude_pruning_needs_no_lam(tmp_path, capsys):
+    a = method_folder(tmp_path, "logsum", {2e-3: (0.02, 0.03)}, {1: 0.029, 2: 0.033})
+    results = pd.read_csv(a / "results.csv")
+    twice = results[results.seed == 1].assign(run=lambda t: t.run.str.replace("seeds/", "seeds/again/seeds/"))
+    pd.concat([results, twice]).to_csv(a / "results.csv", index=False)
+    assert matched_table.main([str(a), "--target", "0.02"]) == 2
+    assert "two runs of seed 1" in capsys.readouterr().err
+    mp = method_folder(tmp_path, "magnitude_pruning", {0.0: (0.02, 0.03)}, {1: 0.029, 2: 0.031})
+    results = pd.read_csv(mp / "results.csv")
+    results.loc[results.run.str.startswith("seeds/"), "lam"] = 1e-4  # whatever its lam, it is not what sets it
+    results.to_csv(mp / "results.csv", index=False)
+    assert matched_table.row(mp, target=0.02, tolerance=0.05, full=200)["seeds"] == 3
+
+
+def test_a_second_search_table_joins_the_first_a_run_once(tmp_path):
+    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030)}, {1: 0.029, 2: 0.033})
+    search = pd.read_csv(a / "search.csv")
+    more = pd.DataFrame([{**search.iloc[-1].to_dict(), "round": 4, "lam": 2e-3, "nonzero_fraction": 0.0201,
+                          "folder": "/elsewhere/search/epochs=200,lam=0.002,method=logsum,seed=0"}])
+    pd.concat([search, more]).to_csv(a / "search.2.csv", index=False)  # a second command replays the first's runs
+    results = pd.read_csv(a / "results.csv")
+    results.loc[len(results)] = {**results[results.run.str.startswith("search/epochs=200")].iloc[0].to_dict(),
+                                 "run": "search/epochs=200,lam=0.002,method=logsum,seed=0", "lam": 2e-3,
+                                 "test_error": 0.028, "nonzero_fraction": 0.0201}
+    results.to_csv(a / "results.csv", index=False)
+    row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
+    assert row["search_runs"] == 4 and row["search_rounds"] == 4  # 3 runs of the first table, 1 more
+    assert row["errors"].startswith("0.0280")  # seed 0 is the second command's run, closer to the target
