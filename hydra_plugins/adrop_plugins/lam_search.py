@@ -10,10 +10,11 @@ rounds launch `per_round` lam values: log-spaced over `lam_range` first, then in
 fraction crosses the target (it falls as lam grows), around the point that interpolating log nonzero against log lam
 linearly between the bracket's ends predicts. At most two rounds are short and at least the last one trains in full
 (two of the default four; also from the first round whose short runs all failed), `per_full_round`
-lam values each: around 0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured), then the lam the full runs
-so far predict (interpolated inside their bracket; beyond it, extrapolated along the short runs' slope, or the full
-runs' own where they lie far enough apart, at most a factor 3 beyond them; where that guess was tried already, inside
-the full runs' bracket as the short rounds search theirs). Only a full run counts: a combination is
+lam values each: first spread over 0.45-0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured: the factor
+differs with the epochs), then the lam the full runs so far predict, two tolerance windows side by side around it
+(interpolated inside their bracket; beyond it, extrapolated along the full runs' own slope where they lie a factor 1.7
+apart or more, else the short runs', at most a factor 3 beyond them; where that guess was tried already, inside the
+full runs' bracket as the short rounds search theirs). Only a full run counts: a combination is
 done when one's nonzero fraction is within `tolerance` (relative) of the target; at most `rounds` rounds.
 `short_epochs=1` trains every round in full, `per_round` values each. magnitude_pruning, whose sparsity is set
 directly, takes the target directly (final_sparsity = 1 - target): one run. A combination whose runs keep every
@@ -138,9 +139,12 @@ class LamSearchSweeper(BasicSweeper):
             lams = next_lams([t[:2] for t in plan.full or plan.short], self.target, self.per_full_round,
                              self.lam_range)
             lams = [lam for lam in lams if lam not in tried]
+        elif not plan.full:  # full runs keep fewer weights than their lr-scaled short runs at the same lam, by a
+            # factor that differs with the epochs: lams spread over its measured range, whose slope the next round uses
+            low, high = (guess + math.log(f) for f in FULL_OVER_SHORT)
+            lams = [rounded(lam) for lam in log_spaced(math.exp(low), math.exp(high), self.per_full_round)]
+            lams = [lam for i, lam in enumerate(lams) if lam not in tried and lam not in lams[:i]]
         else:
-            if not plan.full:  # full runs keep fewer weights than their lr-scaled short runs at the same lam
-                guess += math.log(FULL_OVER_SHORT)
             # windows side by side around the guess: a run lands within tolerance over 2 log(1 + tol) / |slope|
             lams = around(guess, math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE), self.per_full_round,
                           tried)
