@@ -25,9 +25,9 @@ def rounded(lam: float) -> float:
 
 # The full runs' lam for the target over the short runs' (lr-scaled, a tenth of the epochs), as measured on MNIST's
 # LeNet-300-100 at target 0.02: 0.78-0.83 for LogSum, AdaProx, AdaTikhonov and adaptive dropout at 10 epochs
-# (scripts/bench_lam_search.py), about 0.45 for LogSum at 200 epochs (its full runs at 0.8 kept 0.011-0.012). Not one
+# (scripts/bench_lam_search.py), about 0.4 for LogSum at 200 epochs (its full runs at 0.8 kept 0.011-0.012). Not one
 # factor, so the first full round spreads its lams over this range, and the next goes by the full runs' own slope.
-FULL_OVER_SHORT = (0.45, 0.8)
+FULL_OVER_SHORT = (0.4, 0.8)
 NOMINAL_SLOPE = -1.0  # d log nonzero / d log lam where no two trials tell: LogSum's, MNIST, 10 epochs, is -1.4
 UNMOVED = 0.99  # a run keeping this much or more shows no sign that its lam prunes
 

@@ -10,7 +10,7 @@ rounds launch `per_round` lam values: log-spaced over `lam_range` first, then in
 fraction crosses the target (it falls as lam grows), around the point that interpolating log nonzero against log lam
 linearly between the bracket's ends predicts. At most two rounds are short and at least the last one trains in full
 (two of the default four; also from the first round whose short runs all failed), `per_full_round`
-lam values each: first spread over 0.45-0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured: the factor
+lam values each: first spread over 0.4-0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured: the factor
 differs with the epochs), then the lam the full runs so far predict, two tolerance windows side by side around it
 (interpolated inside their bracket; beyond it, extrapolated along the full runs' own slope where they lie a factor 1.7
 apart or more, else the short runs', at most a factor 3 beyond them; where that guess was tried already, inside the
