@@ -134,8 +134,10 @@ def task_processes(folder):
 @pytest.mark.skipif(not Path("/proc").exists(), reason="finds the job's process through /proc")
 @pytest.mark.parametrize("launcher", ["stacked_submitit_local", "submitit_local"])
 def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, launcher):
-    common = ["method=logsum", "lam=1e-4", "epochs=4", f"data.root={DATA}", "data.download=false",
-              "data.train_limit=4096", "progress=never", "device=cpu"]
+    # long enough (8 epochs of 8,192 examples) that the job still runs when the signals come: 4 epochs of 4,096
+    # finished within the half second between them on an idle machine
+    common = ["method=logsum", "lam=1e-4", "epochs=8", f"data.root={DATA}", "data.download=false",
+              "data.train_limit=8192", "progress=never", "device=cpu"]
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     sweep = tmp_path / "sweep"
     command = subprocess.Popen([sys.executable, "-m", "adrop", "train", "-m", *common, f"hydra/launcher={launcher}",
@@ -158,9 +160,9 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, l
     assert command.returncode == 0, err
     (folder,) = [p.parent for p in sweep.glob("*/summary.json")]
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["status"] == "completed" and summary["epochs"] == 4
+    assert summary["status"] == "completed" and summary["epochs"] == 8
     epochs = [line.split(",")[0] for line in (folder / "metrics.csv").read_text().splitlines()[1:]]
-    assert epochs == ["1", "2", "3", "4"]
+    assert epochs == [str(e) for e in range(1, 9)]
     logs = "".join(p.read_text() for p in [*(sweep / ".submitit").glob("*_log.*"), *folder.glob("*.log")])
     assert "Requeued job" in logs and "resumed" in logs
     # the resumed run lands where one that was never stopped does, bit for bit
