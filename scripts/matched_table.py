@@ -4,15 +4,15 @@
 
 Each FOLDER holds one method's files: search*.csv (the lam search on seed 0, hydra/sweeper=lam_search's tables, one
 per command into its folder; their union, a run once) and results.csv (`adrop report` of the method's folder: its
-search/ and seeds/ sweeps). A method's runs are seed 0's full run (--epochs, the sweep's EPOCHS) closest to the target,
-the rule matched_sparsity.sh used to pick the lam, and the full runs of seeds/ at that run's lam (for magnitude
-pruning, whose lam is unused, every full run of seeds/). Per method it gives the lam, the seeds, test error mean ± std and its 95%
-t interval, the nonzero fraction mean ± std, how many runs are within tolerance of the target, and the search's cost:
-its rounds, its runs (short ones apart) and the epochs it trained in units of one full run (a measure the machine's
-load does not move, unlike the wall time, which is given beside it as the runs' summed wall_time_s). Then each method
-against the one of least mean error: Welch's t-test on the test errors (optimistic for the others, as the best is
-chosen after seeing the errors). Prints a markdown table; --out writes the
-same as CSV (never over an existing file).
+search/ and seeds/ sweeps). A method's runs are seed 0's full run (--epochs, the sweep's EPOCHS) closest to the
+target, the rule matched_sparsity.sh used to pick the lam, and the full runs of seeds/ at that run's lam (for
+magnitude pruning, whose lam is unused, every full run of seeds/). Per method it gives the lam, the seeds, test error
+mean ± std and its 95% t interval, the nonzero fraction mean ± std, how many runs are within tolerance of the target,
+and the search's cost: its rounds, its runs (short ones apart) and the epochs it trained in units of one full run (a
+measure the machine's load does not move, unlike the wall time, which is given beside it as the runs' summed
+wall_time_s). Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
+the others, as the best is chosen after seeing the errors). Prints a markdown table; --out writes the same as CSV
+(never over an existing file).
 """
 from __future__ import annotations
 
@@ -24,15 +24,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-
-
 SEARCH_COLUMNS = {"round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s", "status", "folder"}
 RESULTS_COLUMNS = {"run", "status", "method", "lam", "seed", "epochs", "test_error", "nonzero_fraction"}
 
 
-def read(paths: list[Path], needed: set[str]) -> pd.DataFrame:
+def read(paths: list[Path], needed: set[str], what: str) -> pd.DataFrame:
     if not paths:
-        raise ValueError("no such file")
+        raise ValueError(f"no {what}")
     table = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
     missing = needed - set(table.columns)
     if missing:
@@ -42,15 +40,17 @@ def read(paths: list[Path], needed: set[str]) -> pd.DataFrame:
 
 def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the method's runs at its lam, one row a seed; its search table)."""
-    search = read(sorted(folder.glob("search*.csv")), SEARCH_COLUMNS).drop_duplicates("folder", ignore_index=True)
-    results = read([folder / "results.csv"], RESULTS_COLUMNS)
+    search = read(sorted(folder.glob("search*.csv")), SEARCH_COLUMNS, f"{folder}/search*.csv")
+    search = search.drop_duplicates("folder", ignore_index=True)  # a later command's table replays earlier runs
+    results = read([folder / "results.csv"], RESULTS_COLUMNS, f"{folder}/results.csv")
     done = search[(search["epochs"] == full) & (search["status"] == "completed")]
     if done.empty:
         raise ValueError(f"{folder}: its search has no completed full run ({full} epochs)")
     closest = done.loc[(done["nonzero_fraction"] - target).abs().idxmin()]
     sweep_and_run = results["run"].map(lambda run: Path(run).parts[-2:])
     completed = (results["status"] == "completed") & (results["epochs"] == full)
-    seed0 = results[completed & sweep_and_run.map(lambda parts: parts == ("search", Path(closest["folder"]).name)).astype(bool)]
+    closest_run = ("search", Path(closest["folder"]).name)
+    seed0 = results[completed & sweep_and_run.map(lambda parts: parts == closest_run).astype(bool)]
     if len(seed0) != 1:
         raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run")
     others = results[completed & sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)]
