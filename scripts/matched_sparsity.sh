@@ -27,15 +27,11 @@ for METHOD in ${METHODS}; do
     "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" || { STATUS=1; continue; }
   if [ "${METHOD}" = magnitude_pruning ]; then
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
-  else  # the lam of seed 0's full run closest to the target, from every search table in the folder
-    SET="lam=$(python - "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}" <<'EOF'
-import csv, sys
-from pathlib import Path
-rows = [r for f in sorted(Path(sys.argv[1]).glob("search*.csv")) for r in csv.DictReader(open(f))]
-full = [r for r in rows if int(r["epochs"]) == int(sys.argv[3]) and r["status"] == "completed"]
-print(min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - float(sys.argv[2])))["lam"])
-EOF
-)"
+  else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables
+    SET="lam=$(python -c 'import sys; from pathlib import Path
+from hydra_plugins.adrop_plugins.lam_search import closest_full_run, read_search_tables
+print(closest_full_run(read_search_tables(Path(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]))["lam"])' \
+      "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}")"
   fi
   adrop train -m seed=1,2 "method=${METHOD}" "${SET}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/seeds" \
     "${COMMON[@]}" || { STATUS=1; continue; }

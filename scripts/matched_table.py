@@ -24,29 +24,31 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from hydra_plugins.adrop_plugins.lam_search import closest_full_run, read_search_tables
+
 SEARCH_COLUMNS = {"round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s", "status", "folder"}
 RESULTS_COLUMNS = {"run", "status", "method", "lam", "seed", "epochs", "test_error", "nonzero_fraction"}
 
 
-def read(paths: list[Path], needed: set[str], what: str) -> pd.DataFrame:
-    if not paths:
-        raise ValueError(f"no {what}")
-    table = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+def checked(table: pd.DataFrame, needed: set[str], what: str) -> pd.DataFrame:
     missing = needed - set(table.columns)
     if missing:
-        raise ValueError(f"{paths[0]}: no column {', '.join(sorted(missing))}")
+        raise ValueError(f"{what}: no column {', '.join(sorted(missing))}")
     return table
 
 
 def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the method's runs at its lam, one row a seed; its search table)."""
-    search = read(sorted(folder.glob("search*.csv")), SEARCH_COLUMNS, f"{folder}/search*.csv")
-    search = search.drop_duplicates("folder", ignore_index=True)  # a later command's table replays earlier runs
-    results = read([folder / "results.csv"], RESULTS_COLUMNS, f"{folder}/results.csv")
-    done = search[(search["epochs"] == full) & (search["status"] == "completed")]
-    if done.empty:
+    rows = read_search_tables(folder)  # every search*.csv, a run once
+    if not rows:
+        raise ValueError(f"no {folder}/search*.csv")
+    search = checked(pd.DataFrame(rows), SEARCH_COLUMNS, f"{folder}/search*.csv")
+    numbers = ["round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s"]
+    search[numbers] = search[numbers].apply(pd.to_numeric, errors="coerce")  # the tables' text; a failed run's blanks
+    results = checked(pd.read_csv(folder / "results.csv"), RESULTS_COLUMNS, f"{folder}/results.csv")
+    closest = closest_full_run(rows, target, full)  # lam_search's own answer, which matched_sparsity.sh trains at
+    if closest is None:
         raise ValueError(f"{folder}: its search has no completed full run ({full} epochs)")
-    closest = done.loc[(done["nonzero_fraction"] - target).abs().idxmin()]
     sweep_and_run = results["run"].map(lambda run: Path(run).parts[-2:])
     completed = (results["status"] == "completed") & (results["epochs"] == full)
     closest_run = ("search", Path(closest["folder"]).name)
@@ -55,7 +57,7 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
         raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run")
     others = results[completed & sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)]
     if (others["method"] != "magnitude_pruning").any():  # magnitude pruning's lam is unused: its target is set
-        others = others[np.isclose(others["lam"], closest["lam"], rtol=1e-6, atol=0)]
+        others = others[np.isclose(others["lam"], float(closest["lam"]), rtol=1e-6, atol=0)]
     runs = pd.concat([seed0, others], ignore_index=True)
     if runs["seed"].duplicated().any():
         raise ValueError(f"{folder}: two runs of seed {runs['seed'][runs['seed'].duplicated()].iloc[0]} at its lam")

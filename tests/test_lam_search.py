@@ -255,3 +255,25 @@ def test_a_combination_without_a_full_run_is_told_why():
     assert s.why_no_full_run(p, full_rows).startswith("no full run completed (2 launched: failed")
     p.short = [(1e-4, 0.1, {}), (1e-3, 0.01, {})]
     assert "raise hydra.sweeper.rounds" in s.why_no_full_run(p, [{"epochs": 20, "status": "completed"}])
+
+
+def test_the_searchs_answer_is_the_completed_full_run_closest_to_the_target_over_every_table(tmp_path):
+    from hydra_plugins.adrop_plugins.lam_search import COLUMNS, closest_full_run, read_search_tables
+
+    def table(name, runs):  # runs: (folder, epochs, lam, nonzero, status)
+        with open(tmp_path / name, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+            writer.writeheader()
+            for folder, epochs, lam, nonzero, status in runs:
+                writer.writerow({"combination": "method=logsum", "round": 1, "epochs": epochs, "lam": lam,
+                                 "nonzero_fraction": nonzero, "status": status, "folder": folder})
+
+    table("search.csv", [("a", 2, 1e-3, 0.0200, "completed"), ("b", 20, 1e-3, 0.030, "completed"),
+                         ("c", 20, 2e-3, "", "failed")])
+    table("search.2.csv", [("b", 20, 1e-3, 0.030, "completed"), ("c", 20, 2e-3, 0.0197, "completed")])
+    table("search.10.csv", [("d", 20, 3e-3, 0.0202, "interrupted"), ("c", 20, 2e-3, 0.0199, "completed")])
+    runs = read_search_tables(tmp_path)
+    assert sorted(r["folder"] for r in runs) == ["a", "b", "c", "d"]  # a run once, as the latest table has it
+    best = closest_full_run(runs, 0.02, 20)  # the short run "a" and the unfinished "d" do not count
+    assert (best["folder"], float(best["nonzero_fraction"])) == ("c", 0.0199)
+    assert closest_full_run(runs, 0.02, 200) is None

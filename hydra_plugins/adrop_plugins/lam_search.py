@@ -221,8 +221,8 @@ class LamSearchSweeper(BasicSweeper):
                 unmet.append(name)
                 print(f"lam_search: {name}: {self.why_no_full_run(plan, runs)}; {cost}", flush=True)
                 continue
-            within = [t for t in plan.full if self.within(t[1])]  # the closest of those within tolerance, if any
-            lam, nonzero, row = min(within or plan.full, key=lambda t: abs(t[1] - self.target))
+            row = closest_full_run(runs, self.target, plan.epochs)
+            lam, nonzero = row["lam"], row["nonzero_fraction"]
             met = self.within(nonzero)
             if not met:
                 unmet.append(name)
@@ -259,6 +259,28 @@ class LamSearchSweeper(BasicSweeper):
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)
+
+
+def closest_full_run(rows: list[dict], target: float, epochs: int) -> Optional[dict]:
+    """The search's answer for one combination: of its completed full runs (`epochs`), the one whose nonzero fraction
+    is closest to the target (within tolerance wherever any is); None where none completed. `rows` as in search.csv,
+    numbers or their text."""
+    full = [r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
+            and r["nonzero_fraction"] not in (None, "")]
+    return min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target), default=None)
+
+
+def read_search_tables(sweep_dir: Path) -> list[dict]:
+    """Every search table of a sweep folder (search.csv, search.2.csv, ...; a later command's replays earlier runs),
+    each run once, as the latest table has it: rows as text, as csv reads them."""
+    rows = {}
+    for table in sorted(sweep_dir.glob("search*.csv"), key=lambda t: (len(t.name), t.name)):  # the latest last
+        with open(table, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            if "folder" not in (reader.fieldnames or []):
+                raise ValueError(f"{table}: not a search table (no folder column)")
+            rows.update({r["folder"]: r for r in reader})
+    return list(rows.values())
 
 
 def read_summary(folder: Path) -> dict:
