@@ -219,6 +219,32 @@ def test_the_full_rounds_reach_logsums_200_epoch_point_where_one_factor_missed()
     assert any(s.within(nz) for _, nz, _ in p.full)
 
 
+@pytest.mark.parametrize("short, measured", [
+    # adaptive dropout (Bernoulli, additive), LeNet-300-100, 200 epochs, seed 0: its search's short runs, and its
+    # full runs (the first full round's two, then the two its last round tried, side by side around its guess)
+    ([(1e-07, 0.9895), (2.15443e-05, 0.6954), (0.00464159, 0.01073), (1.0, 0.0), (0.000543218, 0.1037),
+      (0.00111055, 0.04545), (0.0022704, 0.02044)],
+     [(0.000930329, 0.02222), (0.000990118, 0.02142), (0.00110262, 0.01890), (0.00186066, 0.01185)]),
+    # AdaProx, the same setting
+    ([(1e-07, 0.9881), (2.15443e-05, 0.6763), (0.00464159, 0.01019), (1.0, 0.0), (0.000510921, 0.09761),
+      (0.00106608, 0.04314), (0.00222448, 0.02124)],
+     [(0.000945039, 0.02116), (0.000953387, 0.02122), (0.0010698, 0.01903), (0.00189008, 0.01176)]),
+])
+def test_inside_a_bracket_of_full_runs_the_last_round_lands_near_its_guess(short, measured):
+    # Side by side, both windows' lams landed 5-7% from the target: at the tolerance's edges, where the nonzero
+    # fraction's roughness decides. Overlapping by half, log-log between the measured runs, both land within.
+    s, p = sweeper(target=0.02), plan()
+    p.short = [(lam, nz, {}) for lam, nz in short]
+    first = [lam for _, lam, _ in s.round_jobs(p, 3)]
+    x, y = np.log([lam for lam, _ in measured]), np.log([nz for _, nz in measured])
+    assert all(min(abs(lam / m - 1) for m, _ in measured) < 1e-3 for lam in first)  # the measured first full round
+    p.full = [(lam, float(np.exp(np.interp(math.log(lam), x, y))), {}) for lam in first]
+    assert not any(s.within(nz) for _, nz, _ in p.full)
+    last = [lam for _, lam, _ in s.round_jobs(p, 4)]
+    landed = np.exp(np.interp(np.log(last), x, y))
+    assert len(last) == 2 and all(abs(nz / 0.02 - 1) <= 0.05 for nz in landed), landed
+
+
 def test_a_guess_already_tried_falls_back_to_the_bracket_of_the_full_runs():
     # a very steep curve: the first full round's upper run kept nothing, the lower one everything
     s, p = sweeper(target=0.05), plan()

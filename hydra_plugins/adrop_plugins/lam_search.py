@@ -11,11 +11,11 @@ fraction crosses the target (it falls as lam grows), around the point that inter
 linearly between the bracket's ends predicts. At most two rounds are short and at least the last one trains in full
 (two of the default four; also from the first round whose short runs all failed), `per_full_round`
 lam values each: first spread over 0.4-0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured: the factor
-differs with the epochs), then the lam the full runs so far predict, two tolerance windows side by side around it
-(interpolated inside their bracket; beyond it, extrapolated along the full runs' own slope where they lie a factor 1.7
-apart or more, else the short runs', at most a factor 3 beyond them; where that guess was tried already, inside the
-full runs' bracket as the short rounds search theirs). Only a full run counts: a combination is
-done when one's nonzero fraction is within `tolerance` (relative) of the target; at most `rounds` rounds.
+differs with the epochs), then the lam the full runs so far predict, two tolerance windows around it: inside their
+bracket interpolated, the windows overlapping by half; beyond it side by side, extrapolated along the full runs' own
+slope where they lie a factor 1.7 apart or more, else the short runs', at most a factor 3 beyond them; where that guess
+was tried already, inside the full runs' bracket as the short rounds search theirs. Only a full run counts: a
+combination is done when one's nonzero fraction is within `tolerance` (relative) of the target; at most `rounds` rounds.
 `short_epochs=1` trains every round in full, `per_round` values each. magnitude_pruning, whose sparsity is set
 directly, takes the target directly (final_sparsity = 1 - target): one run. A combination whose runs keep every
 weight at every lam up to lam_range's top stops there and is named: a method that cannot prune in so few steps
@@ -145,9 +145,13 @@ class LamSearchSweeper(BasicSweeper):
             lams = [rounded(lam) for lam in log_spaced(math.exp(low), math.exp(high), self.per_full_round)]
             lams = [lam for i, lam in enumerate(lams) if lam not in tried and lam not in lams[:i]]
         else:
-            # windows side by side around the guess: a run lands within tolerance over 2 log(1 + tol) / |slope|
-            lams = around(guess, math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE), self.per_full_round,
-                          tried)
+            # windows side by side around the guess: a run lands within tolerance over 2 log(1 + tol) / |slope|.
+            # Inside a bracket of full runs the guess is an interpolation, and the nonzero fraction's roughness
+            # across nearby lams (about 3%) is the larger error: there the windows overlap by half, so that each run
+            # lands about half the tolerance from the target (side by side, AdaProx's and adaptive dropout's runs
+            # at 200 epochs landed 5-7% either side of it)
+            half_window = math.log(1 + self.tolerance) / abs(slope or NOMINAL_SLOPE)
+            lams = around(guess, half_window / 2 if pair is not None else half_window, self.per_full_round, tried)
             if not lams and plan.full:  # the guess's windows were tried (a bracket whose far end kept nothing):
                 lams = next_lams([t[:2] for t in plan.full], self.target, self.per_full_round, self.lam_range)
         return [("full", lam, plan.combo + [f"lam={lam:.6g}"]) for lam in lams]
