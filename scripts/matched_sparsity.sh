@@ -6,6 +6,7 @@
 #   DATA=../shared/data scripts/matched_sparsity.sh                       all methods, target 0.02, 200 epochs
 #   METHODS="logsum adaprox" TARGET=0.05 DATA=../shared/data scripts/matched_sparsity.sh hydra.launcher.n_jobs=1
 #   EPOCHS=10 DATA=../shared/data scripts/matched_sparsity.sh             (arguments go to every adrop train)
+#   SEARCH_OVERRIDES="hydra.sweeper.rounds=6" METHODS=eta_trick ...      (overrides for the search only)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search (the search, its
 # search.csv) and <method>/seeds (seeds 1 and 2). An interrupted method continues where it stopped: run the same
@@ -24,7 +25,7 @@ COMMON=(experiment=paper_lenet300 "epochs=${EPOCHS}" "data.root=${DATA}" progres
 
 for METHOD in ${METHODS}; do
   adrop train -m hydra/sweeper=lam_search "hydra.sweeper.target_nonzero=${TARGET}" seed=0 "method=${METHOD}" \
-    "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" || { STATUS=1; continue; }
+    "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" ${SEARCH_OVERRIDES:-} || { STATUS=1; continue; }
   if [ "${METHOD}" = magnitude_pruning ]; then
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
   else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables
