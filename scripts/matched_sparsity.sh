@@ -6,7 +6,7 @@
 #   DATA=../shared/data scripts/matched_sparsity.sh                       all methods, target 0.02, 200 epochs
 #   METHODS="logsum adaprox" TARGET=0.05 DATA=../shared/data scripts/matched_sparsity.sh hydra.launcher.n_jobs=1
 #   EPOCHS=10 DATA=../shared/data scripts/matched_sparsity.sh             (arguments go to every adrop train)
-#   SEARCH_OVERRIDES="hydra.sweeper.rounds=6" METHODS=eta_trick ...      (overrides for the search only)
+#   SEARCH_OVERRIDES="hydra.sweeper.rounds=6" METHODS=eta_trick ...      (hydra.sweeper.* for the search only)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search (the search, its
 # search.csv) and <method>/seeds (seeds 1 and 2). An interrupted method continues where it stopped: run the same
@@ -23,6 +23,12 @@ SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/matched_${TARGET}_e${EPOCHS}}
 STATUS=0
 COMMON=(experiment=paper_lenet300 "epochs=${EPOCHS}" "data.root=${DATA}" progress=never hydra/launcher=stacked "$@")
 
+for O in ${SEARCH_OVERRIDES:-}; do  # the search's own settings only: seeds 1 and 2 must train as seed 0's search did
+  case "$O" in
+    hydra.sweeper.*) ;;
+    *) echo "matched_sparsity.sh: SEARCH_OVERRIDES takes hydra.sweeper.* only, not $O" >&2; exit 2 ;;
+  esac
+done
 for METHOD in ${METHODS}; do
   adrop train -m hydra/sweeper=lam_search "hydra.sweeper.target_nonzero=${TARGET}" seed=0 "method=${METHOD}" \
     "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" ${SEARCH_OVERRIDES:-} || { STATUS=1; continue; }

@@ -195,6 +195,8 @@ def test_a_short_run_within_tolerance_sends_the_next_round_to_full_runs_spread_b
     later = [lam for _, lam, _ in s.round_jobs(p, 3)]
     assert later and min(later) > high
     assert math.sqrt(min(later) * max(later)) == pytest.approx(high * (0.02 / 0.025) ** (1 / slope), rel=1e-4)
+    # an extrapolation: the two windows side by side, each lam a whole half window from the guess
+    assert max(later) / min(later) == pytest.approx(math.exp(2 * math.log(1.05) / abs(slope)), rel=1e-4)
 
 
 def test_the_full_rounds_reach_logsums_200_epoch_point_where_one_factor_missed():
@@ -303,3 +305,5 @@ def test_the_searchs_answer_is_the_completed_full_run_closest_to_the_target_over
     best = closest_full_run(runs, 0.02, 20)  # the short run "a" and the unfinished "d" do not count
     assert (best["folder"], float(best["nonzero_fraction"])) == ("c", 0.0199)
     assert closest_full_run(runs, 0.02, 200) is None
+    with pytest.raises(ValueError, match="several combinations"):
+        closest_full_run(runs + [{**runs[0], "combination": "method=adaprox"}], 0.02, 20)

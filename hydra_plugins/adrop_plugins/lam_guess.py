@@ -129,9 +129,10 @@ def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Opti
 
 
 def around(log_guess: float, half_window: float, n: int, tried) -> list[float]:
-    """n lam values whose tolerance windows (a run lands within tolerance of the target over a window of
-    2 half_window in log lam) lie side by side, centred on the guess: n = 2 puts the guess where the two meet, so
-    that they cover the guess +- 2 half_window. Rounded as folders name them, none in `tried`, none twice."""
+    """n lam values 2 half_window apart in log lam, centred on the guess. With half_window the tolerance's (a run lands
+    within tolerance of the target over a window of 2 half_window in log lam) their windows lie side by side: n = 2
+    puts the guess where the two meet, so that they cover the guess +- 2 half_window; a smaller half_window overlaps
+    them. Rounded as folders name them, none in `tried`, none twice."""
     out = []
     for i in range(n):
         lam = rounded(math.exp(log_guess + half_window * (2 * i - (n - 1))))
