@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hydra_plugins.adrop_plugins.lam_search import SEARCH_CSV
+from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("logsum", "eta_trick", "adaprox", "adatikhonov", "adaptive_dropout", "vardrop", "vardrop_lr",

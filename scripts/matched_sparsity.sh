@@ -36,7 +36,7 @@ for METHOD in ${METHODS}; do
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
   else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables
     SET="lam=$(python -c 'import sys; from pathlib import Path
-from hydra_plugins.adrop_plugins.lam_search import closest_full_run, read_search_tables
+from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
 print(closest_full_run(read_search_tables(Path(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]))["lam"])' \
       "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}")"
   fi

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hydra_plugins.adrop_plugins.lam_search import closest_full_run, read_search_tables
+from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
 
 SEARCH_COLUMNS = {"round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s", "status", "folder"}
 RESULTS_COLUMNS = {"run", "status", "method", "lam", "seed", "epochs", "test_error", "nonzero_fraction"}

@@ -286,7 +286,7 @@ def test_a_combination_without_a_full_run_is_told_why():
 
 
 def test_the_searchs_answer_is_the_completed_full_run_closest_to_the_target_over_every_table(tmp_path):
-    from hydra_plugins.adrop_plugins.lam_search import COLUMNS, closest_full_run, read_search_tables
+    from hydra_plugins.adrop_plugins.search_table import COLUMNS, closest_full_run, read_search_tables
 
     def table(name, runs):  # runs: (folder, epochs, lam, nonzero, status)
         with open(tmp_path / name, "w", newline="") as fh:

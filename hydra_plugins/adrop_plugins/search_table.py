@@ -1,0 +1,46 @@
+"""lam_search's table, search.csv: its columns, writing it, reading every table of a sweep folder, and the search's
+answer (the full run closest to the target). Free of Hydra's imports, so that scripts read it without importing the
+sweeper (whose class, imported before Hydra's plugin scan, would subclass a BasicSweeper the scan replaces)."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Optional
+
+from adrop.outputs import create_new
+
+SEARCH_CSV = "search.csv"  # the search's table in the sweep folder (search.2.csv, ... for later commands into it)
+COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "val_error", "test_error", "wall_time_s",
+           "status", "folder"]
+
+
+def write_search_table(sweep_dir: Path, rows: list[dict]) -> None:
+    _, table = create_new(sweep_dir, SEARCH_CSV)  # another command's table into the same folder stays
+    with table as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def closest_full_run(rows: list[dict], target: float, epochs: int) -> Optional[dict]:
+    """The search's answer for one combination: of its completed full runs (`epochs`), the one whose nonzero fraction
+    is closest to the target (within tolerance wherever any is); None where none completed. `rows` as in search.csv,
+    numbers or their text."""
+    if len({r["combination"] for r in rows}) > 1:
+        raise ValueError("closest_full_run: rows of several combinations (the answer is one combination's)")
+    full = [r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
+            and r["nonzero_fraction"] not in (None, "")]
+    return min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target), default=None)
+
+
+def read_search_tables(sweep_dir: Path) -> list[dict]:
+    """Every search table of a sweep folder (search.csv, search.2.csv, ...; a later command's replays earlier runs),
+    each run once, as the latest table has it: rows as text, as csv reads them."""
+    rows = {}
+    for table in sorted(sweep_dir.glob("search*.csv"), key=lambda t: (len(t.name), t.name)):  # the latest last
+        with open(table, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            if "folder" not in (reader.fieldnames or []):
+                raise ValueError(f"{table}: not a search table (no folder column)")
+            rows.update({r["folder"]: r for r in reader})
+    return list(rows.values())
