@@ -10,11 +10,14 @@ Per method, side by side in one run of this script, each a new `adrop train` pro
 both in `experiment=paper_lenet300` with `epochs=E` on MNIST. Printed per method: both wall times and their ratio
 (target: at most 4), the rounds and runs the search took (short ones apart), the nonzero fraction of the full run
 closest to the target and whether it is within the tolerance (5%, relative), which the search's exit code says.
+Also per method: the median epoch's seconds of the single run and of the search's full runs (one thread each, side by
+side), and their ratio, which scripts/lam_search_wall_cost.py scales to longer searches.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import statistics
 import os
 import platform
 import subprocess
@@ -37,6 +40,12 @@ def timed(args: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - start, done
 
 
+def median_epoch_s(run_dir: Path) -> float:
+    """The median of a run's epochs' seconds (metrics.csv), free of the process's start-up."""
+    with open(run_dir / "metrics.csv") as fh:
+        return statistics.median(float(row["seconds"]) for row in csv.DictReader(fh))
+
+
 def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path) -> dict:
     single_s, single = timed([f"method={method}", *common, f"hydra.run.dir={cwd / method / 'single'}"], cwd)
     if single.returncode != 0:
@@ -52,12 +61,17 @@ def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path)
         rows = list(csv.DictReader(fh))
     full = [r for r in rows if int(r["epochs"]) == epochs and r["status"] == "completed"]
     best = min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target)) if full else None
+    single_epoch = median_epoch_s(cwd / method / "single")
+    search_epoch = statistics.median(median_epoch_s(Path(r["folder"])) for r in full) if full else None
     return {"method": method, "single_s": round(single_s, 1), "search_s": round(search_s, 1),
             "ratio": round(search_s / single_s, 2), "rounds": max(int(r["round"]) for r in rows), "runs": len(rows),
             "short_runs": sum(int(r["epochs"]) < epochs for r in rows),
             "lam": float(best["lam"]) if best else None,
             "nonzero": round(float(best["nonzero_fraction"]), 5) if best else None,
-            "val_error": float(best["val_error"]) if best else None, "within": search.returncode == 0}
+            "val_error": float(best["val_error"]) if best else None, "within": search.returncode == 0,
+            "single_epoch_s": round(single_epoch, 3),
+            "search_epoch_s": round(search_epoch, 3) if search_epoch is not None else None,
+            "epoch_ratio": round(search_epoch / single_epoch, 3) if search_epoch is not None else None}
 
 
 def main(argv=None) -> int:
@@ -77,7 +91,7 @@ def main(argv=None) -> int:
     print(f"# bench_lam_search: {platform.machine()}, {os.cpu_count()} cores, {' '.join(common[:2])}, "
           f"target nonzero {args.target}, files in {cwd}", flush=True)
     header = f"{'method':<18}{'single s':>9}{'search s':>10}{'ratio':>7}{'rounds':>7}{'runs':>6}{'short':>6}" \
-             f"{'lam':>11}{'nonzero':>9}{'val error':>10}  within"
+             f"{'lam':>11}{'nonzero':>9}{'val error':>10}{'epoch s':>9}{'in search':>10}{'ratio':>7}  within"
     print(header + "\n" + "-" * len(header), flush=True)
     results = []
     for method in args.methods.split(","):
@@ -86,8 +100,11 @@ def main(argv=None) -> int:
         lam = f"{r['lam']:.4g}" if r["lam"] is not None else "-"
         nonzero = f"{r['nonzero']:.4f}" if r["nonzero"] is not None else "-"
         val = f"{r['val_error']:.4f}" if r["val_error"] is not None else "-"
+        epoch = f"{r['search_epoch_s']:>10.3f}{r['epoch_ratio']:>7.2f}" if r["epoch_ratio"] is not None else \
+            f"{'-':>10}{'-':>7}"
         print(f"{method:<18}{r['single_s']:>9.1f}{r['search_s']:>10.1f}{r['ratio']:>7.2f}{r['rounds']:>7}"
-              f"{r['runs']:>6}{r['short_runs']:>6}{lam:>11}{nonzero:>9}{val:>10}  {'yes' if r['within'] else 'NO'}",
+              f"{r['runs']:>6}{r['short_runs']:>6}{lam:>11}{nonzero:>9}{val:>10}{r['single_epoch_s']:>9.3f}{epoch}"
+              f"  {'yes' if r['within'] else 'NO'}",
               flush=True)
     if args.out:
         with open(args.out, "x", newline="") as fh:  # never over an earlier benchmark's table
