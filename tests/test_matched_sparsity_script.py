@@ -1,0 +1,54 @@
+"""scripts/matched_sparsity.sh end to end on 1,024 MNIST examples: the search on seed 0, seeds 1 and 2 at the lam of
+its full run closest to the target, the report and search tables in RESULTS; magnitude pruning at the target directly."""
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "DATA": str(DATA), "EPOCHS": "10", "TARGET": "0.3", "SWEEP_DIR": str(tmp_path / "sweep"),
+           "RESULTS": str(tmp_path / "results"), **env}
+    env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.run(["bash", str(ROOT / "scripts" / "matched_sparsity.sh"), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_search_overrides_other_than_the_sweepers_are_refused(tmp_path):
+    done = matched(tmp_path, METHODS="logsum", SEARCH_OVERRIDES="hydra.sweeper.rounds=6 lam=1e-3")
+    assert done.returncode == 2
+    assert "SEARCH_OVERRIDES takes hydra.sweeper.* only, not lam=1e-3" in done.stderr
+    assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.slow
+def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path):
+    if not (DATA / "MNIST" / "raw").exists():
+        pytest.skip("MNIST not found at ../shared/data")
+    # 1,024 examples: 10 epochs of 8 steps, a network that barely learns; a wide tolerance so that the search lands
+    done = matched(tmp_path, "data.train_limit=1024", "data.download=false",
+                   METHODS="logsum magnitude_pruning", SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5")
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = closest_full_run(read_search_tables(tmp_path / "sweep" / "logsum" / "search"), 0.3, 10)
+    assert abs(float(answer["nonzero_fraction"]) - 0.3) <= 0.5 * 0.3
+    for method in ("logsum", "magnitude_pruning"):
+        results = pd.read_csv(tmp_path / "results" / method / "results.csv")
+        seeds = results[results["run"].str.startswith("seeds/")]
+        assert sorted(seeds["seed"]) == [1, 2] and (seeds["status"] == "completed").all()
+        assert (seeds["epochs"] == 10).all()
+        with open(tmp_path / "results" / method / "search.csv") as fh:
+            assert len(list(csv.DictReader(fh))) >= 1
+    logsum = pd.read_csv(tmp_path / "results" / "logsum" / "results.csv")
+    assert set(logsum[logsum["run"].str.startswith("seeds/")]["lam"]) == {float(answer["lam"])}
+    pruned = pd.read_csv(tmp_path / "results" / "magnitude_pruning" / "results.csv")
+    assert pruned[pruned["run"].str.startswith("seeds/")]["nonzero_fraction"].round(3).eq(0.3).all()  # the target, taken directly
