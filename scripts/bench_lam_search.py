@@ -10,16 +10,17 @@ Per method, side by side in one run of this script, each a new `adrop train` pro
 both in `experiment=paper_lenet300` with `epochs=E` on MNIST. Printed per method: both wall times and their ratio
 (target: at most 4), the rounds and runs the search took (short ones apart), the nonzero fraction of the full run
 closest to the target and whether it is within the tolerance (5%, relative), which the search's exit code says.
-Also per method: the median epoch's seconds of the single run and of the search's full runs (one thread each, side by
-side), and their ratio, which scripts/lam_search_wall_cost.py scales to longer searches.
+Also per method: the mean seconds of an epoch after the first (whose compilation and warm-up belong to start-up) of
+the single run and of the search's full runs (one thread each, side by side), and their ratio, which
+scripts/lam_search_wall_cost.py scales to longer searches.
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,10 +41,12 @@ def timed(args: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - start, done
 
 
-def median_epoch_s(run_dir: Path) -> float:
-    """The median of a run's epochs' seconds (metrics.csv), free of the process's start-up."""
-    with open(run_dir / "metrics.csv") as fh:
-        return statistics.median(float(row["seconds"]) for row in csv.DictReader(fh))
+def steady_epoch_s(metrics_csv: Path) -> float:
+    """The mean seconds of a run's epochs after the first (metrics.csv): the run's wall time less its start-up, per
+    epoch (a mean, as wall times add up)."""
+    with open(metrics_csv) as fh:
+        seconds = [float(row["seconds"]) for row in csv.DictReader(fh)]
+    return statistics.fmean(seconds[1:] or seconds)
 
 
 def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path) -> dict:
@@ -61,8 +64,8 @@ def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path)
         rows = list(csv.DictReader(fh))
     full = [r for r in rows if int(r["epochs"]) == epochs and r["status"] == "completed"]
     best = min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target)) if full else None
-    single_epoch = median_epoch_s(cwd / method / "single")
-    search_epoch = statistics.median(median_epoch_s(Path(r["folder"])) for r in full) if full else None
+    single_epoch = steady_epoch_s(cwd / method / "single" / "metrics.csv")
+    search_epoch = statistics.fmean(steady_epoch_s(Path(r["folder"]) / "metrics.csv") for r in full) if full else None
     return {"method": method, "single_s": round(single_s, 1), "search_s": round(search_s, 1),
             "ratio": round(search_s / single_s, 2), "rounds": max(int(r["round"]) for r in rows), "runs": len(rows),
             "short_runs": sum(int(r["epochs"]) < epochs for r in rows),

@@ -2,20 +2,21 @@
 
     python scripts/lam_search_wall_cost.py --bench BENCH.csv [--bench BENCH2.csv ...] [--workers 2] TABLE [TABLE ...]
 
-TABLE is a search table (search.csv) or a folder of them (search*.csv, a run once); BENCH.csv is
-scripts/bench_lam_search.py's output, whose epoch_ratio per method is a search's full run's median epoch (one
-thread, beside the other worker's run) over a single run's (the basic launcher, every core), measured side by side.
-The machine's speed drifts over minutes, so one benchmark's ratio is noisy: with several, the cost is printed as the
-range their ratios give.
+TABLE is a search table (search.csv) or a sweep folder holding them (search.csv, search.2.csv, ...: each run counted
+once, in the command that first trained it); BENCH.csv is scripts/bench_lam_search.py's output, whose epoch_ratio
+per method is a search's full run's mean epoch (one thread, beside the other worker's run) over a single run's (the
+basic launcher, every core), measured one after the other. The machine's speed drifts over minutes, so one
+benchmark's ratio is noisy: with several, the cost is printed as the range their ratios give.
 
 A search's rounds run one after another, and within a round the stacked launcher's workers (one per core, stacks of
 one run, as for every method that searches) share the round's runs, which all train the same epochs. So the search
-takes about its busiest workers' epochs, the sum over rounds of ceil(runs / workers) x the round's epochs, at the
+takes about its busiest worker's epochs, the sum over rounds of ceil(runs / workers) x the round's epochs, at the
 paired epoch's seconds, where a single run takes its epochs at the single run's: the search costs
-    path / full epochs x epoch_ratio
+    busiest worker's epochs / full epochs x epoch_ratio
 single runs. An epoch costs the same at any lam and lr and in a short run as in a full one (the same network and
-batches), and process start-up, left out, is a few seconds against minutes of a 200-epoch run. A run a later command
-into the folder trained again (a replayed round) is counted once, as the table has it.
+batches); process start-up and compilation are left out. A run refused (its folder held another run) trained nothing
+and is not counted; a failed run is counted in full, which overstates it. The full epochs are the combination's
+`epochs=` (the longest run in the table where it names none).
 """
 from __future__ import annotations
 
@@ -26,51 +27,77 @@ import re
 import sys
 from pathlib import Path
 
-from hydra_plugins.adrop_plugins.search_table import read_search_tables
+from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV
+
+NEEDED = {"combination", "round", "epochs", "status", "folder"}
 
 
 def read_table(path: Path) -> list[dict]:
-    if path.is_dir():
-        return read_search_tables(path)
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list({r["folder"]: r for r in csv.DictReader(fh)}.values())
+    """The table's runs, each once (its latest row), tagged with the command that first trained it (`command`: the
+    index of its table in the folder, search.csv first)."""
+    tables = sorted(path.glob("search*.csv"), key=lambda t: (len(t.name), t.name)) if path.is_dir() else [path]
+    if not tables:
+        raise ValueError(f"{path}: no {SEARCH_CSV} there")
+    runs: dict[str, dict] = {}
+    for command, table in enumerate(tables):
+        with open(table, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = NEEDED - set(reader.fieldnames or [])
+            if missing:
+                raise ValueError(f"{table}: not a search table (no {', '.join(sorted(missing))} column)")
+            for row in reader:
+                first = runs.get(row["folder"], {}).get("command", command)
+                runs[row["folder"]] = {**row, "command": first}
+    return [r for r in runs.values() if r["status"] != "refused"]
 
 
-def worker_path(rows: list[dict], workers: int) -> dict[int, int]:
-    """Per round, the busiest worker's epochs: ceil(runs / workers) x the round's epochs."""
-    rounds: dict[int, list[int]] = {}
+def busiest_worker_epochs(rows: list[dict], workers: int) -> dict[tuple[int, int], int]:
+    """Per (command, round), the busiest worker's epochs: ceil(runs / workers) x the round's epochs."""
+    rounds: dict[tuple[int, int], list[int]] = {}
     for r in rows:
-        rounds.setdefault(int(r["round"]), []).append(int(r["epochs"]))
-    path = {}
-    for number, epochs in sorted(rounds.items()):
+        rounds.setdefault((int(r.get("command", 0)), int(r["round"])), []).append(int(r["epochs"]))
+    busiest = {}
+    for key, epochs in sorted(rounds.items()):
         if len(set(epochs)) > 1:
-            raise ValueError(f"round {number} trains runs of different lengths ({sorted(set(epochs))})")
-        path[number] = math.ceil(len(epochs) / workers) * epochs[0]
-    return path
+            raise ValueError(f"round {key[1]} trains runs of different lengths ({sorted(set(epochs))})")
+        busiest[key] = math.ceil(len(epochs) / workers) * epochs[0]
+    return busiest
 
 
-def method_of(rows: list[dict]) -> str:
+def combination_of(rows: list[dict]) -> str:
     combinations = {r["combination"] for r in rows}
-    if len(combinations) > 1:
+    if len(combinations) != 1:
         raise ValueError(f"a table of {len(combinations)} combinations (give one per table)")
-    found = re.search(r"(?:^| )method=(\S+)", combinations.pop())
-    if not found:
-        raise ValueError("the combination names no method")
-    return found.group(1)
+    return combinations.pop()
 
 
-def wall_cost(rows: list[dict], epoch_ratio: float, workers: int) -> dict:
-    path = worker_path(rows, workers)
-    full = max(int(r["epochs"]) for r in rows)
-    return {"method": method_of(rows), "rounds": len(path), "runs": len(rows),
-            "short_runs": sum(int(r["epochs"]) < full for r in rows), "path_epochs": sum(path.values()),
+def setting(combination: str, key: str) -> str | None:
+    found = re.search(rf"(?:^| ){re.escape(key)}=(\S+)", combination)
+    return found.group(1) if found else None
+
+
+def wall_cost(rows: list[dict], epoch_ratio: float | None, workers: int) -> dict:
+    combination = combination_of(rows)
+    busiest = busiest_worker_epochs(rows, workers)
+    full = int(setting(combination, "epochs") or max(int(r["epochs"]) for r in rows))
+    epochs = sum(busiest.values())
+    return {"method": setting(combination, "method") or "?", "rounds": len({round_ for _, round_ in busiest}),
+            "runs": len(rows), "short_runs": sum(int(r["epochs"]) < full for r in rows), "busiest_epochs": epochs,
             "full_epochs": full, "epoch_ratio": epoch_ratio,
-            "single_runs": round(sum(path.values()) / full * epoch_ratio, 2)}
+            "single_runs": None if epoch_ratio is None else round(epochs / full * epoch_ratio, 2)}
 
 
-def span(values: list[float], digits: int = 2) -> str:
+def value_range(values: list[float]) -> str:
+    if not values:
+        return "-"
     low, high = min(values), max(values)
-    return f"{low:.{digits}f}" if round(low, digits) == round(high, digits) else f"{low:.{digits}f}-{high:.{digits}f}"
+    return f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}"
+
+
+def workers_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of workers, at least 1 (not {text})")
+    return int(text)
 
 
 def main(argv=None) -> int:
@@ -78,34 +105,37 @@ def main(argv=None) -> int:
     parser.add_argument("tables", nargs="+", type=Path)
     parser.add_argument("--bench", type=Path, action="append", required=True,
                         help="scripts/bench_lam_search.py's CSV (repeat for several)")
-    parser.add_argument("--workers", type=int, default=2, help="the search's workers (default: 2, one per core)")
+    parser.add_argument("--workers", type=workers_count, default=2, help="the search's workers (default: 2)")
     args = parser.parse_args(argv)
+    ratios: dict[str, list[float]] = {}
+    lines = []
     try:
-        ratios: dict[str, list[float]] = {}
         for bench in args.bench:
             with open(bench, newline="") as fh:
                 for r in csv.DictReader(fh):
                     if r.get("epoch_ratio"):
                         ratios.setdefault(r["method"], []).append(float(r["epoch_ratio"]))
-        costs = []
         for table in args.tables:
-            rows = read_table(table)
-            if not rows:
-                raise ValueError(f"{table}: no search table there")
-            method = method_of(rows)
-            if method not in ratios:
-                raise ValueError(f"no benchmark table has an epoch_ratio for {method}")
-            costs.append([wall_cost(rows, ratio, args.workers) | {"table": str(table)} for ratio in ratios[method]])
-    except (OSError, KeyError, ValueError) as error:
+            try:
+                rows = read_table(table)
+                if not rows:
+                    raise ValueError("no run that trained")
+                method = setting(combination_of(rows), "method")
+                costs = [wall_cost(rows, ratio, args.workers) for ratio in ratios.get(method, [None])]
+            except (KeyError, ValueError) as error:  # a missing field, a blank number
+                raise ValueError(f"{table}: {error}") from None
+            c = costs[0]
+            lines.append(f"| {c['method']} | {c['rounds']} | {c['runs']} ({c['short_runs']}) | {c['busiest_epochs']} "
+                         f"({c['busiest_epochs'] / c['full_epochs']:.2f} full runs) "
+                         f"| {value_range([e['epoch_ratio'] for e in costs if e['epoch_ratio'] is not None])} "
+                         f"| {value_range([e['single_runs'] for e in costs if e['single_runs'] is not None])} "
+                         f"| {table} |")
+    except (OSError, ValueError) as error:
         print(f"lam_search_wall_cost: {error}", file=sys.stderr)
         return 2
     print("| method | rounds | runs (short) | busiest worker's epochs | epoch ratio | single runs' wall time | table |")
     print("|---|---|---|---|---|---|---|")
-    for each in costs:
-        c = each[0]
-        print(f"| {c['method']} | {c['rounds']} | {c['runs']} ({c['short_runs']}) | {c['path_epochs']} "
-              f"({c['path_epochs'] / c['full_epochs']:.2f} full runs) | {span([e['epoch_ratio'] for e in each])} "
-              f"| {span([e['single_runs'] for e in each])} | {c['table']} |")
+    print("\n".join(lines))
     return 0
 
 

@@ -24,6 +24,7 @@ def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_search_overrides_other_than_the_sweepers_are_refused(tmp_path):
     done = matched(tmp_path, METHODS="logsum", SEARCH_OVERRIDES="hydra.sweeper.rounds=6 lam=1e-3")
     assert done.returncode == 2
