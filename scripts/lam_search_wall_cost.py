@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV
+from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV, search_tables
 
 NEEDED = {"combination", "round", "epochs", "status", "folder"}
 
@@ -35,7 +35,7 @@ NEEDED = {"combination", "round", "epochs", "status", "folder"}
 def read_table(path: Path) -> list[dict]:
     """The table's runs, each once (its latest row), tagged with the command that first trained it (`command`: the
     index of its table in the folder, search.csv first)."""
-    tables = sorted(path.glob("search*.csv"), key=lambda t: (len(t.name), t.name)) if path.is_dir() else [path]
+    tables = search_tables(path) if path.is_dir() else [path]
     if not tables:
         raise ValueError(f"{path}: no {SEARCH_CSV} there")
     runs: dict[str, dict] = {}

@@ -33,11 +33,17 @@ def closest_full_run(rows: list[dict], target: float, epochs: int) -> Optional[d
     return min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target), default=None)
 
 
+def search_tables(sweep_dir: Path) -> list[Path]:
+    """A sweep folder's search tables in the order the commands wrote them: search.csv, search.2.csv, ...,
+    search.10.csv."""
+    return sorted(sweep_dir.glob("search*.csv"), key=lambda t: (len(t.name), t.name))
+
+
 def read_search_tables(sweep_dir: Path) -> list[dict]:
     """Every search table of a sweep folder (search.csv, search.2.csv, ...; a later command's replays earlier runs),
     each run once, as the latest table has it: rows as text, as csv reads them."""
     rows = {}
-    for table in sorted(sweep_dir.glob("search*.csv"), key=lambda t: (len(t.name), t.name)):  # the latest last
+    for table in search_tables(sweep_dir):  # the latest last
         with open(table, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             if "folder" not in (reader.fieldnames or []):
