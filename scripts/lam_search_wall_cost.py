@@ -27,28 +27,28 @@ import re
 import sys
 from pathlib import Path
 
-from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV, search_tables
+from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV, read_search_tables
 
 NEEDED = {"combination", "round", "epochs", "status", "folder"}
 
 
 def read_table(path: Path) -> list[dict]:
-    """The table's runs, each once (its latest row), tagged with the command that first trained it (`command`: the
-    index of its table in the folder, search.csv first)."""
-    tables = search_tables(path) if path.is_dir() else [path]
-    if not tables:
-        raise ValueError(f"{path}: no {SEARCH_CSV} there")
-    runs: dict[str, dict] = {}
-    for command, table in enumerate(tables):
-        with open(table, newline="", encoding="utf-8") as fh:
+    """The table's runs that trained, each once (for a folder, search_table's reading: a run in the command that first
+    trained it)."""
+    if path.is_dir():
+        rows = read_search_tables(path)
+        if not rows:
+            raise ValueError(f"no {SEARCH_CSV} there")
+        columns = set(rows[0])
+    else:
+        with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
-            missing = NEEDED - set(reader.fieldnames or [])
-            if missing:
-                raise ValueError(f"{table}: not a search table (no {', '.join(sorted(missing))} column)")
-            for row in reader:
-                first = runs.get(row["folder"], {}).get("command", command)
-                runs[row["folder"]] = {**row, "command": first}
-    return [r for r in runs.values() if r["status"] != "refused"]
+            columns = set(reader.fieldnames or [])
+            rows = list(reader)
+    missing = NEEDED - columns
+    if missing:
+        raise ValueError(f"not a search table (no {', '.join(sorted(missing))} column)")
+    return [r for r in {r["folder"]: r for r in rows}.values() if r["status"] != "refused"]
 
 
 def busiest_worker_epochs(rows: list[dict], workers: int) -> dict[tuple[int, int], int]:

@@ -41,12 +41,14 @@ def search_tables(sweep_dir: Path) -> list[Path]:
 
 def read_search_tables(sweep_dir: Path) -> list[dict]:
     """Every search table of a sweep folder (search.csv, search.2.csv, ...; a later command's replays earlier runs),
-    each run once, as the latest table has it: rows as text, as csv reads them."""
-    rows = {}
-    for table in search_tables(sweep_dir):  # the latest last
+    each run once, as the latest table has it: rows as text, as csv reads them, each with `command`, the index of the
+    table that first held it (the command that trained it; 0 for search.csv)."""
+    rows: dict[str, dict] = {}
+    for command, table in enumerate(search_tables(sweep_dir)):  # the latest last
         with open(table, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             if "folder" not in (reader.fieldnames or []):
                 raise ValueError(f"{table}: not a search table (no folder column)")
-            rows.update({r["folder"]: r for r in reader})
+            for row in reader:
+                rows[row["folder"]] = {**row, "command": rows.get(row["folder"], {}).get("command", command)}
     return list(rows.values())
