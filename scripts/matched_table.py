@@ -10,7 +10,9 @@ magnitude pruning, whose lam is unused, every full run of seeds/). Per method it
 mean ± std and its 95% t interval, the nonzero fraction mean ± std, how many runs are within tolerance of the target,
 and the search's cost: its rounds, its runs (short ones apart) and the epochs it trained in units of one full run (a
 measure the machine's load does not move, unlike the wall time, which is given beside it as the runs' summed
-wall_time_s). Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
+wall_time_s). The cost is the last command's search, the runs of its table (a later command into the folder replays
+the runs it reaches again; a fresh search at its code would take the same); where earlier commands trained runs it
+did not reach (a search run again after its rule changed), what all of them spent is given beside it. Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
 the others, as the best is chosen after seeing the errors). Prints a markdown table; --out writes the same as CSV
 (never over an existing file).
 """
@@ -24,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
+from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables, search_tables
 
 SEARCH_COLUMNS = {"round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s", "status", "folder"}
 RESULTS_COLUMNS = {"run", "status", "method", "lam", "seed", "epochs", "test_error", "nonzero_fraction"}
@@ -38,13 +40,15 @@ def checked(table: pd.DataFrame, needed: set[str], what: str) -> pd.DataFrame:
 
 
 def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the method's runs at its lam, one row a seed; its search table)."""
+    """(the method's runs at its lam, one row a seed; its search tables' runs, each once, `last` marking those of
+    the last command's table)."""
     rows = read_search_tables(folder)  # every search*.csv, a run once
     if not rows:
         raise ValueError(f"no {folder}/search*.csv")
     search = checked(pd.DataFrame(rows), SEARCH_COLUMNS, f"{folder}/search*.csv")
     numbers = ["round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s"]
     search[numbers] = search[numbers].apply(pd.to_numeric, errors="coerce")  # the tables' text; a failed run's blanks
+    search["last"] = search["folder"].isin(pd.read_csv(search_tables(folder)[-1], dtype=str)["folder"])
     results = checked(pd.read_csv(folder / "results.csv"), RESULTS_COLUMNS, f"{folder}/results.csv")
     closest = closest_full_run(rows, target, full)  # lam_search's own answer, which matched_sparsity.sh trains at
     if closest is None:
@@ -70,15 +74,17 @@ def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
     n = len(errors)
     mean, std = errors.mean(), errors.std(ddof=1) if n > 1 else float("nan")
     low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=std / np.sqrt(n)) if n > 1 else (np.nan, np.nan)
-    short = search[search["epochs"] < full]
+    path = search[search["last"]]  # the last command's search
     lams = sorted(set(runs["lam"]))
     return {"method": runs["method"].iloc[0], "lam": lams[0] if len(lams) == 1 else ";".join(map(str, lams)),
             "seeds": n, "test_error": mean, "test_error_std": std, "ci95_low": low, "ci95_high": high,
             "nonzero": runs["nonzero_fraction"].mean(), "nonzero_std": runs["nonzero_fraction"].std(ddof=1),
             "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
-            "search_rounds": int(search["round"].max()), "search_runs": len(search), "search_short_runs": len(short),
-            "search_cost_full_runs": search["epochs"].sum() / full,
-            "search_wall_s": search["wall_time_s"].sum(), "errors": ";".join(f"{e:.4f}" for e in errors)}
+            "search_rounds": int(path["round"].max()), "search_runs": len(path),
+            "search_short_runs": int((path["epochs"] < full).sum()), "search_cost_full_runs": path["epochs"].sum() / full,
+            "search_wall_s": path["wall_time_s"].sum(), "spent_runs": len(search),
+            "spent_cost_full_runs": search["epochs"].sum() / full, "spent_commands": int(search["command"].max()) + 1,
+            "errors": ";".join(f"{e:.4f}" for e in errors)}
 
 
 def main(argv=None) -> int:
@@ -105,10 +111,12 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for _, r in table.iterrows():
         p = "-" if np.isnan(r.p_vs_best) else f"{r.p_vs_best:.2g}"
+        spent = (f"; {r.spent_commands} commands spent {r.spent_runs} runs, {r.spent_cost_full_runs:.2f}"
+                 if r.spent_runs > r.search_runs else "")
         print(f"| {r.method} | {r.lam} | {r.seeds} | {100 * r.test_error:.2f}% ± {100 * r.test_error_std:.2f} | "
               f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
               f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "
-              f"({r.search_short_runs}), {r.search_cost_full_runs:.2f} |")
+              f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}{spent} |")
     if args.out:
         try:
             with open(args.out, "x", newline="", encoding="utf-8") as fh:  # never over an existing file
