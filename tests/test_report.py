@@ -121,6 +121,37 @@ def test_two_sweeps_in_one_report(sweep, tmp_path):
     assert table.run.str.contains(f"{sweep.parent.name}/{sweep.name}/").sum() == 4
 
 
+def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, tmp_path):
+    import shutil
+
+    first = tmp_path / "first"
+    assert report_command.main([str(sweep), "--out", str(first)]) == 0
+    # the earlier report alone reads back as it was written: its rows and its histories
+    assert report_command.main([str(first), "--out", str(tmp_path / "again")]) == 0
+    before, after = (pd.read_csv(f / "results.csv") for f in (first, tmp_path / "again"))
+    pd.testing.assert_frame_equal(before[after.columns], after, check_dtype=False)
+    pd.testing.assert_frame_equal(*(pd.read_csv(f / "histories.csv") for f in (first, tmp_path / "again")),
+                                  check_dtype=False, check_like=True)
+    # beside new runs (their sweep folder), each named under its folder, the new run's history from its files
+    other = tmp_path / "other_sweep"
+    job = next(p for p in sweep.iterdir() if p.is_dir() and "method=dense" in p.name and "lam=0.01" in p.name)
+    shutil.copytree(job, other / job.name)
+    (first / "histories.csv").unlink()  # a committed report may have none: its runs join without curves
+    assert report_command.main([str(first), str(other), "--out", str(tmp_path / "both")]) == 0
+    table = pd.read_csv(tmp_path / "both" / "results.csv")
+    assert len(table) == 5 and table.run.str.startswith("first/").sum() == 4
+    assert table.run.str.fullmatch(f"other_sweep/{job.name}").sum() == 1
+    history = pd.read_csv(tmp_path / "both" / "histories.csv")
+    assert history.run.unique().tolist() == [f"other_sweep/{job.name}"]
+    assert "| dense | 0.01 |" in (tmp_path / "both" / "results.md").read_text().replace("0.0100", "0.01")
+
+
+def test_a_folder_that_is_no_report_is_one_line(tmp_path, capsys):
+    (tmp_path / "results.csv").write_text("a,b\n1,2\n")
+    assert report_command.main([str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip().endswith("not adrop report's results.csv (no run, status or method column)")
+
+
 def test_legend_labels_name_what_tells_runs_apart():
     from adrop.report import collect
 

@@ -3,6 +3,7 @@
     adrop report outputs/multirun/paper_lenet300_e200            results.csv, results.md, figures
     adrop report outputs/multirun/... --paper --out docs/results  with the paper's numbers beside ours
     adrop report outputs/multirun/sweep_a outputs/multirun/sweep_b   two sweeps in one table
+    adrop report docs/results_x outputs/multirun/more    an earlier report's runs (their folders gone) and new ones
 
 Writes into --out (default: a new folder outputs/reports/<time>/ here), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
@@ -13,7 +14,8 @@ Writes into --out (default: a new folder outputs/reports/<time>/ here), never ov
   figure2.png    validation error against fraction nonzero over training (the paper's Figure 2)
   pareto.png     final test error against fraction nonzero
   layers.png     per-layer fraction nonzero over epochs
-Unfinished sweeps are fine: running and failed jobs are reported as such.
+Unfinished sweeps are fine: running and failed jobs are reported as such. A DIR holding an earlier report
+(results.csv, histories.csv where kept, no run folder under it) brings in the runs it reported, named under it.
 """
 from __future__ import annotations
 
@@ -22,15 +24,15 @@ import sys
 from pathlib import Path
 
 from adrop.outputs import claim, new_folder
-
-FILES = ["results.csv", "histories.csv", "results.md", "figure2.png", "pareto.png", "layers.png"]
+from adrop.report import FILES, HISTORIES_CSV, RESULTS_CSV
 
 
 def parser():
     p = argparse.ArgumentParser(prog="adrop report", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
-    p.add_argument("dir", type=Path, nargs="+", help="run folders, sweep folders, or any folders above runs")
+    p.add_argument("dir", type=Path, nargs="+",
+                   help="run folders, sweep folders, any folders above runs, or an earlier report's folder")
     p.add_argument("--out", type=Path, help="output folder (default: outputs/reports/<time>/)")
     p.add_argument("--paper", action="store_true",
                    help="set the published numbers beside ours: the paper's LeNet-300-100 rows; in the figure also "
@@ -48,9 +50,9 @@ def run(args) -> list[Path]:
     for skipped in table.attrs.get("skipped", []):
         print(f"adrop report: skipped {skipped}", file=sys.stderr)
     out = claim(args.out, FILES) if args.out else new_folder("reports")
-    table.to_csv(out / "results.csv", index=False)
+    table.to_csv(out / RESULTS_CSV, index=False)
     history = collect.histories(args.dir, table)
-    tables.histories_table(history).to_csv(out / "histories.csv", index=False)
+    tables.histories_table(history).to_csv(out / HISTORIES_CSV, index=False)
     (out / "results.md").write_text(tables.markdown_table(table, with_paper=args.paper))
     figures.figure2(table, history, out / "figure2.png")
     models = set(table.model.fillna(""))

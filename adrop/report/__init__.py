@@ -5,3 +5,6 @@
     figures.py   Figure 2 (validation error against fraction nonzero over training), the Pareto view, per-layer
     paper.py     the paper's published LeNet-300-100 numbers, for comparison
 """
+# A report's files (an earlier report's results.csv and histories.csv are read back as the runs it reported)
+RESULTS_CSV, HISTORIES_CSV = "results.csv", "histories.csv"
+FILES = [RESULTS_CSV, HISTORIES_CSV, "results.md", "figure2.png", "pareto.png", "layers.png"]

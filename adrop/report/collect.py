@@ -3,6 +3,9 @@
 A run folder is one that holds summary.json, metrics.csv or .hydra/overrides.yaml. Its status is the summary's
 (completed, failed, running); a folder with metrics but no summary, or a summary that says running, is reported as
 running (it may also have been interrupted: rerun it to resume). Figures and tables read only files the runs wrote.
+
+An earlier report's folder (its results.csv, and histories.csv where there is one, with no run folder under it) is
+read as the runs it reported, so that runs whose folders are gone (a committed table) join new ones in one table.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adrop.report import HISTORIES_CSV, RESULTS_CSV
 from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
@@ -121,16 +125,59 @@ def base(roots) -> Path:
     return Path(os.path.commonpath([r.resolve() for r in roots]))
 
 
+def is_report(root: Path) -> bool:
+    """An earlier report's folder: its results.csv, and no run folder under it."""
+    return (Path(root) / RESULTS_CSV).is_file() and not run_folders(root)
+
+
+def _report_prefix(root: Path, names_from: Path, several: bool) -> str:
+    """What a reported run's name is prefixed with: the report folder as base(roots) names folders."""
+    folder = root.resolve() if several else root
+    return "" if folder == names_from else f"{folder.relative_to(names_from).as_posix()}/"
+
+
+def reported_runs(root: Path, prefix: str) -> list[dict]:
+    """An earlier report's rows, each run named `prefix` + its name there."""
+    try:
+        table = pd.read_csv(root / RESULTS_CSV)
+    except UNREADABLE as err:
+        raise ValueError(f"{root / RESULTS_CSV}: {type(err).__name__}: {str(err).splitlines()[0]}") from None
+    if not {"run", "status", "method"} <= set(table.columns):
+        raise ValueError(f"{root / RESULTS_CSV}: not adrop report's results.csv (no run, status or method column)")
+    table = table.assign(run=prefix + table.run.astype(str))
+    return [{k: v for k, v in row.items() if not pd.isna(v)} for row in table.to_dict("records")]
+
+
+def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
+    """An earlier report's histories.csv as (metrics, layers) per run named as in reported_runs ({} without one)."""
+    history = _csv_or_none(root / HISTORIES_CSV)
+    if history is None or "run" not in history or "epoch" not in history:
+        return {}
+    out = {}
+    layer_columns = [c for c in history.columns if c.startswith("nonzero_") and c != "nonzero_fraction"]
+    for run, rows in history.groupby("run", sort=False):
+        metrics = rows.drop(columns=["run", *layer_columns]).reset_index(drop=True)
+        layers = rows[["epoch", *layer_columns]].melt(id_vars="epoch", var_name="layer",
+                           value_name="nonzero_fraction").dropna(subset=["nonzero_fraction"])
+        layers["layer"] = layers.layer.str.removeprefix("nonzero_")
+        out[prefix + str(run)] = (metrics, layers if len(layers) else None)
+    return out
+
+
 def results(roots) -> pd.DataFrame:
-    """Every run under `roots` (a folder or a list of folders), its name relative to base(roots)."""
+    """Every run under `roots` (a folder or a list of folders; an earlier report's folder: the runs it reported),
+    its name relative to base(roots)."""
     roots = _paths(roots)
     several = len(roots) > 1
-    folders = sorted({f for r in roots for f in run_folders(r.resolve() if several else r)})
-    if not folders:
+    reports = [r for r in roots if is_report(r)]
+    folders = sorted({f for r in roots if r not in reports for f in run_folders(r.resolve() if several else r)})
+    if not folders and not reports:
         raise FileNotFoundError(f"no run folders under {', '.join(map(str, roots))} "
-                                f"(looked for {', '.join(RUN_FILES)})")
+                                f"(looked for {', '.join(RUN_FILES)}, or an earlier report's {RESULTS_CSV})")
     names_from = base(roots)
     rows, skipped = [], []
+    for report in reports:
+        rows.extend(reported_runs(report, _report_prefix(report, names_from, several)))
     for folder in folders:
         try:
             rows.append(read_run(names_from, folder))
@@ -201,9 +248,13 @@ def _short_paths(setting: str) -> str:
 
 
 def histories(roots, table: pd.DataFrame) -> dict[str, tuple[pd.DataFrame | None, pd.DataFrame | None]]:
-    """run -> (metrics.csv, layers.csv) as DataFrames (None where missing)."""
-    out, names_from = {}, base(roots)
+    """run -> (metrics.csv, layers.csv) as DataFrames (None where missing); a reported run's from its report's
+    histories.csv."""
+    roots = _paths(roots)
+    out, names_from, reported = {}, base(roots), {}
+    for report in filter(is_report, roots):
+        reported.update(reported_histories(report, _report_prefix(report, names_from, len(roots) > 1)))
     for run in table.run:
         folder = names_from / run
-        out[run] = (_csv_or_none(folder / METRICS_CSV), _csv_or_none(folder / LAYERS_CSV))
+        out[run] = reported.get(run) or (_csv_or_none(folder / METRICS_CSV), _csv_or_none(folder / LAYERS_CSV))
     return out
