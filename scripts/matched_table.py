@@ -76,7 +76,10 @@ def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
     low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=std / np.sqrt(n)) if n > 1 else (np.nan, np.nan)
     path = search[search["last"]]  # the last command's search
     lams = sorted(set(runs["lam"]))
-    return {"method": runs["method"].iloc[0], "lam": lams[0] if len(lams) == 1 else ";".join(map(str, lams)),
+    lam = lams[0] if len(lams) == 1 else ";".join(map(str, lams))
+    if runs["method"].iloc[0] == "magnitude_pruning":  # its sparsity is set (final_sparsity = 1 - target), lam unused
+        lam = "-"
+    return {"method": runs["method"].iloc[0], "lam": lam,
             "seeds": n, "test_error": mean, "test_error_std": std, "ci95_low": low, "ci95_high": high,
             "nonzero": runs["nonzero_fraction"].mean(), "nonzero_std": runs["nonzero_fraction"].std(ddof=1),
             "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
