@@ -48,7 +48,8 @@ def read_table(path: Path) -> list[dict]:
     missing = NEEDED - columns
     if missing:
         raise ValueError(f"not a search table (no {', '.join(sorted(missing))} column)")
-    return [r for r in {r["folder"]: r for r in rows}.values() if r["status"] != "refused"]
+    # refused runs trained nothing; round 0's were reused from another search (hydra.sweeper.reuse), trained there
+    return [r for r in {r["folder"]: r for r in rows}.values() if r["status"] != "refused" and str(r["round"]) != "0"]
 
 
 def busiest_worker_epochs(rows: list[dict], workers: int) -> dict[tuple[int, int], int]:

@@ -12,7 +12,8 @@ and the search's cost: its rounds, its runs (short ones apart) and the epochs it
 measure the machine's load does not move, unlike the wall time, which is given beside it as the runs' summed
 wall_time_s). The cost is the last command's search, the runs of its table (a later command into the folder replays
 the runs it reaches again; a fresh search at its code would take the same); where earlier commands trained runs it
-did not reach (a search run again after its rule changed), what all of them spent is given beside it. Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
+did not reach (a search run again after its rule changed), what all of them spent is given beside it. Runs a search
+reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number is given. Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
 the others, as the best is chosen after seeing the errors). Prints a markdown table; --out writes the same as CSV
 (never over an existing file).
 """
@@ -49,6 +50,7 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
     numbers = ["round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s"]
     search[numbers] = search[numbers].apply(pd.to_numeric, errors="coerce")  # the tables' text; a failed run's blanks
     search["last"] = search["folder"].isin(pd.read_csv(search_tables(folder)[-1], dtype=str)["folder"])
+    search["own"] = search["round"] > 0  # round 0: reused from another search (hydra.sweeper.reuse), trained there
     results = checked(pd.read_csv(folder / "results.csv"), RESULTS_COLUMNS, f"{folder}/results.csv")
     closest = closest_full_run(rows, target, full)  # lam_search's own answer, which matched_sparsity.sh trains at
     if closest is None:
@@ -74,7 +76,7 @@ def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
     n = len(errors)
     mean, std = errors.mean(), errors.std(ddof=1) if n > 1 else float("nan")
     low, high = stats.t.interval(0.95, n - 1, loc=mean, scale=std / np.sqrt(n)) if n > 1 else (np.nan, np.nan)
-    path = search[search["last"]]  # the last command's search
+    path = search[search["last"] & search["own"]]  # the last command's search
     lams = sorted(set(runs["lam"]))
     lam = lams[0] if len(lams) == 1 else ";".join(map(str, lams))
     if runs["method"].iloc[0] == "magnitude_pruning":  # its sparsity is set (final_sparsity = 1 - target), lam unused
@@ -85,8 +87,9 @@ def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
             "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
             "search_rounds": int(path["round"].max()), "search_runs": len(path),
             "search_short_runs": int((path["epochs"] < full).sum()), "search_cost_full_runs": path["epochs"].sum() / full,
-            "search_wall_s": path["wall_time_s"].sum(), "spent_runs": len(search),
-            "spent_cost_full_runs": search["epochs"].sum() / full, "spent_commands": int(search["command"].max()) + 1,
+            "search_wall_s": path["wall_time_s"].sum(), "spent_runs": int(search["own"].sum()),
+            "spent_cost_full_runs": search["epochs"][search["own"]].sum() / full,
+            "spent_commands": int(search["command"].max()) + 1, "reused_runs": int((~search["own"]).sum()),
             "errors": ";".join(f"{e:.4f}" for e in errors)}
 
 
@@ -115,7 +118,7 @@ def main(argv=None) -> int:
     for _, r in table.iterrows():
         p = "-" if np.isnan(r.p_vs_best) else f"{r.p_vs_best:.2g}"
         spent = (f"; {r.spent_commands} commands spent {r.spent_runs} runs, {r.spent_cost_full_runs:.2f}"
-                 if r.spent_runs > r.search_runs else "")
+                 if r.spent_runs > r.search_runs else "") + (f"; {r.reused_runs} reused" if r.reused_runs else "")
         print(f"| {r.method} | {r.lam} | {r.seeds} | {100 * r.test_error:.2f}% ± {100 * r.test_error_std:.2f} | "
               f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
               f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "

@@ -307,3 +307,59 @@ def test_the_searchs_answer_is_the_completed_full_run_closest_to_the_target_over
     assert closest_full_run(runs, 0.02, 200) is None
     with pytest.raises(ValueError, match="several combinations"):
         closest_full_run(runs + [{**runs[0], "combination": "method=adaprox"}], 0.02, 20)
+
+
+def test_a_search_reuses_an_earlier_searchs_runs_of_its_combination_and_goes_straight_to_full_rounds(tmp_path):
+    from hydra_plugins.adrop_plugins.search_table import COLUMNS
+
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    combo = "method=logsum seed=0 data.root=/elsewhere progress=never"  # where the data lives is no difference
+    runs = [(combo, 20, 1e-3, 1e-3, 0.1), (combo, 20, 1e-3, 1e-2, 0.01), (combo, 200, 1e-4, 1e-3, 0.03),
+            (combo, 200, 1e-4, 2e-3, 0.022), (combo, 200, 1e-4, 3e-3, "", "failed"),
+            ("method=logsum seed=1", 200, 1e-4, 4e-3, 0.02),  # another combination
+            (combo, 100, 1e-4, 5e-3, 0.02)]  # another length
+    with open(earlier / "search.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        for i, (combination, epochs, lr, lam, nonzero, *status) in enumerate(runs):
+            writer.writerow({"combination": combination, "round": 1, "epochs": epochs, "lr": lr, "lam": lam,
+                             "nonzero_fraction": nonzero, "val_error": 0.03, "test_error": 0.03, "wall_time_s": 9.0,
+                             "status": (status or ["completed"])[0], "folder": f"{earlier}/run{i}"})
+    s, p = sweeper(target=0.02, reuse=[str(earlier)]), plan()
+    rows = s.reused(p)
+    assert [(r["round"], r["epochs"], r["lam"]) for r in rows] == [(0, 20, 1e-3), (0, 20, 1e-2), (0, 200, 1e-3),
+                                                                  (0, 200, 2e-3)]
+    assert [t[:2] for t in p.short] == [(1e-3, 0.1), (1e-2, 0.01)] and [t[:2] for t in p.full] == [(1e-3, 0.03),
+                                                                                                   (2e-3, 0.022)]
+    jobs = s.round_jobs(p, 1)  # full runs known: no short round, on along the full runs' own slope
+    slope = math.log(0.022 / 0.03) / math.log(2)
+    assert {phase for phase, _, _ in jobs} == {"full"} and len(jobs) == 2
+    lams = [lam for _, lam, _ in jobs]
+    assert math.sqrt(lams[0] * lams[1]) == pytest.approx(2e-3 * (0.02 / 0.022) ** (1 / slope), rel=1e-4)
+    assert s.reused(plan()) and not sweeper(reuse=[str(earlier)]).reused(
+        lam_search().Plan(["method=logsum", "seed=0"], True, 200, 1e-4, 20))  # nothing to reuse where set directly
+    with pytest.raises(ValueError, match="holds no lam_search table"):
+        sweeper(reuse=[str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_path):
+    first = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
+                  "method=logsum", "hydra.sweep.dir=first")
+    assert first.returncode == 0, first.stderr
+    again = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
+                  "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=again")
+    assert again.returncode == 0, again.stderr  # the first search's answer is within tolerance: nothing trained
+    table = rows(tmp_path / "again")
+    assert table and {r["round"] for r in table} == {"0"} and all(r["folder"].startswith(str(tmp_path / "first"))
+                                                                  for r in table)
+    said = [line for line in again.stdout.splitlines() if line.startswith("lam_search:")]
+    assert len(said) == 1 and f"0 runs (0 short), 0.0 s of training; {len(table)} runs reused" in said[0]
+    other = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.4", *SMALL,
+                  "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=other")
+    assert other.returncode == 0, other.stderr
+    table = rows(tmp_path / "other")
+    own = [r for r in table if r["round"] != "0"]
+    assert own and all(r["epochs"] == "2" for r in own)  # straight to full rounds
+    assert max(int(r["round"]) for r in own) <= 2

@@ -66,6 +66,8 @@ def test_a_folders_tables_count_each_run_once_in_the_command_that_trained_it(tmp
     write(folder / "search.2.csv", again)
     table = wall.read_table(folder)
     assert len(table) == 14
+    write(folder / "search.3.csv", again[:8] + rows([(0, 2, 200)], method="logsum"))  # runs reused from elsewhere
+    assert len(wall.read_table(folder)) == 14  # trained by another search: no cost here
     assert wall.busiest_worker_epochs(table, workers=2) == {(0, 1): 40, (0, 2): 40, (0, 3): 400, (1, 3): 400}
 
 

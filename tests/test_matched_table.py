@@ -122,3 +122,16 @@ def test_the_cost_is_the_last_commands_search_and_what_earlier_commands_spent_be
     assert row["search_wall_s"] == pytest.approx(10.0 * (20 + 20 + 200 + 200))
     assert matched_table.main([str(a), "--target", "0.02"]) == 0
     assert "| 4, 4 (2), 2.20; 2 commands spent 5 runs, 3.20 |" in capsys.readouterr().out
+
+
+def test_runs_reused_from_another_search_cost_nothing_and_are_counted(tmp_path, capsys):
+    a = method_folder(tmp_path, "logsum", {1e-3: (0.02, 0.030)}, {1: 0.029, 2: 0.033})
+    search = pd.read_csv(a / "search.csv")
+    reused = search[search.epochs == 200].assign(round=0, lam=5e-4, nonzero_fraction=0.04,
+                                                 folder="/another/search/epochs=200,lam=0.0005")
+    pd.concat([reused, search]).to_csv(a / "search.csv", index=False)
+    row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
+    assert (row["search_runs"], row["search_cost_full_runs"], row["reused_runs"]) == (3, pytest.approx(1.2), 1)
+    assert row["spent_runs"] == 3 and row["search_rounds"] == 3
+    assert matched_table.main([str(a), "--target", "0.02"]) == 0
+    assert "| 3, 3 (2), 1.20; 1 reused |" in capsys.readouterr().out

@@ -25,6 +25,12 @@ folder gets search.csv (SEARCH_CSV: combination, round, epochs, lr, lam, nonzero
 status, folder); the command prints, per combination, the full run closest to the target, the runs and the training
 seconds it took (or why it found none), and exits 1 naming the combinations not brought within tolerance
 (adrop.train.sweep_outcomes.SWEEP["unmet"]).
+
+`reuse`: earlier lam_search sweep folders whose completed runs of the same combination (the same overrides but where
+the data lives and how progress shows, at this search's full or short epochs and lr) are trials here, not trained
+again: a search for another target starts from what one for a nearby target learnt (its full runs' lams and slope,
+no short rounds), and a search run again under a changed rule keeps its earlier runs. They are round 0 of search.csv,
+their folders where they are, and count in no cost. A reused run within tolerance is the answer at once.
 """
 from __future__ import annotations
 
@@ -39,13 +45,22 @@ from adrop.train import run_files, sweep_outcomes
 
 from .lam_guess import (FULL_OVER_SHORT, NOMINAL_SLOPE, around, crossing, estimate, in_bracket, log_spaced, next_lams,
                         rounded)
-from .search_table import SEARCH_CSV, closest_full_run, write_search_table
+from .search_table import COLUMNS, SEARCH_CSV, closest_full_run, read_search_tables, write_search_table
 from .sweeper import Record, launched
 
 
 
 def without(combo: list[str], keys: tuple[str, ...]) -> list[str]:
     return [o for o in combo if o.split("=", 1)[0].lstrip("+~") not in keys]
+
+
+# Overrides that do not change what a run learns: a reused run may differ from this search's in them
+NOT_A_DIFFERENCE = ("data.root", "data.download", "progress")
+
+
+def same_runs(combination: str, combo: list[str]) -> bool:
+    """Whether an earlier search's combination (its search.csv's text) trains what `combo` does."""
+    return set(without(combination.split(), NOT_A_DIFFERENCE)) == set(without(combo, NOT_A_DIFFERENCE))
 
 
 class Plan:
@@ -79,7 +94,7 @@ class Plan:
 class LamSearchSweeper(BasicSweeper):
     def __init__(self, target_nonzero: float, tolerance: float = 0.05, rounds: int = 4, per_round: int = 4,
                  per_full_round: int = 2, short_epochs: float = 0.1, lam_range: Optional[List[float]] = None,
-                 params: Optional[Any] = None) -> None:
+                 reuse: Optional[List[str]] = None, params: Optional[Any] = None) -> None:
         super().__init__(max_batch_size=None, params=params)
         if not 0 < target_nonzero < 1:
             raise ValueError(f"hydra.sweeper.target_nonzero must be a fraction in (0, 1), got {target_nonzero}")
@@ -92,6 +107,10 @@ class LamSearchSweeper(BasicSweeper):
             raise ValueError(f"hydra.sweeper.lam_range must be [low, high] with 0 < low < high, got {lam_range}")
         self.target, self.tolerance, self.rounds, self.per_round = target_nonzero, tolerance, rounds, per_round
         self.per_full_round, self.short_fraction, self.lam_range = per_full_round, short_epochs, lam_range
+        self.reuse = [Path(folder) for folder in (reuse or [])]
+        for folder in self.reuse:
+            if not any(folder.glob("search*.csv")):
+                raise ValueError(f"hydra.sweeper.reuse: {folder} holds no lam_search table ({SEARCH_CSV})")
         # at most two short rounds, and at least one full one where there are two rounds or more
         self.short_rounds = min(2, rounds - 1)
 
@@ -111,7 +130,7 @@ class LamSearchSweeper(BasicSweeper):
         if plan.direct:
             return [("full", None, plan.combo + [f"method.params.final_sparsity={1 - self.target}"])]
         short = (plan.short_epochs is not None and round_ <= self.short_rounds and not plan.short_over
-                 and not any(self.within(t[1]) for t in plan.short))
+                 and not any(self.within(t[1]) for t in plan.short) and not plan.full)  # reused full runs: no more
         if short or plan.short_epochs is None:  # a short round, or every round in full as short ones would be
             trials = plan.short if short else plan.full
             lams = ([rounded(lam) for lam in log_spaced(*self.lam_range, self.per_round)] if not trials else
@@ -164,7 +183,8 @@ class LamSearchSweeper(BasicSweeper):
         plans = [self.plan(list(c)) for c in self.split_arguments(parsed, None)[0]]
         sweep_dir = Path(self.config.hydra.sweep.dir)
         record = Record(self.config, sweep_dir)
-        rows, searching, job_idx = [], list(range(len(plans))), 0
+        rows = [row for plan in plans for row in self.reused(plan)]
+        searching, job_idx = [i for i, plan in enumerate(plans) if not any(self.within(t[1]) for t in plan.full)], 0
         for round_ in range(1, self.rounds + 1):
             batch, owners = [], []
             for i in list(searching):
@@ -210,20 +230,51 @@ class LamSearchSweeper(BasicSweeper):
         self.conclude(plans, rows, sweep_dir)
         return [rows]
 
+    def reused(self, plan: Plan) -> list[dict]:
+        """The reuse folders' completed runs of the plan's combination at its full or short epochs and lr, added to
+        its trials; their rows, round 0."""
+        if plan.direct:
+            return []
+        out = []
+        for folder in self.reuse:
+            for row in read_search_tables(folder):
+                if row["status"] != "completed" or row["nonzero_fraction"] in (None, "") or not same_runs(
+                        row["combination"], plan.combo):
+                    continue
+                epochs, lr, lam, nonzero = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(
+                    row["nonzero_fraction"])
+                if epochs == plan.epochs and math.isclose(lr, plan.lr, rel_tol=1e-6):
+                    trials = plan.full
+                elif plan.short_epochs and epochs == plan.short_epochs and math.isclose(lr, plan.short_lr,
+                                                                                          rel_tol=1e-6):
+                    trials = plan.short
+                else:
+                    continue
+                if any(rounded(t[0]) == rounded(lam) for t in trials):  # the same run, in two reused tables
+                    continue
+                numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
+                           for k in ("val_error", "test_error", "wall_time_s")}
+                out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
+                            "round": 0, "epochs": epochs, "lr": lr, "lam": lam, "nonzero_fraction": nonzero})
+                trials.append((lam, nonzero, out[-1]))
+        return out
+
     def conclude(self, plans: list[Plan], rows: list[dict], sweep_dir: Path) -> None:
         """Per combination, the full run closest to the target and what the search cost; the unmet ones named."""
         unmet = []
         for plan in plans:
             name = " ".join(plan.combo) or "(no other setting swept)"
-            runs = [r for r in rows if r["combination"] == " ".join(plan.combo)]
-            seconds = sum(r["wall_time_s"] or 0 for r in runs)
+            every = [r for r in rows if r["combination"] == " ".join(plan.combo)]
+            runs = [r for r in every if r["round"] != 0]  # this search's own; round 0 was reused
+            seconds = sum(float(r["wall_time_s"] or 0) for r in runs)
             cost = (f"{len(runs)} runs ({len(runs) - len([r for r in runs if r['epochs'] == plan.epochs])} short), "
-                    f"{seconds:.1f} s of training")
+                    f"{seconds:.1f} s of training" + (f"; {len(every) - len(runs)} runs reused" if
+                                                      len(every) > len(runs) else ""))
             if not plan.full:
                 unmet.append(name)
                 print(f"lam_search: {name}: {self.why_no_full_run(plan, runs)}; {cost}", flush=True)
                 continue
-            row = closest_full_run(runs, self.target, plan.epochs)
+            row = closest_full_run(every, self.target, plan.epochs)
             lam, nonzero = row["lam"], row["nonzero_fraction"]
             met = self.within(nonzero)
             if not met:

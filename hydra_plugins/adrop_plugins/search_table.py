@@ -10,6 +10,7 @@ from typing import Optional
 from adrop.outputs import create_new
 
 SEARCH_CSV = "search.csv"  # the search's table in the sweep folder (search.2.csv, ... for later commands into it)
+# round 0: runs reused from earlier searches (hydra.sweeper.reuse), their folders where those searches trained them
 COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "val_error", "test_error", "wall_time_s",
            "status", "folder"]
 
