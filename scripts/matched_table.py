@@ -13,7 +13,8 @@ measure the machine's load does not move, unlike the wall time, which is given b
 wall_time_s). The cost is the last command's search, the runs of its table (a later command into the folder replays
 the runs it reaches again; a fresh search at its code would take the same); where earlier commands trained runs it
 did not reach (a search run again after its rule changed), what all of them spent is given beside it. Runs a search
-reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number is given. Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
+reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number is given.
+Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
 the others, as the best is chosen after seeing the errors). Prints a markdown table; --out writes the same as CSV
 (never over an existing file).
 """
@@ -49,7 +50,9 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
     search = checked(pd.DataFrame(rows), SEARCH_COLUMNS, f"{folder}/search*.csv")
     numbers = ["round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s"]
     search[numbers] = search[numbers].apply(pd.to_numeric, errors="coerce")  # the tables' text; a failed run's blanks
-    search["last"] = search["folder"].isin(pd.read_csv(search_tables(folder)[-1], dtype=str)["folder"])
+    tables = search_tables(folder)
+    search.attrs["commands"] = len(tables)
+    search["last"] = search["folder"].isin(pd.read_csv(tables[-1], dtype=str)["folder"])
     search["own"] = search["round"] > 0  # round 0: reused from another search (hydra.sweeper.reuse), trained there
     results = checked(pd.read_csv(folder / "results.csv"), RESULTS_COLUMNS, f"{folder}/results.csv")
     closest = closest_full_run(rows, target, full)  # lam_search's own answer, which matched_sparsity.sh trains at
@@ -60,7 +63,9 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
     closest_run = ("search", Path(closest["folder"]).name)
     seed0 = results[completed & sweep_and_run.map(lambda parts: parts == closest_run).astype(bool)]
     if len(seed0) != 1:
-        raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run")
+        reused = str(closest.get("round")) == "0"
+        raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run"
+                         + (f" (reused from another search: {closest['folder']})" if reused else ""))
     others = results[completed & sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)]
     if (others["method"] != "magnitude_pruning").any():  # magnitude pruning's lam is unused: its target is set
         others = others[np.isclose(others["lam"], float(closest["lam"]), rtol=1e-6, atol=0)]
@@ -85,11 +90,12 @@ def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
             "seeds": n, "test_error": mean, "test_error_std": std, "ci95_low": low, "ci95_high": high,
             "nonzero": runs["nonzero_fraction"].mean(), "nonzero_std": runs["nonzero_fraction"].std(ddof=1),
             "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
-            "search_rounds": int(path["round"].max()), "search_runs": len(path),
-            "search_short_runs": int((path["epochs"] < full).sum()), "search_cost_full_runs": path["epochs"].sum() / full,
+            "search_rounds": int(path["round"].max()) if len(path) else 0, "search_runs": len(path),
+            "search_short_runs": int((path["epochs"] < full).sum()),
+            "search_cost_full_runs": path["epochs"].sum() / full,
             "search_wall_s": path["wall_time_s"].sum(), "spent_runs": int(search["own"].sum()),
             "spent_cost_full_runs": search["epochs"][search["own"]].sum() / full,
-            "spent_commands": int(search["command"].max()) + 1, "reused_runs": int((~search["own"]).sum()),
+            "spent_commands": search.attrs["commands"], "reused_runs": int((~search["own"]).sum()),
             "errors": ";".join(f"{e:.4f}" for e in errors)}
 
 

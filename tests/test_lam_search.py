@@ -356,6 +356,10 @@ def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_pa
                                                                   for r in table)
     said = [line for line in again.stdout.splitlines() if line.startswith("lam_search:")]
     assert len(said) == 1 and f"0 runs (0 short), 0.0 s of training; {len(table)} runs reused" in said[0]
+    own = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
+                "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=first")
+    assert own.returncode == 2 and "reuse names this search's own folder" in own.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "first" / "multirun.2.yaml").exists()  # refused before it recorded anything
     other = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.4", *SMALL,
                   "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=other")
     assert other.returncode == 0, other.stderr

@@ -135,3 +135,13 @@ def test_runs_reused_from_another_search_cost_nothing_and_are_counted(tmp_path, 
     assert row["spent_runs"] == 3 and row["search_rounds"] == 3
     assert matched_table.main([str(a), "--target", "0.02"]) == 0
     assert "| 3, 3 (2), 1.20; 1 reused |" in capsys.readouterr().out
+
+
+def test_a_search_whose_runs_were_all_reused_costs_nothing(tmp_path, capsys):
+    a = method_folder(tmp_path, "logsum", {1e-3: (0.02, 0.030)}, {1: 0.029, 2: 0.033})
+    search = pd.read_csv(a / "search.csv")
+    search.assign(round=0).to_csv(a / "search.2.csv", index=False)  # a second search, in another folder, reused them
+    (a / "search.csv").unlink()
+    (a / "search.2.csv").rename(a / "search.csv")
+    row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
+    assert (row["search_rounds"], row["search_runs"], row["search_cost_full_runs"], row["reused_runs"]) == (0, 0, 0, 3)

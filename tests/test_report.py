@@ -129,7 +129,7 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     # the earlier report alone reads back as it was written: its rows and its histories
     assert report_command.main([str(first), "--out", str(tmp_path / "again")]) == 0
     before, after = (pd.read_csv(f / "results.csv") for f in (first, tmp_path / "again"))
-    pd.testing.assert_frame_equal(before[after.columns], after, check_dtype=False)
+    pd.testing.assert_frame_equal(before, after, check_dtype=False)
     pd.testing.assert_frame_equal(*(pd.read_csv(f / "histories.csv") for f in (first, tmp_path / "again")),
                                   check_dtype=False, check_like=True)
     # beside new runs (their sweep folder), each named under its folder, the new run's history from its files
@@ -144,6 +144,28 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     history = pd.read_csv(tmp_path / "both" / "histories.csv")
     assert history.run.unique().tolist() == [f"other_sweep/{job.name}"]
     assert "| dense | 0.01 |" in (tmp_path / "both" / "results.md").read_text().replace("0.0100", "0.01")
+
+
+def test_an_old_report_without_later_columns_is_read_and_a_folder_named_twice_once(tmp_path):
+    from adrop.report import collect
+
+    old = tmp_path / "old"
+    old.mkdir()
+    pd.DataFrame({"run": ["logsum/seed=0", "logsum/seed=1"], "status": ["completed"] * 2, "method": ["logsum"] * 2,
+                  "lam": [1e-3] * 2, "lr": [1e-3] * 2, "seed": [0, 1], "epochs": [200] * 2,
+                  "test_error": [0.02, 0.022], "nonzero_fraction": [0.02, 0.021]}).to_csv(old / "results.csv",
+                                                                                       index=False)
+    table = collect.results([old, tmp_path / "old" / "."])
+    assert len(table) == 2 and set(collect.ROW_COLUMNS) <= set(table.columns)
+    assert report_command.main([str(old), "--out", str(tmp_path / "r")]) == 0
+    assert "| logsum | 0.001 | 0.001 | 2 | 200 | 2.10% ± 0.14 |" in (tmp_path / "r" / "results.md").read_text()
+
+
+def test_a_run_folders_row_has_the_columns_reports_are_read_back_with(sweep):
+    from adrop.report import collect
+
+    job = next(p for p in sweep.iterdir() if p.is_dir() and "method=logsum" in p.name and "lam=0.01" in p.name)
+    assert list(collect.read_run(sweep, job))[:len(collect.ROW_COLUMNS)] == collect.ROW_COLUMNS
 
 
 def test_a_folder_that_is_no_report_is_one_line(tmp_path, capsys):

@@ -98,6 +98,13 @@ def _read_run(root: Path, folder: Path) -> dict:
     return row
 
 
+ROW_COLUMNS = ["run", "overrides", "setting", "status", "method", "lam", "lr", "seed", "epochs", "epochs_planned",
+               "test_error", "val_error", "test_error_unmasked", "nonzero_fraction", "wall_time_s", "device", "code",
+               "error", "model", "train_limit", "structure", "kept_architecture"]  # read_run's, before cost and layers
+TEXT_COLUMNS = ["run", "overrides", "setting", "status", "method", "device", "code", "error", "model", "structure",
+                "kept_architecture"]
+
+
 def _csv_or_none(path: Path) -> pd.DataFrame | None:
     """A run's CSV for the figures, or None where it is missing or cannot be read (the run is drawn without it)."""
     try:
@@ -145,7 +152,9 @@ def reported_runs(root: Path, prefix: str) -> list[dict]:
     if not {"run", "status", "method"} <= set(table.columns):
         raise ValueError(f"{root / RESULTS_CSV}: not adrop report's results.csv (no run, status or method column)")
     table = table.assign(run=prefix + table.run.astype(str))
-    return [{k: v for k, v in row.items() if not pd.isna(v)} for row in table.to_dict("records")]
+    if "structure" in table:  # a run that did not say trained by weight, as read_run has it
+        table = table.assign(structure=table.structure.fillna("weight"))
+    return [{k: (None if pd.isna(v) else v) for k, v in row.items()} for row in table.to_dict("records")]
 
 
 def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame, pd.DataFrame | None]]:
@@ -167,7 +176,7 @@ def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame,
 def results(roots) -> pd.DataFrame:
     """Every run under `roots` (a folder or a list of folders; an earlier report's folder: the runs it reported),
     its name relative to base(roots)."""
-    roots = _paths(roots)
+    roots = list({r.resolve(): r for r in _paths(roots)}.values())  # a folder named twice is read once
     several = len(roots) > 1
     reports = [r for r in roots if is_report(r)]
     folders = sorted({f for r in roots if r not in reports for f in run_folders(r.resolve() if several else r)})
@@ -185,7 +194,11 @@ def results(roots) -> pd.DataFrame:
             skipped.append(str(err))
     if not rows:
         raise FileNotFoundError(f"no readable run under {', '.join(map(str, roots))} ({'; '.join(skipped)})")
-    table = with_models_told_apart(pd.DataFrame(rows))
+    table = pd.DataFrame(rows)
+    # every column a run's row has, also where only reports older than one of them were read
+    table = table.reindex(columns=list(dict.fromkeys([*ROW_COLUMNS, *table.columns])))
+    table = table.astype({c: object for c in TEXT_COLUMNS})  # text, also where a column came back empty
+    table = with_models_told_apart(table)
     table.attrs["skipped"] = skipped  # what could not be read, and why: the report names them
     return table
 

@@ -28,9 +28,11 @@ seconds it took (or why it found none), and exits 1 naming the combinations not 
 
 `reuse`: earlier lam_search sweep folders whose completed runs of the same combination (the same overrides but where
 the data lives and how progress shows, at this search's full or short epochs and lr) are trials here, not trained
-again: a search for another target starts from what one for a nearby target learnt (its full runs' lams and slope,
-no short rounds), and a search run again under a changed rule keeps its earlier runs. They are round 0 of search.csv,
-their folders where they are, and count in no cost. A reused run within tolerance is the answer at once.
+again: a search for another target starts from what one for a nearby target learnt (from its full runs, no short
+rounds), and a search under a changed rule, into a new folder, keeps the old folder's runs (its own folder it refuses:
+a rerun there replays them anyway). They are round 0 of search.csv, their folders where they are, and count in no
+cost. A reused run within tolerance is the answer at once. Overrides compare as written (`+key=v` is not `key=v`);
+magnitude pruning, set directly, reuses nothing.
 """
 from __future__ import annotations
 
@@ -182,6 +184,9 @@ class LamSearchSweeper(BasicSweeper):
             raise ValueError("hydra/sweeper=lam_search chooses lam: leave lam out of the command")
         plans = [self.plan(list(c)) for c in self.split_arguments(parsed, None)[0]]
         sweep_dir = Path(self.config.hydra.sweep.dir)
+        if any(folder.resolve() == sweep_dir.resolve() for folder in self.reuse):
+            raise ValueError("hydra.sweeper.reuse names this search's own folder, whose runs a rerun replays anyway: "
+                             "to keep them under a changed rule, search into a new folder with reuse=[this one]")
         record = Record(self.config, sweep_dir)
         rows = [row for plan in plans for row in self.reused(plan)]
         searching, job_idx = [i for i, plan in enumerate(plans) if not any(self.within(t[1]) for t in plan.full)], 0
@@ -280,8 +285,9 @@ class LamSearchSweeper(BasicSweeper):
             if not met:
                 unmet.append(name)
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
-            print(f"lam_search: {name}: {chosen}, nonzero {nonzero:.4f} (target {self.target:g}"
-                  f"{'' if met else ', NOT within tolerance'}), val error {row['val_error']:.4f}; {cost}", flush=True)
+            val = "-" if row["val_error"] in (None, "") else f"{float(row['val_error']):.4f}"
+            print(f"lam_search: {name}: {chosen}, nonzero {float(nonzero):.4f} (target {self.target:g}"
+                  f"{'' if met else ', NOT within tolerance'}), val error {val}; {cost}", flush=True)
         if unmet:
             sweep_outcomes.SWEEP["unmet"] = (
                 f"lam_search brought {len(plans) - len(unmet)} of {len(plans)} combinations within {self.tolerance:g} "
