@@ -304,6 +304,8 @@ def test_runs_of_two_models_are_two_rows_and_the_paper_sits_beside_lenet300_only
     assert "3.00%" in rows["model=lenet_300_100"] and "2.93%" in rows["model=lenet_300_100"]  # the paper's LogSum
     one = collect.results(tmp_path / "lenet5")  # one model: no model in the setting, nothing changes
     assert one.setting.iloc[0] == ""
+    (tmp_path / "lenet5" / ".hydra" / "overrides.yaml").write_text("- method=logsum\n- seed=0\n- model=lenet5\n")
+    assert collect.results(tmp_path / "lenet5").setting.iloc[0] == ""  # the model written out: the same setting
 
 
 def test_published_points_follow_the_networks_in_the_report(tmp_path, monkeypatch):
