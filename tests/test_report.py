@@ -355,3 +355,15 @@ def test_units_kept_are_averaged_over_seeds():
     assert mean_architecture(["1x28x28-c6-c14-120-38-10", "1x28x28-c8-c14-100-40-10"]) == "1x28x28-c7-c14-110-39-10"
     assert mean_architecture(["784-212-64-10", "1x28x28-c6-c14-120-38-10"]) is None
     assert mean_architecture(["784-212-64-10", None]) is None
+
+
+def test_units_kept_show_where_a_per_weight_or_fine_tuned_run_lost_whole_units():
+    from adrop.report import tables
+
+    row = {"run": "a", "status": "completed", "method": "fixed_mask", "lam": 0.0, "lr": 1e-4, "seed": 0, "epochs": 10,
+           "test_error": 0.0187, "val_error": 0.02, "nonzero_fraction": 0.54, "setting": "", "model": "lenet_300_100",
+           "structure": "weight", "kept_architecture": "457-58-75-10", "dense_macs": 266200.0, "compact_macs": 31606.0}
+    md = tables.markdown_table(pd.DataFrame([row]))
+    assert "| units kept | compact kMACs |" in md.splitlines()[0] and "| 457-58-75-10 | 31.6 |" in md
+    whole = {**row, "kept_architecture": "784-300-100-10", "compact_macs": 266200.0}  # none lost: no such columns
+    assert "units kept" not in tables.markdown_table(pd.DataFrame([whole]))

@@ -3,7 +3,8 @@
 Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
 seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. The table has a setting column
 when the runs have more than one, the units kept (the mean kept architecture) and the compact network's
-multiply-adds when any run trained whole units (structure=neuron), and a "train examples" column when any trained on part of the training set
+multiply-adds when any run trained whole units (structure=neuron) or lost some all the same, and a "train examples"
+column when any trained on part of the training set
 (data.train_limit). Runs that are not completed are listed below the table with their status (and, for
 failed ones, the error).
 """
@@ -51,7 +52,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     if done.empty:
         return pd.DataFrame()
     costs = [c for c in ("compression", "sparse_macs") if c in done and done[c].notna().any()]
-    if "structure" in done and (done.structure == "neuron").any() and "compact_macs" in done:
+    units = lost_units(done)
+    if units and "compact_macs" in done:
         costs.append("compact_macs")
     unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
     figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
@@ -60,11 +62,21 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
-    if "structure" in done and (done.structure == "neuron").any():  # units kept: every row, for comparison
+    if units:  # units kept: every row, for comparison
         out["kept_architecture"] = grouped.kept_architecture.agg(mean_architecture)
     out.insert(0, "runs", grouped.size())
     out.insert(1, "seeds", grouped.seed.apply(lambda s: ",".join(str(int(v)) for v in sorted(s.dropna()))))
     return out.reset_index()
+
+
+def lost_units(done: pd.DataFrame) -> bool:
+    """Whether any run trained whole units (structure=neuron) or ended with some lost all the same (its compact
+    network smaller than the dense one: a fine-tuned structured run, a per-weight run at high sparsity)."""
+    if "structure" in done and (done.structure == "neuron").any():
+        return True
+    if {"compact_macs", "dense_macs"} <= set(done.columns):
+        return bool((pd.to_numeric(done.compact_macs) < pd.to_numeric(done.dense_macs)).any())
+    return False
 
 
 def mean_architecture(architectures) -> str | None:
