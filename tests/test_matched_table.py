@@ -87,17 +87,21 @@ def test_two_runs_of_one_seed_at_its_lam_are_refused_and_magnitude_pruning_needs
     assert row["seeds"] == 3 and row["lam"] == "-"
 
 
-def test_a_second_search_table_joins_the_first_a_run_once(tmp_path):
-    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030)}, {1: 0.029, 2: 0.033})
-    search = pd.read_csv(a / "search.csv")
-    more = pd.DataFrame([{**search.iloc[-1].to_dict(), "round": 4, "lam": 2e-3, "nonzero_fraction": 0.0201,
+def second_command(folder: Path, replayed: pd.DataFrame) -> None:
+    """search.2.csv: the runs a second command replayed, and one more full run (lam 2e-3, 0.0201) it trained."""
+    more = pd.DataFrame([{**replayed.iloc[-1].to_dict(), "round": 4, "lam": 2e-3, "nonzero_fraction": 0.0201,
                           "folder": "/elsewhere/search/epochs=200,lam=0.002,method=logsum,seed=0"}])
-    pd.concat([search, more]).to_csv(a / "search.2.csv", index=False)  # a second command replays the first's runs
-    results = pd.read_csv(a / "results.csv")
+    pd.concat([replayed, more]).to_csv(folder / "search.2.csv", index=False)
+    results = pd.read_csv(folder / "results.csv")
     results.loc[len(results)] = {**results[results.run.str.startswith("search/epochs=200")].iloc[0].to_dict(),
                                  "run": "search/epochs=200,lam=0.002,method=logsum,seed=0", "lam": 2e-3,
                                  "test_error": 0.028, "nonzero_fraction": 0.0201}
-    results.to_csv(a / "results.csv", index=False)
+    results.to_csv(folder / "results.csv", index=False)
+
+
+def test_a_second_search_table_joins_the_first_a_run_once(tmp_path):
+    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030)}, {1: 0.029, 2: 0.033})
+    second_command(a, pd.read_csv(a / "search.csv"))  # a second command replays the first's runs
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert row["search_runs"] == 4 and row["search_rounds"] == 4  # 3 runs of the first table, 1 more
     assert row["errors"].startswith("0.0280")  # seed 0 is the second command's run, closer to the target
@@ -107,15 +111,7 @@ def test_the_cost_is_the_last_commands_search_and_what_earlier_commands_spent_be
     a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030), 3e-3: (0.012, 0.040)}, {1: 0.029, 2: 0.033})
     search = pd.read_csv(a / "search.csv")
     # a second command, its rule changed, replays the short runs and the full run at 1e-3, not the one at 3e-3
-    replayed = search[search.lam != 3e-3]
-    more = pd.DataFrame([{**search.iloc[-1].to_dict(), "round": 4, "lam": 2e-3, "nonzero_fraction": 0.0201,
-                          "folder": "/elsewhere/search/epochs=200,lam=0.002,method=logsum,seed=0"}])
-    pd.concat([replayed, more]).to_csv(a / "search.2.csv", index=False)
-    results = pd.read_csv(a / "results.csv")
-    results.loc[len(results)] = {**results[results.run.str.startswith("search/epochs=200")].iloc[0].to_dict(),
-                                 "run": "search/epochs=200,lam=0.002,method=logsum,seed=0", "lam": 2e-3,
-                                 "test_error": 0.028, "nonzero_fraction": 0.0201}
-    results.to_csv(a / "results.csv", index=False)
+    second_command(a, search[search.lam != 3e-3])
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert (row["search_runs"], row["search_short_runs"], row["search_cost_full_runs"]) == (4, 2, pytest.approx(2.2))
     assert (row["spent_runs"], row["spent_cost_full_runs"], row["spent_commands"]) == (5, pytest.approx(3.2), 2)
