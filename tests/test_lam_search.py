@@ -326,8 +326,11 @@ def test_a_search_reuses_an_earlier_searchs_runs_of_its_combination_and_goes_str
             writer.writerow({"combination": combination, "round": 1, "epochs": epochs, "lr": lr, "lam": lam,
                              "nonzero_fraction": nonzero, "val_error": 0.03, "test_error": 0.03, "wall_time_s": 9.0,
                              "status": (status or ["completed"])[0], "folder": f"{earlier}/run{i}"})
+    from hydra_plugins.adrop_plugins.search_table import read_search_tables
+
     s, p = sweeper(target=0.02, reuse=[str(earlier)]), plan()
-    rows = s.reused(p)
+    tables = read_search_tables(earlier)
+    rows = s.reused(p, tables)
     assert [(r["round"], r["epochs"], r["lam"]) for r in rows] == [(0, 20, 1e-3), (0, 20, 1e-2), (0, 200, 1e-3),
                                                                   (0, 200, 2e-3)]
     assert [t[:2] for t in p.short] == [(1e-3, 0.1), (1e-2, 0.01)] and [t[:2] for t in p.full] == [(1e-3, 0.03),
@@ -337,8 +340,8 @@ def test_a_search_reuses_an_earlier_searchs_runs_of_its_combination_and_goes_str
     assert {phase for phase, _, _ in jobs} == {"full"} and len(jobs) == 2
     lams = [lam for _, lam, _ in jobs]
     assert math.sqrt(lams[0] * lams[1]) == pytest.approx(2e-3 * (0.02 / 0.022) ** (1 / slope), rel=1e-4)
-    assert s.reused(plan()) and not sweeper(reuse=[str(earlier)]).reused(
-        lam_search().Plan(["method=logsum", "seed=0"], True, 200, 1e-4, 20))  # nothing to reuse where set directly
+    assert s.reused(plan(), tables) and not sweeper(reuse=[str(earlier)]).reused(
+        lam_search().Plan(["method=logsum", "seed=0"], True, 200, 1e-4, 20), tables)  # nothing reused where set
     with pytest.raises(ValueError, match="holds no lam_search table"):
         sweeper(reuse=[str(tmp_path)])
 

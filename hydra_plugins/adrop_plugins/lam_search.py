@@ -188,7 +188,8 @@ class LamSearchSweeper(BasicSweeper):
             raise ValueError("hydra.sweeper.reuse names this search's own folder, whose runs a rerun replays anyway: "
                              "to keep them under a changed rule, search into a new folder with reuse=[this one]")
         record = Record(self.config, sweep_dir)
-        rows = [row for plan in plans for row in self.reused(plan)]
+        earlier = [row for folder in self.reuse for row in read_search_tables(folder)]  # each table read once
+        rows = [row for plan in plans for row in self.reused(plan, earlier)]
         searching, job_idx = [i for i, plan in enumerate(plans) if not any(self.within(t[1]) for t in plan.full)], 0
         for round_ in range(1, self.rounds + 1):
             batch, owners = [], []
@@ -235,33 +236,31 @@ class LamSearchSweeper(BasicSweeper):
         self.conclude(plans, rows, sweep_dir)
         return [rows]
 
-    def reused(self, plan: Plan) -> list[dict]:
-        """The reuse folders' completed runs of the plan's combination at its full or short epochs and lr, added to
-        its trials; their rows, round 0."""
+    def reused(self, plan: Plan, earlier: list[dict]) -> list[dict]:
+        """Of the reuse folders' runs (`earlier`, their search tables' rows), the completed ones of the plan's
+        combination at its full or short epochs and lr, added to its trials; their rows, round 0."""
         if plan.direct:
             return []
         out = []
-        for folder in self.reuse:
-            for row in read_search_tables(folder):
-                if row["status"] != "completed" or row["nonzero_fraction"] in (None, "") or not same_runs(
-                        row["combination"], plan.combo):
-                    continue
-                epochs, lr, lam, nonzero = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(
-                    row["nonzero_fraction"])
-                if epochs == plan.epochs and math.isclose(lr, plan.lr, rel_tol=1e-6):
-                    trials = plan.full
-                elif plan.short_epochs and epochs == plan.short_epochs and math.isclose(lr, plan.short_lr,
-                                                                                          rel_tol=1e-6):
-                    trials = plan.short
-                else:
-                    continue
-                if any(rounded(t[0]) == rounded(lam) for t in trials):  # the same run, in two reused tables
-                    continue
-                numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
-                           for k in ("val_error", "test_error", "wall_time_s")}
-                out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
-                            "round": 0, "epochs": epochs, "lr": lr, "lam": lam, "nonzero_fraction": nonzero})
-                trials.append((lam, nonzero, out[-1]))
+        for row in earlier:
+            if row["status"] != "completed" or row["nonzero_fraction"] in (None, "") or not same_runs(
+                    row["combination"], plan.combo):
+                continue
+            epochs, lr, lam, nonzero = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(
+                row["nonzero_fraction"])
+            if epochs == plan.epochs and math.isclose(lr, plan.lr, rel_tol=1e-6):
+                trials = plan.full
+            elif plan.short_epochs and epochs == plan.short_epochs and math.isclose(lr, plan.short_lr, rel_tol=1e-6):
+                trials = plan.short
+            else:
+                continue
+            if any(rounded(t[0]) == rounded(lam) for t in trials):  # the same run, in two reused tables
+                continue
+            numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
+                       for k in ("val_error", "test_error", "wall_time_s")}
+            out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
+                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam, "nonzero_fraction": nonzero})
+            trials.append((lam, nonzero, out[-1]))
         return out
 
     def conclude(self, plans: list[Plan], rows: list[dict], sweep_dir: Path) -> None:
