@@ -13,10 +13,12 @@
 # command. With RESULTS set, each method's files go there as soon as its seeds finish: RESULTS/<method>/ gets
 # `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search*.csv, what
 # `python scripts/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
-# target with seeds 1 and 2).
+# target with seeds 1 and 2). A method whose run within tolerance errs above MAX_VAL_ERROR on validation (default 0.5:
+# a network at chance) has failed at that sparsity: its search exits 1 and no seeds train.
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 TARGET=${TARGET:-0.02}
+MAX_VAL_ERROR=${MAX_VAL_ERROR:-0.5}  # a run within tolerance erring more failed at that sparsity: no seeds trained
 METHODS=${METHODS:-"logsum eta_trick adaprox adatikhonov adaptive_dropout vardrop vardrop_lr vardrop_lr_ar hard_concrete magnitude_pruning"}
 DATA=${DATA:-${ADROP_DATA:-data}}
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/matched_${TARGET}_e${EPOCHS}}
@@ -31,7 +33,8 @@ for O in ${SEARCH_OVERRIDES:-}; do  # the search's own settings only: seeds 1 an
 done
 for METHOD in ${METHODS}; do
   adrop train -m hydra/sweeper=lam_search "hydra.sweeper.target_nonzero=${TARGET}" seed=0 "method=${METHOD}" \
-    "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" ${SEARCH_OVERRIDES:-} || { STATUS=1; continue; }
+    "hydra.sweeper.max_val_error=${MAX_VAL_ERROR}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" \
+    ${SEARCH_OVERRIDES:-} || { STATUS=1; continue; }
   if [ "${METHOD}" = magnitude_pruning ]; then
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
   else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables

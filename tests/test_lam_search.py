@@ -273,6 +273,14 @@ def test_a_penalty_warm_up_in_epochs_is_scaled_with_the_short_runs_epochs():
     assert all("penalty_warmup=" not in " ".join(o) for _, _, o in s.round_jobs(plan(), 1))  # none to scale
 
 
+def test_a_run_erring_above_max_val_error_is_no_answer():
+    assert not sweeper().failed({"val_error": 0.9})  # no bound by default
+    s = sweeper(max_val_error=0.5)
+    assert s.failed({"val_error": 0.83}) and not s.failed({"val_error": 0.03}) and not s.failed({"val_error": ""})
+    with pytest.raises(ValueError, match="max_val_error must be a fraction"):
+        sweeper(max_val_error=0)
+
+
 def test_a_combination_without_a_full_run_is_told_why():
     s, p = sweeper(), plan()
     p.short = [(1e-3, 0.5, {}), (1.0, 0.3, {})]
@@ -359,6 +367,13 @@ def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_pa
                                                                   for r in table)
     said = [line for line in again.stdout.splitlines() if line.startswith("lam_search:")]
     assert len(said) == 1 and f"0 runs (0 short), 0.0 s of training; {len(table)} runs reused" in said[0]
+    strict = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
+                   "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweeper.max_val_error=1e-6",
+                   "hydra.sweep.dir=strict")  # the same answer, but its error is above the bound: no answer
+    assert strict.returncode == 1 and not (tmp_path / "strict" / "search.2.csv").exists()
+    assert "above max_val_error 1e-06: NOT an answer" in strict.stdout
+    assert strict.stderr.splitlines()[-1].startswith("adrop train: error: lam_search brought 0 of 1 combinations")
+    assert "above max_val_error 1e-06) (see" in strict.stderr.splitlines()[-1]
     own = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
                 "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=first")
     assert own.returncode == 2 and "reuse names this search's own folder" in own.stderr.strip().splitlines()[-1]

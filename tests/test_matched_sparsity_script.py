@@ -36,8 +36,9 @@ def test_search_overrides_other_than_the_sweepers_are_refused(tmp_path):
 def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path):
     if not (DATA / "MNIST" / "raw").exists():
         pytest.skip("MNIST not found at ../shared/data")
-    # 1,024 examples: 10 epochs of 8 steps, a network that barely learns; a wide tolerance so that the search lands
-    done = matched(tmp_path, "data.train_limit=1024", "data.download=false",
+    # 1,024 examples: 10 epochs of 8 steps, a network that barely learns (MAX_VAL_ERROR=1 takes it); a wide tolerance
+    # so that the search lands
+    done = matched(tmp_path, "data.train_limit=1024", "data.download=false", MAX_VAL_ERROR="1",
                    METHODS="logsum magnitude_pruning", SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5")
     assert done.returncode == 0, done.stderr[-2000:]
     answer = closest_full_run(read_search_tables(tmp_path / "sweep" / "logsum" / "search"), 0.3, 10)
@@ -53,3 +54,12 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     assert set(logsum[logsum["run"].str.startswith("seeds/")]["lam"]) == {float(answer["lam"])}
     pruned = pd.read_csv(tmp_path / "results" / "magnitude_pruning" / "results.csv")
     assert pruned[pruned["run"].str.startswith("seeds/")]["nonzero_fraction"].round(3).eq(0.3).all()  # the target, taken directly
+    # under the default bound (val error 0.5) the same answer, reused, is none: exit 1, nothing trained, no seeds
+    reuse = f"hydra.sweeper.reuse=[{tmp_path / 'sweep' / 'logsum' / 'search'}]"
+    strict = matched(tmp_path, "data.train_limit=1024", "data.download=false", METHODS="logsum",
+                     SEARCH_OVERRIDES=f"hydra.sweeper.tolerance=0.5 {reuse}", SWEEP_DIR=str(tmp_path / "strict"),
+                     RESULTS=str(tmp_path / "strict_results"))
+    assert strict.returncode == 1 and "above max_val_error 0.5)" in strict.stderr
+    assert not (tmp_path / "strict" / "logsum" / "seeds").exists()
+    with open(tmp_path / "strict" / "logsum" / "search" / "search.csv") as fh:
+        assert {row["round"] for row in csv.DictReader(fh)} == {"0"}

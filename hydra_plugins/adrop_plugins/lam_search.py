@@ -26,6 +26,11 @@ status, folder); the command prints, per combination, the full run closest to th
 seconds it took (or why it found none), and exits 1 naming the combinations not brought within tolerance
 (adrop.train.sweep_outcomes.SWEEP["unmet"]).
 
+`max_val_error` (default none): a full run within tolerance whose validation error is above it is no answer: the
+network failed at that sparsity (VarDrop's weight noise at a large lam leaves a network at chance). The combination
+stops there, as any within tolerance (more lams at the same sparsity would fail alike), and is named among those not
+met, with its error; the command exits 1, so nothing that trusts the answer (further seeds) trains at that lam.
+
 `reuse`: earlier lam_search sweep folders whose completed runs of the same combination (the same overrides but where
 the data lives and how progress shows, at this search's full or short epochs and lr) are trials here, not trained
 again: a search for another target starts from what one for a nearby target learnt (from its full runs, no short
@@ -96,7 +101,8 @@ class Plan:
 class LamSearchSweeper(BasicSweeper):
     def __init__(self, target_nonzero: float, tolerance: float = 0.05, rounds: int = 4, per_round: int = 4,
                  per_full_round: int = 2, short_epochs: float = 0.1, lam_range: Optional[List[float]] = None,
-                 reuse: Optional[List[str]] = None, params: Optional[Any] = None) -> None:
+                 reuse: Optional[List[str]] = None, max_val_error: Optional[float] = None,
+                 params: Optional[Any] = None) -> None:
         super().__init__(max_batch_size=None, params=params)
         if not 0 < target_nonzero < 1:
             raise ValueError(f"hydra.sweeper.target_nonzero must be a fraction in (0, 1), got {target_nonzero}")
@@ -109,6 +115,9 @@ class LamSearchSweeper(BasicSweeper):
             raise ValueError(f"hydra.sweeper.lam_range must be [low, high] with 0 < low < high, got {lam_range}")
         self.target, self.tolerance, self.rounds, self.per_round = target_nonzero, tolerance, rounds, per_round
         self.per_full_round, self.short_fraction, self.lam_range = per_full_round, short_epochs, lam_range
+        if max_val_error is not None and not 0 < max_val_error <= 1:
+            raise ValueError(f"hydra.sweeper.max_val_error must be a fraction in (0, 1], got {max_val_error}")
+        self.max_val_error = max_val_error
         self.reuse = [Path(folder) for folder in (reuse or [])]
         for folder in self.reuse:
             if not any(folder.glob("search*.csv")):
@@ -280,17 +289,26 @@ class LamSearchSweeper(BasicSweeper):
                 continue
             row = closest_full_run(every, self.target, plan.epochs)
             lam, nonzero = row["lam"], row["nonzero_fraction"]
-            met = self.within(nonzero)
+            failed = self.failed(row)
+            met = self.within(nonzero) and not failed
             if not met:
-                unmet.append(name)
+                unmet.append(name + (f" (val error {float(row['val_error']):.4f} above max_val_error "
+                                     f"{self.max_val_error:g})" if failed else ""))
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
             val = "-" if row["val_error"] in (None, "") else f"{float(row['val_error']):.4f}"
             print(f"lam_search: {name}: {chosen}, nonzero {float(nonzero):.4f} (target {self.target:g}"
-                  f"{'' if met else ', NOT within tolerance'}), val error {val}; {cost}", flush=True)
+                  f"{'' if self.within(nonzero) else ', NOT within tolerance'}), val error {val}"
+                  f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if failed else ''}; {cost}",
+                  flush=True)
         if unmet:
             sweep_outcomes.SWEEP["unmet"] = (
                 f"lam_search brought {len(plans) - len(unmet)} of {len(plans)} combinations within {self.tolerance:g} "
                 f"of nonzero {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()})")
+
+    def failed(self, row: dict) -> bool:
+        """Whether a run's validation error is above max_val_error (a network that failed at its sparsity)."""
+        return (self.max_val_error is not None and row.get("val_error") not in (None, "")
+                and float(row["val_error"]) > self.max_val_error)
 
     def why_no_full_run(self, plan: Plan, runs: list[dict]) -> str:
         """Why a combination has no completed full run, from how its runs ended."""
