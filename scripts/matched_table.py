@@ -14,7 +14,9 @@ wall_time_s). The cost is the last command's search, the runs of its table (a la
 the runs it reaches again; a fresh search at its code would take the same); where earlier commands trained runs it
 did not reach (a search run again after its rule changed), what all of them spent is given beside it. Runs a search
 reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number is given.
-Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
+A method whose search brought no run within tolerance, or only one erring above --max-val-error on validation
+(matched_sparsity.sh's MAX_VAL_ERROR: a network that failed at that sparsity), has no row: a line below the table
+names it with its closest full run. Then each method against the one of least mean error: Welch's t-test on the test errors (optimistic for
 the others, as the best is chosen after seeing the errors). Prints a markdown table; --out writes the same as CSV
 (never over an existing file).
 """
@@ -75,8 +77,11 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
     return runs.sort_values("seed", ignore_index=True), search
 
 
-def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
+def row(folder: Path, target: float, tolerance: float, full: int, max_val_error: float = 0.5) -> dict:
     runs, search = method_runs(folder, target, full)
+    seed0 = runs[runs["seed"] == 0].iloc[0]  # the search's closest run, whose lam the others trained at
+    val0 = float(seed0["val_error"]) if "val_error" in runs else float("nan")
+    reached = bool(abs(float(seed0["nonzero_fraction"]) / target - 1) <= tolerance and not val0 > max_val_error)
     errors = runs["test_error"].to_numpy(float)
     n = len(errors)
     mean, std = errors.mean(), errors.std(ddof=1) if n > 1 else float("nan")
@@ -96,7 +101,7 @@ def row(folder: Path, target: float, tolerance: float, full: int) -> dict:
             "search_wall_s": path["wall_time_s"].sum(), "spent_runs": int(search["own"].sum()),
             "spent_cost_full_runs": search["epochs"][search["own"]].sum() / full,
             "spent_commands": search.attrs["commands"], "reused_runs": int((~search["own"]).sum()),
-            "errors": ";".join(f"{e:.4f}" for e in errors)}
+            "errors": ";".join(f"{e:.4f}" for e in errors), "reached": reached, "seed0_val_error": val0}
 
 
 def main(argv=None) -> int:
@@ -105,14 +110,21 @@ def main(argv=None) -> int:
     parser.add_argument("--target", type=float, required=True, help="the target fraction of nonzero weights")
     parser.add_argument("--epochs", type=int, default=200, help="a full run's epochs (matched_sparsity.sh's EPOCHS)")
     parser.add_argument("--tolerance", type=float, default=0.05, help="relative (lam_search's default 0.05)")
+    parser.add_argument("--max-val-error", type=float, default=0.5,
+                        help="seed 0's run erring more on validation failed at the target (matched_sparsity.sh's)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     try:
-        table = pd.DataFrame([row(f, args.target, args.tolerance, args.epochs) for f in args.folders])
+        every = pd.DataFrame([row(f, args.target, args.tolerance, args.epochs, args.max_val_error)
+                              for f in args.folders])
     except (OSError, ValueError, KeyError) as err:
         print(f"matched_table: error: {err}", file=sys.stderr)
         return 2
-    table = table.sort_values("test_error", ignore_index=True)
+    every = every.sort_values("test_error", ignore_index=True)
+    table, missed = every[every["reached"]].reset_index(drop=True), every[~every["reached"]]
+    if table.empty:
+        print("matched_table: error: no method reached the target", file=sys.stderr)
+        return 2
     best = [float(e) for e in table.errors.iloc[0].split(";")]
     table["p_vs_best"] = [np.nan if i == 0 or len(best) < 2 or r.seeds < 2 else
                           stats.ttest_ind([float(e) for e in r.errors.split(";")], best, equal_var=False).pvalue
@@ -129,10 +141,17 @@ def main(argv=None) -> int:
               f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
               f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "
               f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}{spent} |")
+    for _, r in missed.iterrows():
+        why = (f"val error {100 * r.seed0_val_error:.2f}% above {100 * args.max_val_error:g}%"
+               if abs(r.nonzero / args.target - 1) <= args.tolerance else f"not within {100 * args.tolerance:g}%")
+        val = "" if np.isnan(r.seed0_val_error) else f", val error {100 * r.seed0_val_error:.2f}%"
+        print(f"- {r.method}: not reached ({why}); the search's closest full run kept {r.nonzero:.4f} at lam {r.lam}, "
+              f"test error {100 * r.test_error:.2f}%{val}; search: {r.search_rounds}, {r.search_runs} "
+              f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}")
     if args.out:
         try:
             with open(args.out, "x", newline="", encoding="utf-8") as fh:  # never over an existing file
-                table.to_csv(fh, index=False)
+                pd.concat([table, missed], ignore_index=True).to_csv(fh, index=False)
         except OSError as err:
             print(f"matched_table: error: {err}", file=sys.stderr)
             return 2

@@ -66,6 +66,26 @@ def test_a_methods_row_is_seed_0s_closest_full_run_and_the_other_seeds(tmp_path,
     assert matched_table.main([str(a), "--target", "0.02", "--out", str(out)]) == 2  # never over a file
 
 
+def test_a_method_that_missed_the_target_or_failed_there_is_named_below_the_table(tmp_path, capsys):
+    a = method_folder(tmp_path, "logsum", {2e-3: (0.0199, 0.031)}, {1: 0.029, 2: 0.033})
+    missed = method_folder(tmp_path, "vardrop", {3e-3: (0.0097, 0.7356)}, {})
+    failed = method_folder(tmp_path, "hard_concrete", {1e-4: (0.0201, 0.88)}, {})
+    results = pd.read_csv(failed / "results.csv").assign(val_error=lambda t: t.test_error)
+    results.to_csv(failed / "results.csv", index=False)
+    out = tmp_path / "table.csv"
+    assert matched_table.main([str(a), str(missed), str(failed), "--target", "0.02", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(" | ")[0] for line in printed if line.startswith("| ")][1:] == ["| logsum"]  # header first
+    assert "- vardrop: not reached (not within 5%); the search's closest full run kept 0.0097 at lam 0.003, " \
+           "test error 73.56%; search: 3, 3 (2), 1.20" in printed
+    assert any(line.startswith("- hard_concrete: not reached (val error 88.00% above 50%)") for line in printed)
+    assert list(pd.read_csv(out).reached) == [True, False, False]
+    assert matched_table.main([str(a), str(failed), "--target", "0.02", "--max-val-error", "0.9"]) == 0
+    assert "| hard_concrete |" in capsys.readouterr().out
+    assert matched_table.main([str(missed), "--target", "0.02"]) == 2
+    assert "no method reached the target" in capsys.readouterr().err
+
+
 def test_a_folder_without_a_full_run_is_one_line(tmp_path, capsys):
     a = method_folder(tmp_path, "logsum", {}, {})
     assert matched_table.main([str(a), "--target", "0.02"]) == 2
