@@ -73,6 +73,41 @@ def test_magnitude_pruning_takes_the_target_directly(adrop, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_search_for_a_share_of_multiply_adds_goes_by_the_compact_networks(adrop, tmp_path):
+    import json
+
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_macs=0.8", "hydra.sweeper.rounds=1",
+                *SMALL, "method=logsum", "structure=neuron", "hydra.sweep.dir=sweep")
+    assert out.returncode == 1  # one round of a wide grid
+    table = rows(tmp_path / "sweep")
+    assert len(table) == 4 and {r["epochs"] for r in table} == {"2"}  # one round: in full
+    for r in table:
+        cost = json.loads((tmp_path / "sweep" / r["folder"].rsplit("/", 1)[-1] / "summary.json").read_text())["cost"]
+        assert float(r["macs_fraction"]) == pytest.approx(cost["compact_macs"] / cost["dense_macs"])
+    closest = min(table, key=lambda r: abs(float(r["macs_fraction"]) - 0.8))  # by the multiply-adds, not nonzero
+    said = [line for line in out.stdout.splitlines() if line.startswith("lam_search:")]
+    assert len(said) == 1 and f"lam {float(closest['lam']):.4g}, compact multiply-adds " \
+                              f"{float(closest['macs_fraction']):.4f} (target 0.8, NOT within tolerance)" in said[0]
+    assert "within 0.05 of compact multiply-adds 0.8: not" in out.stderr.splitlines()[-1]
+    pruning = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_macs=0.5", *SMALL,
+                    "method=magnitude_pruning", "hydra.sweep.dir=pruning")
+    assert pruning.returncode == 2 and "magnitude_pruning sets its fraction of weights directly" in \
+        pruning.stderr.strip().splitlines()[-1]
+
+
+def test_one_target_a_fraction():
+    with pytest.raises(ValueError, match="takes one target"):
+        lam_search().LamSearchSweeper()
+    with pytest.raises(ValueError, match="takes one target"):
+        lam_search().LamSearchSweeper(target_nonzero=0.02, target_macs=0.1)
+    with pytest.raises(ValueError, match="target_macs must be a fraction"):
+        lam_search().LamSearchSweeper(target_macs=1.5)
+    s = lam_search().LamSearchSweeper(target_macs=0.1)
+    assert s.column == "macs_fraction" and s.measured({"cost": {"compact_macs": 30, "dense_macs": 300}}) == 0.1
+    assert s.measured({"nonzero_fraction": 0.5}) is None and sweeper().measured({"nonzero_fraction": 0.5}) == 0.5
+
+
+@pytest.mark.slow
 def test_lam_in_the_command_is_refused_in_one_line(adrop):
     out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL, "lam=1,2")
     assert out.returncode == 2

@@ -1,43 +1,44 @@
-"""`hydra/sweeper=lam_search`: lam chosen for a target fraction of nonzero weights, per combination of the other swept
-settings (`method=logsum,hard_concrete seed=0,1` are four combinations).
+"""`hydra/sweeper=lam_search`: lam chosen for a target fraction of nonzero weights (`target_nonzero`), or of the dense
+network's multiply-adds that the compact network keeps (`target_macs`: whole units gone, as with structure=neuron),
+per combination of the other swept settings (`method=logsum,hard_concrete seed=0,1` are four combinations). Below,
+"nonzero fraction" stands for whichever is searched: both fall as lam grows.
 
 Each round launches, for every combination still searching, its lam values together (one launch: the stacked launcher
 trains them as stacks). The first rounds are short: `short_epochs` of the epochs (at least one) at the learning rate
 scaled up by as much, so that Adam's weights travel as far as in the full run (a short run at the full run's lr keeps
 far more weights: LogSum at 1 epoch against 10, two decades of lam apart; with the lr scaled, a factor 1.4), and a
-penalty warm-up counted in epochs (penalty_warmup) scaled as the epochs are. Short
-rounds launch `per_round` lam values: log-spaced over `lam_range` first, then inside the bracket where the nonzero
-fraction crosses the target (it falls as lam grows), around the point that interpolating log nonzero against log lam
-linearly between the bracket's ends predicts. At most two rounds are short and at least the last one trains in full
-(two of the default four; also from the first round whose short runs all failed), `per_full_round`
-lam values each: first spread over 0.4-0.8 of the lam the short runs predict (FULL_OVER_SHORT, measured: the factor
-differs with the epochs), then the lam the full runs so far predict, two tolerance windows around it: inside their
-bracket interpolated, the windows overlapping by half; beyond it side by side, extrapolated along the full runs' own
-slope where they lie a factor 1.7 apart or more, else the short runs', at most a factor 3 beyond them; where that guess
-was tried already, inside the full runs' bracket as the short rounds search theirs. Only a full run counts: a
-combination is done when one's nonzero fraction is within `tolerance` (relative) of the target; at most `rounds` rounds.
-`short_epochs=1` trains every round in full, `per_round` values each. magnitude_pruning, whose sparsity is set
-directly, takes the target directly (final_sparsity = 1 - target): one run. A combination whose runs keep every
-weight at every lam up to lam_range's top stops there and is named: a method that cannot prune in so few steps
-(eta-Trick, VarDrop and HardConcrete within 10 epochs) gains nothing from more lam. Every trial is an ordinary run
-folder (a rerun of the command into the same sweep folder skips finished ones and replays the search). The sweep
-folder gets search.csv (SEARCH_CSV: combination, round, epochs, lr, lam, nonzero_fraction, val_error, test_error, wall_time_s,
-status, folder); the command prints, per combination, the full run closest to the target, the runs and the training
-seconds it took (or why it found none), and exits 1 naming the combinations not brought within tolerance
-(adrop.train.sweep_outcomes.SWEEP["unmet"]).
+penalty warm-up counted in epochs (penalty_warmup) scaled as the epochs are. Short rounds launch `per_round` lam values:
+log-spaced over `lam_range` first, then inside the bracket where the nonzero fraction crosses the target (it falls as
+lam grows), around the point that interpolating log nonzero against log lam linearly between the bracket's ends
+predicts. At most two rounds are short and at least the last one trains in full (two of the default four; also from the
+first round whose short runs all failed), `per_full_round` lam values each: first spread over 0.4-0.8 of the lam the
+short runs predict (FULL_OVER_SHORT, measured: the factor differs with the epochs), then the lam the full runs so far
+predict, two tolerance windows around it: inside their bracket interpolated, the windows overlapping by half; beyond it
+side by side, extrapolated along the full runs' own slope where they lie a factor 1.7 apart or more, else the short
+runs', at most a factor 3 beyond them; where that guess was tried already, inside the full runs' bracket as the short
+rounds search theirs. Only a full run counts: a combination is done when one's nonzero fraction is within `tolerance`
+(relative) of the target; at most `rounds` rounds. `short_epochs=1` trains every round in full, `per_round` values each.
+magnitude_pruning, whose sparsity is set directly, takes a target_nonzero directly (final_sparsity = 1 - target): one
+run (a target_macs it refuses). A combination whose runs keep every weight at every lam up to lam_range's top stops
+there and is named: a method that cannot prune in so few steps (eta-Trick, VarDrop and HardConcrete within 10 epochs)
+gains nothing from more lam. Every trial is an ordinary run folder (a rerun of the command into the same sweep folder
+skips finished ones and replays the search). The sweep folder gets search.csv (SEARCH_CSV: combination, round, epochs,
+lr, lam, nonzero_fraction, macs_fraction, val_error, test_error, wall_time_s, status, folder); the command prints, per
+combination, the full run closest to the target, the runs and the training seconds it took (or why it found none), and
+exits 1 naming the combinations not brought within tolerance (adrop.train.sweep_outcomes.SWEEP["unmet"]).
 
-`max_val_error` (default none): a full run within tolerance whose validation error is above it is no answer: the
-network failed at that sparsity (VarDrop's weight noise at a large lam leaves a network at chance). The combination
-stops there, as any within tolerance (more lams at the same sparsity would fail alike), and is named among those not
-met, with its error; the command exits 1, so nothing that trusts the answer (further seeds) trains at that lam.
+`max_val_error` (default none): a full run within tolerance whose validation error is above it is no answer: the network
+failed at that sparsity (VarDrop's weight noise at a large lam leaves a network at chance). The combination stops there,
+as any within tolerance (more lams at the same sparsity would fail alike), and is named among those not met, with its
+error; the command exits 1, so nothing that trusts the answer (further seeds) trains at that lam.
 
-`reuse`: earlier lam_search sweep folders whose completed runs of the same combination (the same overrides but where
-the data lives and how progress shows, at this search's full or short epochs and lr) are trials here, not trained
-again: a search for another target starts from what one for a nearby target learnt (from its full runs, no short
-rounds), and a search under a changed rule, into a new folder, keeps the old folder's runs (its own folder it refuses:
-a rerun there replays them anyway). They are round 0 of search.csv, their folders where they are, and count in no
-cost. A reused run within tolerance is the answer at once. Overrides compare as written (`+key=v` is not `key=v`);
-magnitude pruning, set directly, reuses nothing.
+`reuse`: earlier lam_search sweep folders whose completed runs of the same combination (the same overrides but where the
+data lives and how progress shows, at this search's full or short epochs and lr) are trials here, not trained again: a
+search for another target starts from what one for a nearby target learnt (from its full runs, no short rounds), and a
+search under a changed rule, into a new folder, keeps the old folder's runs (its own folder it refuses: a rerun there
+replays them anyway). They are round 0 of search.csv, their folders where they are, and count in no cost. A reused run
+within tolerance is the answer at once. Overrides compare as written (`+key=v` is not `key=v`); magnitude pruning, set
+directly, reuses nothing.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from adrop.train import run_files, sweep_outcomes
 
 from .lam_guess import (FULL_OVER_SHORT, NOMINAL_SLOPE, around, crossing, estimate, in_bracket, log_spaced, next_lams,
                         rounded)
-from .search_table import COLUMNS, SEARCH_CSV, closest_full_run, read_search_tables, write_search_table
+from .search_table import COLUMNS, MEASURES, SEARCH_CSV, closest_full_run, read_search_tables, write_search_table
 from .sweeper import Record, launched
 
 
@@ -99,13 +100,21 @@ class Plan:
 
 
 class LamSearchSweeper(BasicSweeper):
-    def __init__(self, target_nonzero: float, tolerance: float = 0.05, rounds: int = 4, per_round: int = 4,
+    def __init__(self, target_nonzero: Optional[float] = None, target_macs: Optional[float] = None,
+                 tolerance: float = 0.05, rounds: int = 4, per_round: int = 4,
                  per_full_round: int = 2, short_epochs: float = 0.1, lam_range: Optional[List[float]] = None,
                  reuse: Optional[List[str]] = None, max_val_error: Optional[float] = None,
                  params: Optional[Any] = None) -> None:
         super().__init__(max_batch_size=None, params=params)
-        if not 0 < target_nonzero < 1:
-            raise ValueError(f"hydra.sweeper.target_nonzero must be a fraction in (0, 1), got {target_nonzero}")
+        targets = {name: value for name, value in (("nonzero", target_nonzero), ("macs", target_macs))
+                   if value is not None}
+        if len(targets) != 1:
+            raise ValueError("hydra/sweeper=lam_search takes one target: hydra.sweeper.target_nonzero (the fraction of "
+                             "weights kept) or hydra.sweeper.target_macs (of the dense network's multiply-adds)")
+        (self.measure, target), = targets.items()
+        if not 0 < target < 1:
+            raise ValueError(f"hydra.sweeper.target_{self.measure} must be a fraction in (0, 1), got {target}")
+        self.column = MEASURES[self.measure]
         if tolerance <= 0 or rounds < 1 or per_round < 1 or per_full_round < 1:
             raise ValueError("hydra.sweeper.tolerance must be > 0, rounds, per_round and per_full_round at least 1")
         if not 0 < short_epochs <= 1:
@@ -113,7 +122,7 @@ class LamSearchSweeper(BasicSweeper):
         lam_range = list(lam_range or [1e-7, 1.0])
         if len(lam_range) != 2 or not 0 < lam_range[0] < lam_range[1]:
             raise ValueError(f"hydra.sweeper.lam_range must be [low, high] with 0 < low < high, got {lam_range}")
-        self.target, self.tolerance, self.rounds, self.per_round = target_nonzero, tolerance, rounds, per_round
+        self.target, self.tolerance, self.rounds, self.per_round = target, tolerance, rounds, per_round
         self.per_full_round, self.short_fraction, self.lam_range = per_full_round, short_epochs, lam_range
         if max_val_error is not None and not 0 < max_val_error <= 1:
             raise ValueError(f"hydra.sweeper.max_val_error must be a fraction in (0, 1], got {max_val_error}")
@@ -125,15 +134,27 @@ class LamSearchSweeper(BasicSweeper):
         # at most two short rounds, and at least one full one where there are two rounds or more
         self.short_rounds = min(2, rounds - 1)
 
-    def within(self, nonzero: float) -> bool:
-        return abs(nonzero - self.target) <= self.tolerance * self.target
+    def within(self, kept: float) -> bool:
+        """Whether a run's measure (its nonzero fraction, or its compact network's share of multiply-adds) is within
+        tolerance of the target."""
+        return abs(kept - self.target) <= self.tolerance * self.target
+
+    def measured(self, summary: dict) -> Optional[float]:
+        """The searched measure of a run's summary.json: its nonzero fraction, or its compact network's multiply-adds
+        over the dense network's; None where it has none."""
+        return summary.get("nonzero_fraction") if self.measure == "nonzero" else macs_fraction(summary)
 
     def plan(self, combo: list[str]) -> Plan:
         """The combination's method, epochs and learning rate as its jobs will compose them."""
         config = self.hydra_context.config_loader.load_sweep_config(self.config, list(combo))
         epochs, lr = int(config.epochs), float(config.lr if config.lr is not None else config.method.lr)
         short = max(1, round(epochs * self.short_fraction))
-        return Plan(combo, config.method.name == "magnitude_pruning", epochs, lr,
+        direct = config.method.name == "magnitude_pruning"
+        if direct and self.measure != "nonzero":
+            raise ValueError(f"method=magnitude_pruning sets its fraction of weights directly (final_sparsity), not "
+                             f"its multiply-adds: use hydra.sweeper.target_nonzero, or sweep "
+                             f"method.params.final_sparsity")
+        return Plan(combo, direct, epochs, lr,
                     short if short < epochs and self.short_rounds > 0 else None, list(config.penalty_warmup))
 
     def round_jobs(self, plan: Plan, round_: int) -> list[tuple[str, Optional[float], list[str]]]:
@@ -220,16 +241,17 @@ class LamSearchSweeper(BasicSweeper):
                 if not isinstance(returned, tuple):  # failed, or refused (the folder holds another run): no result
                     status = "refused" if summary.get("status") == "completed" else summary.get("status")
                     summary = {"lam": lam, "status": status, "wall_time_s": summary.get("wall_time_s")}
-                nonzero = summary.get("nonzero_fraction")
+                kept = self.measured(summary)
                 short = phase == "short"
                 rows.append({"combination": " ".join(plan.combo), "round": round_,
                              "epochs": plan.short_epochs if short else plan.epochs,
                              "lr": plan.short_lr if short else plan.lr, "lam": summary.get("lam", lam),
-                             "nonzero_fraction": nonzero, "val_error": summary.get("val_error"),
+                             "nonzero_fraction": summary.get("nonzero_fraction"),
+                             "macs_fraction": macs_fraction(summary), "val_error": summary.get("val_error"),
                              "test_error": summary.get("test_error"), "wall_time_s": summary.get("wall_time_s"),
                              "status": summary.get("status") or "failed", "folder": str(folder)})
-                if summary.get("status") == "completed" and nonzero is not None:
-                    (plan.short if short else plan.full).append((summary["lam"], nonzero, rows[-1]))
+                if summary.get("status") == "completed" and kept is not None:
+                    (plan.short if short else plan.full).append((summary["lam"], kept, rows[-1]))
                 plan.last_phase = phase
             for i in list(searching):
                 plan = plans[i]
@@ -252,11 +274,10 @@ class LamSearchSweeper(BasicSweeper):
             return []
         out = []
         for row in earlier:
-            if row["status"] != "completed" or row["nonzero_fraction"] in (None, "") or not same_runs(
+            if row["status"] != "completed" or row.get(self.column) in (None, "") or not same_runs(
                     row["combination"], plan.combo):
                 continue
-            epochs, lr, lam, nonzero = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(
-                row["nonzero_fraction"])
+            epochs, lr, lam, kept = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(row[self.column])
             if epochs == plan.epochs and math.isclose(lr, plan.lr, rel_tol=1e-6):
                 trials = plan.full
             elif plan.short_epochs and epochs == plan.short_epochs and math.isclose(lr, plan.short_lr, rel_tol=1e-6):
@@ -266,10 +287,10 @@ class LamSearchSweeper(BasicSweeper):
             if any(rounded(t[0]) == rounded(lam) for t in trials):  # the same run, in two reused tables
                 continue
             numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
-                       for k in ("val_error", "test_error", "wall_time_s")}
+                       for k in ("nonzero_fraction", "macs_fraction", "val_error", "test_error", "wall_time_s")}
             out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
-                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam, "nonzero_fraction": nonzero})
-            trials.append((lam, nonzero, out[-1]))
+                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam})
+            trials.append((lam, kept, out[-1]))
         return out
 
     def conclude(self, plans: list[Plan], rows: list[dict], sweep_dir: Path) -> None:
@@ -287,23 +308,28 @@ class LamSearchSweeper(BasicSweeper):
                 unmet.append(name)
                 print(f"lam_search: {name}: {self.why_no_full_run(plan, runs)}; {cost}", flush=True)
                 continue
-            row = closest_full_run(every, self.target, plan.epochs)
-            lam, nonzero = row["lam"], row["nonzero_fraction"]
+            row = closest_full_run(every, self.target, plan.epochs, self.column)
+            lam, kept = row["lam"], row[self.column]
             failed = self.failed(row)
-            met = self.within(nonzero) and not failed
+            met = self.within(float(kept)) and not failed
             if not met:
                 unmet.append(name + (f" (val error {float(row['val_error']):.4f} above max_val_error "
                                      f"{self.max_val_error:g})" if failed else ""))
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
             val = "-" if row["val_error"] in (None, "") else f"{float(row['val_error']):.4f}"
-            print(f"lam_search: {name}: {chosen}, nonzero {float(nonzero):.4f} (target {self.target:g}"
-                  f"{'' if self.within(nonzero) else ', NOT within tolerance'}), val error {val}"
+            print(f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
+                  f"{'' if self.within(float(kept)) else ', NOT within tolerance'}), val error {val}"
                   f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if failed else ''}; {cost}",
                   flush=True)
         if unmet:
             sweep_outcomes.SWEEP["unmet"] = (
                 f"lam_search brought {len(plans) - len(unmet)} of {len(plans)} combinations within {self.tolerance:g} "
-                f"of nonzero {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()})")
+                f"of {self.label} {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()})")
+
+    @property
+    def label(self) -> str:
+        """The measure searched, as the command's lines name it."""
+        return "nonzero" if self.measure == "nonzero" else "compact multiply-adds"
 
     def failed(self, row: dict) -> bool:
         """Whether a run's validation error is above max_val_error (a network that failed at its sparsity)."""
@@ -320,13 +346,21 @@ class LamSearchSweeper(BasicSweeper):
             return f"no run completed (see {SEARCH_CSV})"
         kept = [t[1] for t in plan.short]
         if min(kept) > self.target:
-            return (f"no lam in lam_range {self.lam_range} brought a run below nonzero {min(kept):.4f} "
+            return (f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} "
                     f"(widen hydra.sweeper.lam_range, or train longer)")
         if max(kept) <= 0:
             return (f"every run kept no weight, down to lam {min(t[0] for t in plan.short):.4g} "
                     f"(lower hydra.sweeper.lam_range's bottom)")
         return "the short rounds bracketed the target but no full round was left (raise hydra.sweeper.rounds)"
 
+
+
+def macs_fraction(summary: dict) -> Optional[float]:
+    """A run's compact network's multiply-adds over the dense network's (search.csv's macs_fraction); None where its
+    summary has no cost."""
+    cost = summary.get("cost") or {}
+    return cost["compact_macs"] / cost["dense_macs"] if cost.get("compact_macs") is not None and cost.get(
+        "dense_macs") else None
 
 
 def read_summary(folder: Path) -> dict:

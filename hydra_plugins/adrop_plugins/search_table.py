@@ -11,8 +11,10 @@ from adrop.outputs import create_new
 
 SEARCH_CSV = "search.csv"  # the search's table in the sweep folder (search.2.csv, ... for later commands into it)
 # round 0: runs reused from earlier searches (hydra.sweeper.reuse), their folders where those searches trained them
-COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "val_error", "test_error", "wall_time_s",
-           "status", "folder"]
+# macs_fraction: the compact network's multiply-adds over the dense network's (what hydra.sweeper.target_macs asks for)
+COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "macs_fraction", "val_error", "test_error",
+           "wall_time_s", "status", "folder"]
+MEASURES = {"nonzero": "nonzero_fraction", "macs": "macs_fraction"}  # what a search may target: its column
 
 
 def write_search_table(sweep_dir: Path, rows: list[dict]) -> None:
@@ -23,15 +25,15 @@ def write_search_table(sweep_dir: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def closest_full_run(rows: list[dict], target: float, epochs: int) -> Optional[dict]:
-    """The search's answer for one combination: of its completed full runs (`epochs`), the one whose nonzero fraction
-    is closest to the target (within tolerance wherever any is); None where none completed. `rows` as in search.csv,
-    numbers or their text."""
+def closest_full_run(rows: list[dict], target: float, epochs: int, column: str = "nonzero_fraction") -> Optional[dict]:
+    """The search's answer for one combination: of its completed full runs (`epochs`), the one whose `column` (the
+    measure searched: MEASURES) is closest to the target (within tolerance wherever any is); None where none
+    completed. `rows` as in search.csv, numbers or their text."""
     if len({r["combination"] for r in rows}) > 1:
         raise ValueError("closest_full_run: rows of several combinations (the answer is one combination's)")
     full = [r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
-            and r["nonzero_fraction"] not in (None, "")]
-    return min(full, key=lambda r: abs(float(r["nonzero_fraction"]) - target), default=None)
+            and r.get(column) not in (None, "")]
+    return min(full, key=lambda r: abs(float(r[column]) - target), default=None)
 
 
 def search_tables(sweep_dir: Path) -> list[Path]:
