@@ -14,7 +14,8 @@
 # `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search*.csv, what
 # `python scripts/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
 # target with seeds 1 and 2). A method whose run within tolerance errs above MAX_VAL_ERROR on validation (default 0.5:
-# a network at chance) has failed at that sparsity: its search exits 1 and no seeds train.
+# a network at chance) has failed at that sparsity: its search exits 1 and no seeds train. A search that did not land
+# is reported to RESULTS/<method> all the same (with a file search_missed), and again once a rerun lands.
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 TARGET=${TARGET:-0.02}
@@ -25,26 +26,39 @@ SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/matched_${TARGET}_e${EPOCHS}}
 STATUS=0
 COMMON=(experiment=paper_lenet300 "epochs=${EPOCHS}" "data.root=${DATA}" progress=never hydra/launcher=stacked "$@")
 
+TOLERANCE=0.05  # lam_search's default, or SEARCH_OVERRIDES' hydra.sweeper.tolerance
 for O in ${SEARCH_OVERRIDES:-}; do  # the search's own settings only: seeds 1 and 2 must train as seed 0's search did
   case "$O" in
+    hydra.sweeper.tolerance=*) TOLERANCE=${O#*=} ;;
     hydra.sweeper.*) ;;
     *) echo "matched_sparsity.sh: SEARCH_OVERRIDES takes hydra.sweeper.* only, not $O" >&2; exit 2 ;;
   esac
 done
+MISSED=search_missed  # marks RESULTS/<method> as the report of a search that did not land (no seeds)
+report_missed() {  # the search's runs reported all the same (matched_table.py names the method below its table)
+  local out="${RESULTS:-}/${METHOD}"
+  [ -n "${RESULTS:-}" ] && [ ! -e "${out}/results.csv" ] && [ -d "${SWEEP_DIR}/${METHOD}/search" ] || return 0
+  adrop report "${SWEEP_DIR}/${METHOD}" --out "${out}" > /dev/null && touch "${out}/${MISSED}"
+  cp -n "${SWEEP_DIR}/${METHOD}"/search/search*.csv "${RESULTS}/${METHOD}/" 2> /dev/null || true
+}
 for METHOD in ${METHODS}; do
   adrop train -m hydra/sweeper=lam_search "hydra.sweeper.target_nonzero=${TARGET}" seed=0 "method=${METHOD}" \
     "hydra.sweeper.max_val_error=${MAX_VAL_ERROR}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" \
-    ${SEARCH_OVERRIDES:-} || { STATUS=1; continue; }
+    ${SEARCH_OVERRIDES:-} || { STATUS=1; report_missed; continue; }
   if [ "${METHOD}" = magnitude_pruning ]; then
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
   else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables
     SET="lam=$(python -c 'import sys; from pathlib import Path
 from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
-print(closest_full_run(read_search_tables(Path(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]))["lam"])' \
-      "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}")"
+print(closest_full_run(read_search_tables(Path(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]),
+                       tolerance=float(sys.argv[4]), max_val_error=float(sys.argv[5]))["lam"])' \
+      "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}" "${TOLERANCE}" "${MAX_VAL_ERROR}")"
   fi
   adrop train -m seed=1,2 "method=${METHOD}" "${SET}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/seeds" \
     "${COMMON[@]}" || { STATUS=1; continue; }
+  if [ -n "${RESULTS:-}" ] && [ -e "${RESULTS}/${METHOD}/${MISSED}" ]; then  # a missed search's report: made again
+    rm -r "${RESULTS:?}/${METHOD}"
+  fi
   if [ -n "${RESULTS:-}" ] && [ ! -e "${RESULTS}/${METHOD}/results.csv" ]; then  # reported once, when first done
     adrop report "${SWEEP_DIR}/${METHOD}" --out "${RESULTS}/${METHOD}" > /dev/null || STATUS=1
     cp -n "${SWEEP_DIR}/${METHOD}"/search/search*.csv "${RESULTS}/${METHOD}/" || STATUS=1

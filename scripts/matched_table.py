@@ -43,7 +43,8 @@ def checked(table: pd.DataFrame, needed: set[str], what: str) -> pd.DataFrame:
     return table
 
 
-def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def method_runs(folder: Path, target: float, full: int, tolerance: float = 0.05,
+                max_val_error: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the method's runs at its lam, one row a seed; its search tables' runs, each once, `last` marking those of
     the last command's table)."""
     rows = read_search_tables(folder)  # every search*.csv, a run once
@@ -57,7 +58,8 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
     search["last"] = search["folder"].isin(pd.read_csv(tables[-1], dtype=str)["folder"])
     search["own"] = search["round"] > 0  # round 0: reused from another search (hydra.sweeper.reuse), trained there
     results = checked(pd.read_csv(folder / "results.csv"), RESULTS_COLUMNS, f"{folder}/results.csv")
-    closest = closest_full_run(rows, target, full)  # lam_search's own answer, which matched_sparsity.sh trains at
+    # lam_search's own answer, which matched_sparsity.sh trains at
+    closest = closest_full_run(rows, target, full, tolerance=tolerance, max_val_error=max_val_error)
     if closest is None:
         raise ValueError(f"{folder}: its search has no completed full run ({full} epochs)")
     sweep_and_run = results["run"].map(lambda run: Path(run).parts[-2:])
@@ -78,7 +80,7 @@ def method_runs(folder: Path, target: float, full: int) -> tuple[pd.DataFrame, p
 
 
 def row(folder: Path, target: float, tolerance: float, full: int, max_val_error: float = 0.5) -> dict:
-    runs, search = method_runs(folder, target, full)
+    runs, search = method_runs(folder, target, full, tolerance, max_val_error)
     seed0 = runs[runs["seed"] == 0].iloc[0]  # the search's closest run, whose lam the others trained at
     val0 = float(seed0["val_error"]) if "val_error" in runs else float("nan")
     reached = bool(abs(float(seed0["nonzero_fraction"]) / target - 1) <= tolerance and not val0 > max_val_error)
@@ -101,7 +103,8 @@ def row(folder: Path, target: float, tolerance: float, full: int, max_val_error:
             "search_wall_s": path["wall_time_s"].sum(), "spent_runs": int(search["own"].sum()),
             "spent_cost_full_runs": search["epochs"][search["own"]].sum() / full,
             "spent_commands": search.attrs["commands"], "reused_runs": int((~search["own"]).sum()),
-            "errors": ";".join(f"{e:.4f}" for e in errors), "reached": reached, "seed0_val_error": val0}
+            "errors": ";".join(f"{e:.4f}" for e in errors), "reached": reached, "seed0_val_error": val0,
+            "seed0_nonzero": float(seed0["nonzero_fraction"]), "seed0_test_error": float(seed0["test_error"])}
 
 
 def main(argv=None) -> int:
@@ -143,10 +146,10 @@ def main(argv=None) -> int:
               f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}{spent} |")
     for _, r in missed.iterrows():
         why = (f"val error {100 * r.seed0_val_error:.2f}% above {100 * args.max_val_error:g}%"
-               if abs(r.nonzero / args.target - 1) <= args.tolerance else f"not within {100 * args.tolerance:g}%")
+               if abs(r.seed0_nonzero / args.target - 1) <= args.tolerance else f"not within {100 * args.tolerance:g}%")
         val = "" if np.isnan(r.seed0_val_error) else f", val error {100 * r.seed0_val_error:.2f}%"
-        print(f"- {r.method}: not reached ({why}); the search's closest full run kept {r.nonzero:.4f} at lam {r.lam}, "
-              f"test error {100 * r.test_error:.2f}%{val}; search: {r.search_rounds}, {r.search_runs} "
+        print(f"- {r.method}: not reached ({why}); the search's closest full run kept {r.seed0_nonzero:.4f} at lam "
+              f"{r.lam}, test error {100 * r.seed0_test_error:.2f}%{val}; search: {r.search_rounds}, {r.search_runs} "
               f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}")
     if args.out:
         try:

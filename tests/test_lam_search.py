@@ -95,6 +95,44 @@ def test_a_search_for_a_share_of_multiply_adds_goes_by_the_compact_networks(adro
         pruning.stderr.strip().splitlines()[-1]
 
 
+def test_the_answer_is_a_healthy_run_within_tolerance_where_the_closest_failed():
+    from hydra_plugins.adrop_plugins.search_table import closest_full_run
+
+    def run(folder, nonzero, val):
+        return {"combination": "method=vardrop", "epochs": 200, "status": "completed", "folder": folder,
+                "nonzero_fraction": nonzero, "val_error": val}
+
+    rows = [run("a", 0.0200, 0.80), run("b", 0.0209, 0.03), run("c", 0.0150, 0.02)]
+    assert closest_full_run(rows, 0.02, 200)["folder"] == "a"  # no bound: the closest
+    assert closest_full_run(rows, 0.02, 200, tolerance=0.05, max_val_error=0.5)["folder"] == "b"
+    assert closest_full_run(rows[::2], 0.02, 200, tolerance=0.05, max_val_error=0.5)["folder"] == "a"  # none healthy
+    assert closest_full_run([run("d", 0.02, "nan"), rows[1]], 0.02, 200, tolerance=0.05,
+                            max_val_error=0.5)["folder"] == "b"  # an error that is no number failed
+
+
+def test_a_macs_search_reads_old_tables_through_their_runs_and_says_when_runs_have_no_compact_network(tmp_path):
+    import json
+
+    from hydra_plugins.adrop_plugins.search_table import read_search_tables
+
+    earlier = tmp_path / "earlier"
+    run = earlier / "run0"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"status": "completed", "cost": {"compact_macs": 30,
+                                                                                  "dense_macs": 200}}))
+    with open(earlier / "search.csv", "w", newline="") as fh:  # written before the macs_fraction column
+        writer = csv.DictWriter(fh, fieldnames=["combination", "round", "epochs", "lr", "lam", "nonzero_fraction",
+                                                "val_error", "test_error", "wall_time_s", "status", "folder"])
+        writer.writeheader()
+        writer.writerow({"combination": "method=logsum seed=0", "round": 1, "epochs": 200, "lr": 1e-4, "lam": 1e-3,
+                         "nonzero_fraction": 0.3, "val_error": 0.02, "status": "completed", "folder": str(run)})
+    s, p = lam_search().LamSearchSweeper(target_macs=0.15, reuse=[str(earlier)]), plan()
+    reused = s.reused(p, read_search_tables(earlier))
+    assert [t[:2] for t in p.full] == [(1e-3, 0.15)] and reused[0]["macs_fraction"] == 0.15
+    p.unmeasured = True
+    assert "without the compact network's multiply-adds" in s.why_no_full_run(p, [])
+
+
 def test_one_target_a_fraction():
     with pytest.raises(ValueError, match="takes one target"):
         lam_search().LamSearchSweeper()
@@ -405,7 +443,7 @@ def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_pa
     strict = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
                    "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweeper.max_val_error=1e-6",
                    "hydra.sweep.dir=strict")  # the same answer, but its error is above the bound: no answer
-    assert strict.returncode == 1 and not (tmp_path / "strict" / "search.2.csv").exists()
+    assert strict.returncode == 1 and {r["round"] for r in rows(tmp_path / "strict")} == {"0"}  # nothing trained
     assert "above max_val_error 1e-06: NOT an answer" in strict.stdout
     assert strict.stderr.splitlines()[-1].startswith("adrop train: error: lam_search brought 0 of 1 combinations")
     assert "above max_val_error 1e-06) (see" in strict.stderr.splitlines()[-1]

@@ -54,12 +54,12 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     assert set(logsum[logsum["run"].str.startswith("seeds/")]["lam"]) == {float(answer["lam"])}
     pruned = pd.read_csv(tmp_path / "results" / "magnitude_pruning" / "results.csv")
     assert pruned[pruned["run"].str.startswith("seeds/")]["nonzero_fraction"].round(3).eq(0.3).all()  # the target, taken directly
-    # under the default bound (val error 0.5) the same answer, reused, is none: exit 1, nothing trained, no seeds
-    reuse = f"hydra.sweeper.reuse=[{tmp_path / 'sweep' / 'logsum' / 'search'}]"
+    # under the default bound (val error 0.5) the same search, replayed, has no answer: exit 1, no seeds trained, the
+    # search reported all the same (marked: a search that did not land)
+    seeds = sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir())
     strict = matched(tmp_path, "data.train_limit=1024", "data.download=false", METHODS="logsum",
-                     SEARCH_OVERRIDES=f"hydra.sweeper.tolerance=0.5 {reuse}", SWEEP_DIR=str(tmp_path / "strict"),
-                     RESULTS=str(tmp_path / "strict_results"))
+                     SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5", RESULTS=str(tmp_path / "strict_results"))
     assert strict.returncode == 1 and "above max_val_error 0.5)" in strict.stderr
-    assert not (tmp_path / "strict" / "logsum" / "seeds").exists()
-    with open(tmp_path / "strict" / "logsum" / "search" / "search.csv") as fh:
-        assert {row["round"] for row in csv.DictReader(fh)} == {"0"}
+    assert "logsum/seeds" not in strict.stdout and sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir()) == seeds
+    missed = tmp_path / "strict_results" / "logsum"
+    assert (missed / "search_missed").exists() and (missed / "results.csv").exists()

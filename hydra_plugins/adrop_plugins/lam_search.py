@@ -53,7 +53,8 @@ from adrop.train import run_files, sweep_outcomes
 
 from .lam_guess import (FULL_OVER_SHORT, NOMINAL_SLOPE, around, crossing, estimate, in_bracket, log_spaced, next_lams,
                         rounded)
-from .search_table import COLUMNS, MEASURES, SEARCH_CSV, closest_full_run, read_search_tables, write_search_table
+from .search_table import (COLUMNS, MEASURES, SEARCH_CSV, closest_full_run, failed, read_search_tables,
+                           write_search_table)
 from .sweeper import Record, launched
 
 
@@ -85,6 +86,7 @@ class Plan:
         self.warmup = any(e > 0 for e in penalty_warmup)
         self.short, self.full = [], []
         self.short_over = False  # a short round completed no run (diverged at the scaled lr?): full rounds from now
+        self.unmeasured = False  # a run completed without the searched measure: nothing to search by
         self.last_phase = None
 
     def short_overrides(self) -> list[str]:
@@ -252,13 +254,15 @@ class LamSearchSweeper(BasicSweeper):
                              "status": summary.get("status") or "failed", "folder": str(folder)})
                 if summary.get("status") == "completed" and kept is not None:
                     (plan.short if short else plan.full).append((summary["lam"], kept, rows[-1]))
+                elif summary.get("status") == "completed":  # no compact network's multiply-adds (not a chain)
+                    plan.unmeasured = True
                 plan.last_phase = phase
             for i in list(searching):
                 plan = plans[i]
                 if plan.last_phase == "short" and not plan.short:
                     plan.short_over = True
                 # done: within tolerance, set directly, or a full round completed nothing to go on from
-                if (plan.direct or any(self.within(t[1]) for t in plan.full)
+                if (plan.direct or plan.unmeasured or any(self.within(t[1]) for t in plan.full)
                         or (plan.last_phase == "full" and not (plan.short or plan.full))):
                     searching.remove(i)
             if not searching:
@@ -274,10 +278,14 @@ class LamSearchSweeper(BasicSweeper):
             return []
         out = []
         for row in earlier:
-            if row["status"] != "completed" or row.get(self.column) in (None, "") or not same_runs(
-                    row["combination"], plan.combo):
+            if row["status"] != "completed" or not same_runs(row["combination"], plan.combo):
                 continue
-            epochs, lr, lam, kept = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(row[self.column])
+            kept = row.get(self.column)
+            if kept in (None, "") and self.measure == "macs":  # a table from before the column: the run's summary
+                kept = macs_fraction(read_summary(Path(row["folder"])))
+            if kept in (None, ""):
+                continue
+            epochs, lr, lam, kept = int(row["epochs"]), float(row["lr"]), float(row["lam"]), float(kept)
             if epochs == plan.epochs and math.isclose(lr, plan.lr, rel_tol=1e-6):
                 trials = plan.full
             elif plan.short_epochs and epochs == plan.short_epochs and math.isclose(lr, plan.short_lr, rel_tol=1e-6):
@@ -289,7 +297,7 @@ class LamSearchSweeper(BasicSweeper):
             numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
                        for k in ("nonzero_fraction", "macs_fraction", "val_error", "test_error", "wall_time_s")}
             out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
-                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam})
+                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam, self.column: kept})
             trials.append((lam, kept, out[-1]))
         return out
 
@@ -308,7 +316,7 @@ class LamSearchSweeper(BasicSweeper):
                 unmet.append(name)
                 print(f"lam_search: {name}: {self.why_no_full_run(plan, runs)}; {cost}", flush=True)
                 continue
-            row = closest_full_run(every, self.target, plan.epochs, self.column)
+            row = closest_full_run(every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error)
             lam, kept = row["lam"], row[self.column]
             failed = self.failed(row)
             met = self.within(float(kept)) and not failed
@@ -333,11 +341,13 @@ class LamSearchSweeper(BasicSweeper):
 
     def failed(self, row: dict) -> bool:
         """Whether a run's validation error is above max_val_error (a network that failed at its sparsity)."""
-        return (self.max_val_error is not None and row.get("val_error") not in (None, "")
-                and float(row["val_error"]) > self.max_val_error)
+        return failed(row, self.max_val_error)
 
     def why_no_full_run(self, plan: Plan, runs: list[dict]) -> str:
         """Why a combination has no completed full run, from how its runs ended."""
+        if plan.unmeasured:
+            return ("its runs completed without the compact network's multiply-adds (cost.compact_macs, which adrop "
+                    "counts for chains of layers: model=mlp, lenet_300_100, lenet5 and the like); search target_nonzero")
         full = [r for r in runs if r["epochs"] == plan.epochs]
         if full:
             ended = sorted({str(r["status"]) for r in full})
@@ -349,7 +359,8 @@ class LamSearchSweeper(BasicSweeper):
             return (f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} "
                     f"(widen hydra.sweeper.lam_range, or train longer)")
         if max(kept) <= 0:
-            return (f"every run kept no weight, down to lam {min(t[0] for t in plan.short):.4g} "
+            nothing = "no weight" if self.measure == "nonzero" else "no multiply-add"
+            return (f"every run kept {nothing}, down to lam {min(t[0] for t in plan.short):.4g} "
                     f"(lower hydra.sweeper.lam_range's bottom)")
         return "the short rounds bracketed the target but no full round was left (raise hydra.sweeper.rounds)"
 

@@ -4,6 +4,7 @@ sweeper (whose class, imported before Hydra's plugin scan, would subclass a Basi
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -25,15 +26,30 @@ def write_search_table(sweep_dir: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def closest_full_run(rows: list[dict], target: float, epochs: int, column: str = "nonzero_fraction") -> Optional[dict]:
+def closest_full_run(rows: list[dict], target: float, epochs: int, column: str = "nonzero_fraction",
+                     tolerance: Optional[float] = None, max_val_error: Optional[float] = None) -> Optional[dict]:
     """The search's answer for one combination: of its completed full runs (`epochs`), the one whose `column` (the
-    measure searched: MEASURES) is closest to the target (within tolerance wherever any is); None where none
+    measure searched: MEASURES) is closest to the target; where the closest erred above max_val_error on validation (a
+    network that failed) but another within `tolerance` (relative) did not, the closest of those. None where none
     completed. `rows` as in search.csv, numbers or their text."""
     if len({r["combination"] for r in rows}) > 1:
         raise ValueError("closest_full_run: rows of several combinations (the answer is one combination's)")
-    full = [r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
-            and r.get(column) not in (None, "")]
-    return min(full, key=lambda r: abs(float(r[column]) - target), default=None)
+    full = sorted((r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
+                   and r.get(column) not in (None, "")), key=lambda r: abs(float(r[column]) - target))
+    if full and max_val_error is not None and tolerance is not None and failed(full[0], max_val_error):
+        healthy = [r for r in full if abs(float(r[column]) - target) <= tolerance * target
+                   and not failed(r, max_val_error)]
+        return (healthy or full)[0]
+    return full[0] if full else None
+
+
+def failed(row: dict, max_val_error: Optional[float]) -> bool:
+    """Whether a run erred above max_val_error on validation (a network that failed at its sparsity; an error that is
+    not a number counts as failed, a missing one not)."""
+    if max_val_error is None or row.get("val_error") in (None, ""):
+        return False
+    val = float(row["val_error"])
+    return math.isnan(val) or val > max_val_error
 
 
 def search_tables(sweep_dir: Path) -> list[Path]:
