@@ -318,16 +318,16 @@ class LamSearchSweeper(BasicSweeper):
                 continue
             row = closest_full_run(every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error)
             lam, kept = row["lam"], row[self.column]
-            failed = self.failed(row)
-            met = self.within(float(kept)) and not failed
+            at_chance = self.failed(row)
+            met = self.within(float(kept)) and not at_chance
             if not met:
                 unmet.append(name + (f" (val error {float(row['val_error']):.4f} above max_val_error "
-                                     f"{self.max_val_error:g})" if failed else ""))
+                                     f"{self.max_val_error:g})" if at_chance else ""))
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
             val = "-" if row["val_error"] in (None, "") else f"{float(row['val_error']):.4f}"
             print(f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
                   f"{'' if self.within(float(kept)) else ', NOT within tolerance'}), val error {val}"
-                  f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if failed else ''}; {cost}",
+                  f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if at_chance else ''}; {cost}",
                   flush=True)
         if unmet:
             sweep_outcomes.SWEEP["unmet"] = (
