@@ -346,8 +346,9 @@ class LamSearchSweeper(BasicSweeper):
     def why_no_full_run(self, plan: Plan, runs: list[dict]) -> str:
         """Why a combination has no completed full run, from how its runs ended."""
         if plan.unmeasured:
-            return ("its runs completed without the compact network's multiply-adds (cost.compact_macs, which adrop "
-                    "counts for chains of layers: model=mlp, lenet_300_100, lenet5 and the like); search target_nonzero")
+            return ("its runs completed without the compact network's multiply-adds (cost.compact_macs, which "
+                    "adrop counts for chains of layers: model=mlp, lenet_300_100, lenet5 and the like); search "
+                    "target_nonzero")
         full = [r for r in runs if r["epochs"] == plan.epochs]
         if full:
             ended = sorted({str(r["status"]) for r in full})

@@ -13,8 +13,8 @@ from adrop.outputs import create_new
 SEARCH_CSV = "search.csv"  # the search's table in the sweep folder (search.2.csv, ... for later commands into it)
 # round 0: runs reused from earlier searches (hydra.sweeper.reuse), their folders where those searches trained them
 # macs_fraction: the compact network's multiply-adds over the dense network's (what hydra.sweeper.target_macs asks for)
-COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "macs_fraction", "val_error", "test_error",
-           "wall_time_s", "status", "folder"]
+COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "macs_fraction", "val_error",
+           "test_error", "wall_time_s", "status", "folder"]
 MEASURES = {"nonzero": "nonzero_fraction", "macs": "macs_fraction"}  # what a search may target: its column
 
 
