@@ -44,8 +44,30 @@ def test_lam_scale_enters_the_identity_only_when_set(synthetic):
     (("method=logsum", "+lam_scale.fc9=2"), "lam_scale names fc9, not a sparse layer"),
     (("method=logsum", "+lam_scale.fc1=0"), "lam_scale's multipliers must be positive"),
     (("method=dense", "+lam_scale.fc1=2"), "lam_scale multiplies lam, and method=dense trains with lam 0"),
+    (("method=logsum", "lam_cost=flops"), "lam_cost must be one of weights, macs, got 'flops'"),
+    (("method=dense", "lam_cost=macs"), "lam_cost=macs prices lam in multiply-adds, and method=dense trains with lam 0"),
 ])
 def test_a_wrong_lam_scale_is_refused_in_one_line(overrides, message, synthetic, tmp_path):
     with pytest.raises((TrainError, ValueError), match=message) as caught:
         one(synthetic(*overrides), tmp_path)
     assert "\n" not in str(caught.value)
+
+
+def test_lam_cost_macs_prices_each_layer_by_its_output_positions(mnist, tmp_path):
+    """conv_small: conv1's 5x5 kernels act at 24 x 24 positions of a 28 x 28 image, the Linear layers once; lam_scale
+    multiplies on top."""
+    run = one(mnist("model=conv_small", "method=logsum", "structure=neuron", "lam_cost=macs",
+                    "+lam_scale.fc1=2"), tmp_path)
+    assert [layer.lam_scale for layer in run.model.layers] == [576.0, 2.0, 1.0]
+    assert [layer.lam_scale for layer in run.single.layers] == [576.0, 2.0, 1.0]
+    assert resolve(mnist("model=conv_small", "method=logsum", "lam_cost=macs")).identity["lam_cost"] == "macs"
+    assert "lam_cost" not in resolve(mnist("model=conv_small", "method=logsum")).identity
+
+
+def test_lam_cost_macs_prunes_a_conv_layers_filters_harder(mnist, tmp_path):
+    """Priced per multiply-add, conv1's filters go first, even at a tenth of the lam."""
+    common = ("model=conv_small", "method=adaprox", "structure=neuron", "lr=1e-2", "epochs=2", "batch_size=64")
+    plain = train(mnist(*common, "lam=3e-3"), tmp_path / "plain")
+    macs = train(mnist(*common, "lam=3e-4", "lam_cost=macs"), tmp_path / "macs")
+    kept = {name: run["layers"]["conv1"]["units_out_kept"] for name, run in (("plain", plain), ("macs", macs))}
+    assert kept["macs"] < kept["plain"] == 4, kept

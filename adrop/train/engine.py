@@ -102,8 +102,9 @@ class Engine:
             network_mod.check_output(self.single, self.data.train.x[:2])
             self.single.eval()
             self.model = self.stack_models()
+            positions = self.single.positions() if base.lam_cost == "macs" else None
             for net in (self.single, self.model):
-                network_mod.scale_lam(net, base.lam_scale)
+                network_mod.scale_lam(net, base.lam_scale, base.lam_cost, positions)
         except ValueError as err:
             raise TrainError(str(err)) from None
         self.lam = torch.tensor([r.lam for r in runs], device=self.device)  # (K,): layer.per_config shapes it

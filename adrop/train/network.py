@@ -208,15 +208,20 @@ def build(model_cfg, input_shape, classes: int, method, configs: int | None = No
     return Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg))
 
 
-def scale_lam(network: Network, scales) -> None:
+def scale_lam(network: Network, scales, lam_cost: str = "weights", positions: list[int] | None = None) -> None:
     """lam_scale: each named sparse layer's lam multiplier (SparseLayer.lam_scale); a name the network does not have is
-    refused in one line that lists those it has."""
+    refused in one line that lists those it has. lam_cost=macs multiplies each layer's by how many times its weights
+    act per example (`positions`, from the one-configuration network; this network's own where not given), so that
+    a group's penalty is in proportion to the multiply-adds it costs: a conv filter's weights act at every output
+    position, a Linear's once."""
     unknown = [name for name in scales if name not in network.names]
     if unknown:
         raise NetworkError(f"lam_scale names {', '.join(unknown)}, not a sparse layer of {network.architecture}; its "
                            f"layers: {', '.join(network.names)}")
-    for name, layer in zip(network.names, network.layers):
-        layer.lam_scale = float(scales.get(name, 1.0))
+    if lam_cost == "macs" and positions is None:
+        positions = network.positions()
+    for i, (name, layer) in enumerate(zip(network.names, network.layers)):
+        layer.lam_scale = float(scales.get(name, 1.0)) * (positions[i] if lam_cost == "macs" else 1)
 
 
 def check_output(network: Network, x: torch.Tensor) -> None:

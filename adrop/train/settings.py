@@ -34,8 +34,9 @@ PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
                      .hydra.job.config.override_dirname.exclude_keys)
 IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
-                     "init_from": None, "evaluate_unmasked": False, "lam_scale": {}}
+                     "init_from": None, "evaluate_unmasked": False, "lam_scale": {}, "lam_cost": "weights"}
 DEFAULT_MODEL = "lenet_300_100"
+LAM_COSTS = ("weights", "macs")
 
 
 class TrainError(Exception):
@@ -102,6 +103,10 @@ def lam_and_lr(cfg) -> tuple[float, float]:
                f"lam_scale's multipliers must be positive, got {dict(cfg.lam_scale)}"),
               (not cfg.lam_scale or lam > 0, f"lam_scale multiplies lam, and method={cfg.method.name} trains with "
                                              "lam 0 here: it would change nothing"),
+              (cfg.lam_cost in LAM_COSTS, f"lam_cost must be one of {', '.join(LAM_COSTS)}, got {cfg.lam_cost!r}"),
+              (cfg.lam_cost == "weights" or lam > 0, f"lam_cost=macs prices lam in multiply-adds, and "
+                                                    f"method={cfg.method.name} trains with lam 0 here: it would "
+                                                    "change nothing"),
               (cfg.data.train_limit is None or cfg.data.train_limit >= 1,
                f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}")]
     for ok, message in checks:
@@ -175,7 +180,7 @@ def check_network(cfg, cls, params) -> None:
     input_shape, classes = shape
     net = network.build(cfg.model, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure))
     network.check_output(net, torch.zeros(2, *input_shape))
-    network.scale_lam(net, cfg.lam_scale)
+    network.scale_lam(net, cfg.lam_scale, cfg.lam_cost)
 
 
 def resolve(cfg, chosen: str | None = None) -> Settings:
