@@ -71,3 +71,9 @@ def test_lam_cost_macs_prunes_a_conv_layers_filters_harder(mnist, tmp_path):
     macs = train(mnist(*common, "lam=3e-4", "lam_cost=macs"), tmp_path / "macs")
     kept = {name: run["layers"]["conv1"]["units_out_kept"] for name, run in (("plain", plain), ("macs", macs))}
     assert kept["macs"] < kept["plain"] == 4, kept
+
+
+def test_a_stack_priced_in_multiply_adds_follows_its_single_runs(mnist, tmp_path):
+    cfgs = [mnist("model=conv_small", "method=adaprox", "structure=neuron", "lam=3e-4", "lam_cost=macs", "lr=1e-2",
+                  "epochs=1", "batch_size=64", "data.train_limit=512", f"seed={seed}") for seed in (0, 1)]
+    assert_stack_near_its_singles(cfgs, tmp_path)

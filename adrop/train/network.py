@@ -211,14 +211,16 @@ def build(model_cfg, input_shape, classes: int, method, configs: int | None = No
 def scale_lam(network: Network, scales, lam_cost: str = "weights", positions: list[int] | None = None) -> None:
     """lam_scale: each named sparse layer's lam multiplier (SparseLayer.lam_scale); a name the network does not have is
     refused in one line that lists those it has. lam_cost=macs multiplies each layer's by how many times its weights
-    act per example (`positions`, from the one-configuration network; this network's own where not given), so that
-    a group's penalty is in proportion to the multiply-adds it costs: a conv filter's weights act at every output
-    position, a Linear's once."""
+    act per example (`positions`: a conv layer's output positions, a Linear on vectors 1), so that lam prices
+    multiply-adds: exactly for HardConcrete (its groups' expected weights count times positions), through sqrt(|g|)
+    for the eta-hat methods' groups. A stacked network is given the positions of its one-configuration network."""
     unknown = [name for name in scales if name not in network.names]
     if unknown:
         raise NetworkError(f"lam_scale names {', '.join(unknown)}, not a sparse layer of {network.architecture}; its "
                            f"layers: {', '.join(network.names)}")
     if lam_cost == "macs" and positions is None:
+        if network.configs is not None:
+            raise ValueError("scale_lam: a stacked network's positions come from its one-configuration network")
         positions = network.positions()
     for i, (name, layer) in enumerate(zip(network.names, network.layers)):
         layer.lam_scale = float(scales.get(name, 1.0)) * (positions[i] if lam_cost == "macs" else 1)

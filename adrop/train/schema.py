@@ -67,7 +67,8 @@ class Config:
     lam_scale: Dict[str, float] = field(default_factory=dict)  # lam times this in the named layers (+lam_scale.fc1=3; the
     #                                    others 1): their penalty, keep rule and prox (adrop.methods.base.layer_lam)
     lam_cost: str = "weights"          # weights | macs: lam prices a weight (group), or each multiply-add it does per
-    #                                    example: a conv layer's lam times its output positions (times lam_scale)
+    #                                    example: a layer's lam times its weights' uses per example (a conv layer's
+    #                                    output positions, a Linear on vectors 1), times lam_scale
     lr: Optional[float] = None         # null: method.lr
     epochs: int = 10
     batch_size: int = 128
