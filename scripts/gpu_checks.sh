@@ -6,6 +6,10 @@
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh train        every method, 2 epochs of MNIST, device=${DEVICE}; LeNet-5 too
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked (LeNet-300-100, K up to 64) and bench_train
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh bench2       compiled stacks of 64, LeNet-5 stacks, the conv product
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh once         all that fits one call of under 9 minutes (a session's 15
+#        minutes of device time): tests/test_cuda.py, every method for an epoch, LeNet-5 (per weight and structured),
+#        bench-inference, bench_stacked (dense and VarDrop+LR+AR, K = 1, 16, 64) and the suite on 12 workers (xdist),
+#        each step under its own time limit so that one slow step leaves the others their time
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh paper        the paper's table with 3 seeds (reproduce_paper.sh's first
 #        sweep, stacks of the 3 seeds, N_JOBS stacks at once on the GPU) for LIMIT seconds (default 510); its folder
 #        gpu_out/ stays on the machine while it is warm, so the same call again resumes it; the result files (no
@@ -15,7 +19,7 @@
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
 #   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/gpu_checks.sh train data.train_limit=256
 set -u
-PART=${1:?which part: tests, train, bench, bench2 or paper}
+PART=${1:?which part: tests, train, bench, bench2, once or paper}
 shift
 EXTRA=("$@")  # more adrop train overrides for the train and paper parts (a smoke test: data.train_limit=256)
 DEVICE=${DEVICE:-cuda}
@@ -52,5 +56,14 @@ case "${PART}" in
       timeout "${LIMIT:-510}" scripts/reproduce_paper.sh "device=${DEVICE}" progress=never \
       "hydra.launcher.n_jobs=${N_JOBS:-6}" "${EXTRA[@]}" 2>&1 | tail -40 | tee "${OUT}/paper.txt"
     tar czf "${OUT}/paper_lenet300.tar.gz" --exclude=checkpoint.pt --exclude=weights.npz "${SWEEP}" ;;
-  *) echo "unknown part ${PART}: tests, train, bench, bench2 or paper" >&2; exit 2 ;;
+  once)
+    mkdir -p ../shared && { [ -e ../shared/data ] || ln -s "$(pwd)/${DATA}" ../shared/data; }  # the tests' MNIST fixture
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 | tee "${OUT}/test_cuda.txt" | tail -25
+    timeout 170 "$0" train epochs=1 "${EXTRA[@]}" 2>&1 | tee "${OUT}/train.txt"
+    timeout 40 adrop train model=lenet5 method=logsum structure=neuron device=${DEVICE} epochs=1 "data.root=${DATA}" \
+      progress=never "hydra.run.dir=${OUT}/train/lenet5_logsum_neuron" "${EXTRA[@]}" 2>&1 | tail -1 | tee -a "${OUT}/train.txt"
+    timeout 90 python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,16,64 \
+      --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked.txt"
+    timeout 100 python3 -m pytest -q -p no:cacheprovider -n 12 2>&1 | tee "${OUT}/suite.txt" | tail -30 ;;
+  *) echo "unknown part ${PART}: tests, train, bench, bench2, once or paper" >&2; exit 2 ;;
 esac
