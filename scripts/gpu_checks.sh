@@ -10,6 +10,12 @@
 #        minutes of device time): tests/test_cuda.py, every method for an epoch, LeNet-5 (per weight and structured),
 #        bench-inference, bench_stacked (dense and VarDrop+LR+AR, K = 1, 16, 64) and the suite on 12 workers (xdist),
 #        each step under its own time limit so that one slow step leaves the others their time
+#   bash .gpu/setup.sh && scripts/gpu_checks.sh lenet5       issue #28's LeNet-5 rows: the structured forms at 200 epochs
+#        (scripts/structured_train.sh, MODEL=lenet5), each form's seeds one stack, every form's stack at once on the
+#        GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per layer at 0.8,
+#        AdaProx and adaptive dropout priced per multiply-add at 1e-5, the 30-epoch grids' best three) and SEEDS
+#        (default 0,1,2). The files but checkpoints and weights come back as $OUT/lenet5_structured.tar.gz; a form
+#        whose runs did not finish resumes if the same call comes while the machine is warm
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh paper        the paper's table with 3 seeds (reproduce_paper.sh's first
 #        sweep, stacks of the 3 seeds, N_JOBS stacks at once on the GPU) for LIMIT seconds (default 510); its folder
 #        gpu_out/ stays on the machine while it is warm, so the same call again resumes it; the result files (no
@@ -19,7 +25,7 @@
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
 #   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/gpu_checks.sh train data.train_limit=256
 set -u
-PART=${1:?which part: tests, train, bench, bench2, once or paper}
+PART=${1:?which part: tests, train, bench, bench2, once, lenet5 or paper}
 shift
 EXTRA=("$@")  # more adrop train overrides for the train and paper parts (a smoke test: data.train_limit=256)
 DEVICE=${DEVICE:-cuda}
@@ -65,5 +71,17 @@ case "${PART}" in
     timeout 90 python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,16,64 \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked.txt"
     timeout 100 python3 -m pytest -q -p no:cacheprovider -n 12 2>&1 | tee "${OUT}/suite.txt" | tail -30 ;;
-  *) echo "unknown part ${PART}: tests, train, bench, bench2, once or paper" >&2; exit 2 ;;
+  lenet5)
+    LENET5=gpu_out/structured_lenet5_e${EPOCHS:-200}
+    declare -A GRIDS=([magnitude_pruning]=0.8 [adaprox]=1e-5 [adaptive_dropout]=1e-5 [logsum]=1e-5 [adatikhonov]=1e-5)
+    for form in ${FORMS:-magnitude_pruning adaprox adaptive_dropout}; do
+      cost=(-- lam_cost=macs); [ "${form}" = magnitude_pruning ] && cost=(--)
+      env "GRID_${form}=${GRIDS[$form]:?no grid for ${form}}" MODEL=lenet5 EPOCHS=${EPOCHS:-200} SEEDS=${SEEDS:-0,1,2} \
+        OUT="${LENET5}" DATA="${DATA}" timeout "${LIMIT:-540}" scripts/structured_train.sh "${form}" "${cost[@]}" \
+        "device=${DEVICE}" hydra.launcher.max_stack=16 "${EXTRA[@]}" > "${OUT}/lenet5_${form}.txt" 2>&1 &
+    done
+    wait
+    tail -n 3 "${OUT}"/lenet5_*.txt
+    tar czf "${OUT}/lenet5_structured.tar.gz" --exclude=checkpoint.pt --exclude=weights.npz "${LENET5}" ;;
+  *) echo "unknown part ${PART}: tests, train, bench, bench2, once, lenet5 or paper" >&2; exit 2 ;;
 esac

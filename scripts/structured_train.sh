@@ -44,6 +44,6 @@ for method in "${METHODS[@]}"; do
   adrop train -m "method=${method}" "model=${MODEL}" structure=neuron "epochs=${EPOCHS}" "seed=${SEEDS}" "data.root=${DATA}" \
     progress=never "${swept[@]}" "${lr[@]}" hydra/launcher=stacked hydra.launcher.n_jobs=1 \
     "hydra.sweep.dir=${OUT}/${method}" "hydra.sweep.subdir=\${hydra:job.override_dirname}" \
-    "hydra.job.config.override_dirname.exclude_keys=[method,model,structure,data.root,epochs,progress]" "$@" || STATUS=1
+    "hydra.job.config.override_dirname.exclude_keys=[method,model,structure,data.root,epochs,progress,device]" "$@" || STATUS=1
 done
 exit "${STATUS}"
