@@ -70,7 +70,8 @@ case "${PART}" in
       progress=never "hydra.run.dir=${OUT}/train/lenet5_logsum_neuron" "${EXTRA[@]}" 2>&1 | tail -1 | tee -a "${OUT}/train.txt"
     timeout 90 python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,16,64 \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked.txt"
-    timeout 100 python3 -m pytest -q -p no:cacheprovider -n 12 2>&1 | tee "${OUT}/suite.txt" | tail -30 ;;
+    timeout 100 python3 -m pytest -v -p no:cacheprovider -n 12 2>&1 | grep -v -E "PASSED|PytestBenchmark|warner" \
+      | tee "${OUT}/suite.txt" | tail -30 ;;  # -v: each failure named as it happens, before the limit cuts the summary off
   lenet5)
     LENET5=gpu_out/structured_lenet5_e${EPOCHS:-200}
     declare -A GRIDS=([magnitude_pruning]=0.8 [adaprox]=1e-5 [adaptive_dropout]=1e-5 [logsum]=1e-5 [adatikhonov]=1e-5)
