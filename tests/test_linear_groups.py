@@ -5,10 +5,6 @@ import itertools
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
-from skglm.datafits import QuadraticGroup
-from skglm.penalties import WeightedGroupL2
-from skglm.solvers import GroupBCD
-from skglm.utils.data import grp_converter
 
 from adrop import keep_rule, penalties
 from adrop.linear import Problem
@@ -60,7 +56,14 @@ def test_group_dropout_is_group_tikhonov_exactly(grouped):
 @pytest.mark.filterwarnings("ignore:'@' is faster on contiguous arrays")  # numba's note that a product would be faster contiguous
 def test_the_group_lasso_agrees_with_skglm(grouped):
     """Omega = |.| makes the group penalty the group lasso, lam sum_g sqrt(|g|) ||w_g||: IRLS on the eta-trick and
-    skglm's GroupBCD (WeightedGroupL2) reach the same solution and objective."""
+    skglm's GroupBCD (WeightedGroupL2) reach the same solution and objective. skglm comes with the test extra; the
+    other tests of the file run without it."""
+    pytest.importorskip("skglm")
+    from skglm.datafits import QuadraticGroup
+    from skglm.penalties import WeightedGroupL2
+    from skglm.solvers import GroupBCD
+    from skglm.utils.data import grp_converter
+
     problem, groups = grouped
     lam, l1 = 0.05, penalties.get("l1")
     ours = group_irls(problem, l1, lam, groups)
