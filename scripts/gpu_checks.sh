@@ -81,7 +81,7 @@ case "${PART}" in
       cost=(-- lam_cost=macs); [ "${form}" = magnitude_pruning ] && cost=(--)
       env "GRID_${form}=${GRIDS[$form]:?no grid for ${form}}" MODEL=lenet5 EPOCHS=${EPOCHS:-200} SEEDS=${SEEDS:-0,1,2} \
         OUT="${LENET5}" DATA="${DATA}" timeout "${LIMIT:-540}" scripts/structured_train.sh "${form}" "${cost[@]}" \
-        "device=${DEVICE}" hydra.launcher.max_stack=16 "${EXTRA[@]}" > "${OUT}/lenet5_${form}.txt" 2>&1 &
+        "device=${DEVICE}" "${EXTRA[@]}" > "${OUT}/lenet5_${form}.txt" 2>&1 &  # GPU_STACK: a form's seeds, one stack
     done
     wait
     tail -n 3 "${OUT}"/lenet5_*.txt

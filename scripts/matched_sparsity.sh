@@ -44,7 +44,9 @@ report_missed() {  # the search's runs reported all the same (matched_table.py n
 for METHOD in ${METHODS}; do
   adrop train -m hydra/sweeper=lam_search "hydra.sweeper.target_nonzero=${TARGET}" seed=0 "method=${METHOD}" \
     "hydra.sweeper.max_val_error=${MAX_VAL_ERROR}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" \
-    ${SEARCH_OVERRIDES:-} || { rc=$?; [ "${rc}" -ge 128 ] && exit "${rc}"; STATUS=1; report_missed; continue; }  # interrupted: no report
+    ${SEARCH_OVERRIDES:-} || {
+      rc=$?; [ "${rc}" -ge 128 ] && exit "${rc}"  # interrupted (130, 143): stop, nothing reported as missed
+      STATUS=1; report_missed; continue; }
   if [ "${METHOD}" = magnitude_pruning ]; then
     SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
   else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables
