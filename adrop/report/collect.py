@@ -145,15 +145,26 @@ def _report_prefix(root: Path, names_from: Path, several: bool) -> str:
     return "" if folder == names_from else f"{folder.relative_to(names_from).as_posix()}/"
 
 
+def names_here(runs: pd.Series, prefix: str) -> dict[str, str]:
+    """An earlier report's run names -> their names here: under `prefix`, except those under it already (a report
+    made from its own folder and others names its runs under that folder: read back once more, they keep that name
+    rather than take it twice); every name under `prefix` where keeping some would make two alike."""
+    runs = runs.astype(str)
+    kept = runs.where(runs.str.startswith(prefix), prefix + runs) if prefix else runs
+    if not kept.is_unique:
+        kept = prefix + runs
+    return dict(zip(runs, kept))
+
+
 def reported_runs(root: Path, prefix: str) -> list[dict]:
-    """An earlier report's rows, each run named `prefix` + its name there."""
+    """An earlier report's rows, each run named as names_here has it."""
     try:
         table = pd.read_csv(root / RESULTS_CSV)
     except UNREADABLE as err:
         raise ValueError(f"{root / RESULTS_CSV}: {type(err).__name__}: {str(err).splitlines()[0]}") from None
     if not {"run", "status", "method"} <= set(table.columns):
         raise ValueError(f"{root / RESULTS_CSV}: not adrop report's results.csv (no run, status or method column)")
-    table = table.assign(run=prefix + table.run.astype(str))
+    table = table.assign(run=table.run.astype(str).map(names_here(table.run, prefix)))
     if "structure" in table:  # a run that did not say trained by weight, as read_run has it
         table = table.assign(structure=table.structure.fillna("weight"))
     return [{k: (None if pd.isna(v) else v) for k, v in row.items()} for row in table.to_dict("records")]
@@ -164,6 +175,10 @@ def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame,
     history = _csv_or_none(root / HISTORIES_CSV)
     if history is None or "run" not in history or "epoch" not in history:
         return {}
+    try:
+        names = names_here(pd.read_csv(root / RESULTS_CSV, usecols=["run"]).run, prefix)
+    except UNREADABLE:  # reported_runs says what is wrong with results.csv
+        names = {}
     out = {}
     layer_columns = [c for c in history.columns if c.startswith("nonzero_") and c != "nonzero_fraction"]
     for run, rows in history.groupby("run", sort=False):
@@ -171,7 +186,7 @@ def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame,
         layers = rows[["epoch", *layer_columns]].melt(id_vars="epoch", var_name="layer",
                            value_name="nonzero_fraction").dropna(subset=["nonzero_fraction"])
         layers["layer"] = layers.layer.str.removeprefix("nonzero_")
-        out[prefix + str(run)] = (metrics, layers if len(layers) else None)
+        out[names.get(str(run), prefix + str(run))] = (metrics, layers if len(layers) else None)
     return out
 
 
