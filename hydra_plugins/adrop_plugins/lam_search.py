@@ -11,7 +11,7 @@ penalty warm-up counted in epochs (penalty_warmup) scaled as the epochs are. Sho
 log-spaced over `lam_range` first, then inside the bracket where the nonzero fraction crosses the target (it falls as
 lam grows), around the point that interpolating log nonzero against log lam linearly between the bracket's ends
 predicts. At most two rounds are short and at least the last one trains in full (two of the default four; also from the
-first round whose short runs all failed), `per_full_round` lam values each: first spread over 0.4-0.8 of the lam the
+first round whose short runs all failed), `per_full_round` lam values each: first spread over 0.25-0.8 of the lam the
 short runs predict (FULL_OVER_SHORT, measured: the factor differs with the epochs), then the lam the full runs so far
 predict, two tolerance windows around it: inside their bracket interpolated, the windows overlapping by half; beyond it
 side by side, extrapolated along the full runs' own slope where they lie a factor 1.7 apart or more, else the short
