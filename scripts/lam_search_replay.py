@@ -2,14 +2,17 @@
 
     python scripts/lam_search_replay.py docs/results_matched_0.02/* [--target 0.02] [--full-over-short 0.4,0.8 ...]
     python scripts/lam_search_replay.py docs/results/speed/bench_lam_search_a46ef5f/*.csv
+    python scripts/lam_search_replay.py docs/results_matched_0.02/* --beyond-slope 0.5 1 1.5
 
-Each folder holds a method's search tables (search*.csv, from `scripts/matched_sparsity.sh`), or each file is one. Its completed runs are
-its curves: the short runs' nonzero fraction against lam, and the full runs'. The replay runs the sweeper's own
-`round_jobs` round after round; a proposed lam's nonzero fraction is read off the measured curve of its phase,
-linearly in log nonzero against log lam between measured points, and beyond them along the slope of the nearest two
-(a replay is as good as the curve there: a lam far outside the measured points is a guess, and marked). Prints, per
-method and first-full-round spread (FULL_OVER_SHORT), the round that lands within tolerance, the runs, the full runs'
-lams and what each kept, and how far outside the measured range any proposed lam lay.
+Each folder holds a method's search tables (search*.csv, from `scripts/matched_sparsity.sh`), or each file is one:
+one combination, searched with short and full runs. Its completed runs (reused ones too) are its curves: the short
+runs' nonzero fraction against lam, and the full runs'. The replay runs the sweeper's own `round_jobs` round after
+round; a proposed lam's nonzero fraction is read off the measured curve of its phase, linearly in log nonzero against
+log lam between measured points, and beyond them along the secant of all of them, its slope times `--beyond-slope`
+(a replay is as good as the curve there: a lam outside the measured points is a guess, marked, and the factor shows
+how much the answer leans on it). Prints, per method, spread of the first full round (FULL_OVER_SHORT) and factor,
+the round that lands within tolerance, the runs, the full runs' lams and what each kept, and how far outside the
+measured range any proposed lam lay.
 """
 import argparse
 import glob
@@ -30,7 +33,10 @@ def curves(path: Path) -> tuple[int, int, dict]:
     """The full and short epochs of a search, and its measured curves: phase -> (log lam, log nonzero, the least lam
     that kept nothing)."""
     table = pd.concat([pd.read_csv(f) for f in tables(path)])
-    table = table[(table.status == "completed") & (table["round"] > 0)]
+    table = table[table.status == "completed"]
+    if table.combination.nunique() != 1 or table.epochs.nunique() != 2:
+        raise SystemExit(f"{path}: a replay needs one combination searched with short and full runs; it has "
+                         f"{table.combination.nunique()} combinations at epochs {sorted(table.epochs.unique())}")
     full, short = int(table.epochs.max()), int(table.epochs.min())
     out = {}
     for phase, epochs in (("full", full), ("short", short)):
@@ -41,22 +47,22 @@ def curves(path: Path) -> tuple[int, int, dict]:
     return full, short, out
 
 
-def read_off(curve, lam: float) -> tuple[float, float]:
+def read_off(curve, lam: float, beyond: float = 1.0) -> tuple[float, float]:
     """The curve's nonzero fraction at lam, and how far (a factor) outside its measured lams lam lies (1: inside).
     Between measured points linear in log-log; beyond them along the secant of all of them (two close points' slope
-    is their roughness, not the curve's); from the least lam that kept nothing on, nothing."""
+    is their roughness, not the curve's), its slope times `beyond`; from the least lam that kept nothing on, nothing."""
     x, y, nothing = curve
     if lam >= nothing:
         return 0.0, 1.0
     t = math.log(lam)
     if x[0] <= t <= x[-1]:
         return float(np.exp(np.interp(t, x, y))), 1.0
-    slope = (y[-1] - y[0]) / (x[-1] - x[0]) if len(x) > 1 else -1.0
+    slope = beyond * ((y[-1] - y[0]) / (x[-1] - x[0]) if len(x) > 1 else -1.0)
     end = 0 if t < x[0] else -1
     return float(min(1.0, np.exp(y[end] + slope * (t - x[end])))), math.exp(abs(t - x[end]))
 
 
-def replay(lam_search, folder: Path, target: float, rounds: int) -> dict:
+def replay(lam_search, folder: Path, target: float, rounds: int, beyond: float = 1.0) -> dict:
     full_epochs, short_epochs, measured = curves(folder)
     sweeper = lam_search.LamSearchSweeper(target_nonzero=target, rounds=rounds)
     plan = lam_search.Plan(["replay"], False, full_epochs, 1.0, short_epochs)
@@ -66,7 +72,7 @@ def replay(lam_search, folder: Path, target: float, rounds: int) -> dict:
         if not jobs:
             break
         for phase, lam, _ in jobs:
-            kept, off = read_off(measured[phase], lam)
+            kept, off = read_off(measured[phase], lam, beyond)
             runs, outside = runs + 1, max(outside, off)
             (plan.short if phase == "short" else plan.full).append((lam, kept, {}))
             if phase == "full":
@@ -82,23 +88,30 @@ def main() -> None:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--target", type=float, default=0.02)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--full-over-short", nargs="+", default=["0.4,0.8"],
-                        help="first full round's spread, as factors of the short runs' guess (several: compared)")
+    parser.add_argument("--full-over-short", nargs="+", default=None,
+                        help="first full round's spread, as factors of the short runs' guess, for example 0.4,0.8 "
+                             "(several: compared; default the sweeper's FULL_OVER_SHORT)")
+    parser.add_argument("--beyond-slope", nargs="+", type=float, default=[1.0],
+                        help="the secant's slope beyond the measured lams times these factors (several: compared)")
     args = parser.parse_args()
     lam_search = importlib.import_module("hydra_plugins.adrop_plugins.lam_search")
-    spreads = [tuple(float(f) for f in s.split(",")) for s in args.full_over_short]
+    spreads = ([tuple(float(f) for f in s.split(",")) for s in args.full_over_short] if args.full_over_short
+               else [lam_search.FULL_OVER_SHORT])
     print(f"target {args.target:g}, at most {args.rounds} rounds; full runs as round: lam -> nonzero")
     for folder in args.folders:
         found = tables(folder)
         if not found or "method=magnitude_pruning" in "".join(pd.read_csv(found[0]).combination):
             continue  # magnitude pruning takes the target directly: nothing to replay
-        for spread in spreads:
-            lam_search.FULL_OVER_SHORT = spread
-            r = replay(lam_search, folder, args.target, args.rounds)
-            landed = f"round {r['landed']}" if r["landed"] else f"missed in {args.rounds}"
-            full = ", ".join(f"{n}: {lam:.3g} -> {kept:.4f}" for n, lam, kept in r["full"])
-            guess = "" if r["outside"] < 1.05 else f"; a lam {r['outside']:.2f}x outside the measured ones"
-            print(f"{folder.stem:18s} {spread[0]:g}-{spread[1]:g}: {landed}, {r['runs']} runs; {full}{guess}")
+        for beyond in args.beyond_slope:
+            for spread in spreads:
+                lam_search.FULL_OVER_SHORT = spread
+                r = replay(lam_search, folder, args.target, args.rounds, beyond)
+                landed = f"round {r['landed']}" if r["landed"] else f"missed in {args.rounds}"
+                full = ", ".join(f"{n}: {lam:.3g} -> {kept:.4f}" for n, lam, kept in r["full"])
+                guess = "" if r["outside"] < 1.05 else f"; a lam {r['outside']:.2f}x outside the measured ones"
+                slope = "" if args.beyond_slope == [1.0] else f" slope x{beyond:g}"
+                print(f"{folder.stem:18s} {spread[0]:g}-{spread[1]:g}{slope}: {landed}, {r['runs']} runs; "
+                      f"{full}{guess}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ def lam_search():
 
 def test_the_replay_takes_eta_tricks_search_as_it_ran_under_the_old_spread(monkeypatch):
     # its search ran with the first full round at 0.4-0.8 of the short runs' guess: the replay proposes the lams it
-    # trained (rounds 2 and 3: the rules since changed only inside a bracket of full runs) and misses in 4 rounds
+    # trained in rounds 2 and 3 (round 4 onward it trained under another rule inside a bracket) and misses in 4
     module = lam_search()
     monkeypatch.setattr(module, "FULL_OVER_SHORT", (0.4, 0.8))
     out = replay_script.replay(module, TABLES / "eta_trick", 0.02, 4)

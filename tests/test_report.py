@@ -144,19 +144,24 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     history = pd.read_csv(tmp_path / "both" / "histories.csv")
     assert history.run.unique().tolist() == [f"other_sweep/{job.name}"]
     assert "| dense | 0.01 |" in (tmp_path / "both" / "results.md").read_text().replace("0.0100", "0.01")
-    # that report made the earlier one's folder, and new runs join it again: a name under the folder keeps it, once
+    # a report of the earlier one (histories kept) and new runs, written over the earlier one's folder, and new runs
+    # joining it again: a name under the folder keeps it, once, and so does its curve
     shutil.rmtree(first)
-    shutil.copytree(tmp_path / "both", first)
+    assert report_command.main([str(sweep), "--out", str(first)]) == 0
+    assert report_command.main([str(first), str(other), "--out", str(tmp_path / "both2")]) == 0
+    shutil.rmtree(first)
+    shutil.copytree(tmp_path / "both2", first)
     newer = tmp_path / "newer_sweep"
     shutil.copytree(job, newer / job.name)
     assert report_command.main([str(first), str(newer), "--out", str(tmp_path / "again2")]) == 0
     table = pd.read_csv(tmp_path / "again2" / "results.csv")
-    assert len(table) == 6 and table.run.str.startswith("first/first/").sum() == 0
     named = pd.read_csv(first / "results.csv").run  # four under first/ already, one under other_sweep/
-    assert set(table.run) == {run if run.startswith("first/") else f"first/{run}" for run in named} | {
+    expected = {run if run.startswith("first/") else f"first/{run}" for run in named} | {f"newer_sweep/{job.name}"}
+    assert len(table) == 6 and set(table.run) == expected
+    history, curves = (pd.Series(pd.read_csv(f / "histories.csv").run.unique()) for f in (tmp_path / "again2", first))
+    assert curves.str.startswith("first/").sum() == 2 and f"other_sweep/{job.name}" in set(curves)  # the completed
+    assert set(history) == {run if run.startswith("first/") else f"first/{run}" for run in curves} | {
         f"newer_sweep/{job.name}"}
-    history = pd.read_csv(tmp_path / "again2" / "histories.csv")
-    assert set(history.run) == {f"first/other_sweep/{job.name}", f"newer_sweep/{job.name}"}
 
 
 def test_an_old_report_without_later_columns_is_read_and_a_folder_named_twice_once(tmp_path):
