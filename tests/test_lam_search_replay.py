@@ -28,7 +28,7 @@ def test_the_replay_takes_eta_tricks_search_as_it_ran_under_the_old_spread(monke
 
 
 @pytest.mark.parametrize("method", ["logsum", "eta_trick", "adaprox", "adatikhonov", "adaptive_dropout",
-                                    "vardrop_lr_ar", "hard_concrete"])
+                                    "vardrop_lr_ar", "vardrop_lr", "hard_concrete"])
 def test_each_method_whose_search_landed_lands_in_four_rounds_on_its_measured_curve(method):
     out = replay_script.replay(lam_search(), TABLES / method, 0.02, 4)
     assert out["landed"] is not None and out["landed"] <= 4, out
