@@ -15,7 +15,6 @@ the round that lands within tolerance, the runs, the full runs' lams and what ea
 measured range any proposed lam lay.
 """
 import argparse
-import glob
 import importlib
 import math
 from pathlib import Path
@@ -23,10 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hydra_plugins.adrop_plugins.search_table import search_tables
+
 
 def tables(path: Path) -> list[Path]:
     """A search table itself, or a folder's (search.csv, search.2.csv, ...)."""
-    return [path] if path.is_file() else sorted(Path(f) for f in glob.glob(str(path / "search*.csv")))
+    return [path] if path.is_file() else search_tables(path)
 
 
 def curves(path: Path) -> tuple[int, int, dict]:
