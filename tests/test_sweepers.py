@@ -71,13 +71,31 @@ def test_optuna_multi_objective_with_a_database_that_a_second_command_resumes(ad
 
 @needs_optuna
 @pytest.mark.slow
+def test_optuna_multi_objective_with_the_stacked_launcher_returns_each_runs_pair(adrop, tmp_path):
+    """NSGA-II's batch of trials trains as a stack, and its Pareto front is made of the runs' own
+    (val_error, nonzero_fraction) pairs."""
+    out = adrop("train", "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=nsgaii", "hydra/launcher=stacked",
+                "hydra.sweeper.n_trials=4", "hydra.sweeper.n_jobs=2", "hydra.launcher.max_stack=2",
+                "hydra.launcher.n_jobs=1", "hydra.sweeper.sampler.seed=0", "objective=[val_error,nonzero_fraction]",
+                "hydra.sweeper.direction=[minimize,minimize]", LAM, *SMALL, "hydra.sweep.dir=sweep")
+    assert out.returncode == 0, out.stderr
+    runs = summaries(tmp_path / "sweep")
+    assert len(runs) == 4 and [r["stacked"] for r in runs] == [2, 2, 2, 2]
+    pairs = {(r["val_error"], r["nonzero_fraction"]) for r in runs}
+    front = yaml.safe_load((tmp_path / "sweep" / "optimization_results.yaml").read_text())["solutions"]
+    assert front and all(tuple(s["values"]) in pairs for s in front)
+
+
+@needs_optuna
+@pytest.mark.slow
 def test_failed_jobs_are_counted_under_optuna(adrop, tmp_path):
     """Every trial diverges (lr 1e9): each is a failed trial for Optuna and a failed job for adrop; Optuna then has no
     best trial and says so, and the command says which jobs failed."""
     out = adrop("train", "-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=2", "hydra.sweeper.max_failure_rate=1",
                 "lr=1e9", LAM, *SMALL, "hydra.sweep.dir=sweep")
     assert out.returncode == 1
-    assert f"adrop train: error: 2 of 2 jobs failed: see {tmp_path / 'sweep'}" in out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (f"adrop train: error: 2 of 2 jobs failed: see {tmp_path / 'sweep'} "
+                                                   "(each failed job's summary.json says why)")
     assert [r["status"] for r in summaries(tmp_path / "sweep")] == ["failed", "failed"]
 
 
