@@ -12,9 +12,9 @@
 #        each step under its own time limit so that one slow step leaves the others their time
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh lenet5       issue #28's LeNet-5 rows: the structured forms at 200 epochs
 #        (scripts/structured_train.sh, MODEL=lenet5), each form's seeds one stack, every form's stack at once on the
-#        GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per layer at 0.8 and
-#        AdaProx priced per multiply-add at 1e-5, the 30-epoch grids' best two; adaptive_dropout, logsum and
-#        adatikhonov at 1e-5 also known) and SEEDS (default 0,1,2). A stack of LeNet-5 on an H100 is launch-bound
+#        GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per layer at 0.8,
+#        AdaProx and adaptive dropout priced per multiply-add at 1e-5, the 30-epoch grids' best three by multiply-adds
+#        at about 1% error; logsum and adatikhonov at 1e-5 also known) and SEEDS (default 0,1,2). A stack of LeNet-5 on an H100 is launch-bound
 #        (VarDrop+LR+AR: about 4 s an epoch of 48k examples for a stack of 4 or of 16), so 200 epochs take about 800 s:
 #        two calls, the second at once while the machine is warm (gpu_out/ is still there: every run resumes from its
 #        checkpoint). The files but checkpoints and weights come back as $OUT/lenet5_structured.tar.gz
@@ -77,7 +77,7 @@ case "${PART}" in
   lenet5)
     LENET5=gpu_out/structured_lenet5_e${EPOCHS:-200}
     declare -A GRIDS=([magnitude_pruning]=0.8 [adaprox]=1e-5 [adaptive_dropout]=1e-5 [logsum]=1e-5 [adatikhonov]=1e-5)
-    for form in ${FORMS:-magnitude_pruning adaprox}; do
+    for form in ${FORMS:-magnitude_pruning adaprox adaptive_dropout}; do
       cost=(-- lam_cost=macs); [ "${form}" = magnitude_pruning ] && cost=(--)
       env "GRID_${form}=${GRIDS[$form]:?no grid for ${form}}" MODEL=lenet5 EPOCHS=${EPOCHS:-200} SEEDS=${SEEDS:-0,1,2} \
         OUT="${LENET5}" DATA="${DATA}" timeout "${LIMIT:-540}" scripts/structured_train.sh "${form}" "${cost[@]}" \
