@@ -11,6 +11,11 @@ from adrop.train import sweep_outcomes
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "method=logsum")
 LAM = "lam=tag(log, interval(1e-6, 1e-2))"
+# Optuna's trials in batches of 2, each batch one stack of 2
+STACKED = ("hydra/launcher=stacked", "hydra.sweeper.n_trials=4", "hydra.sweeper.n_jobs=2", "hydra.launcher.max_stack=2",
+           "hydra.launcher.n_jobs=1")
+NSGAII = ("hydra/sweeper/sampler=nsgaii", "objective=[val_error,nonzero_fraction]",
+          "hydra.sweeper.direction=[minimize,minimize]")
 
 
 def optuna_installed():
@@ -41,9 +46,8 @@ def test_optuna_searches_lam_on_the_validation_error(adrop, tmp_path):
 @needs_optuna
 @pytest.mark.slow
 def test_optuna_with_the_stacked_launcher_trains_a_batch_of_trials_as_a_stack(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/sweeper=optuna", "hydra/launcher=stacked", "hydra.sweeper.n_trials=4",
-                "hydra.sweeper.n_jobs=2", "hydra.launcher.max_stack=2", "hydra.launcher.n_jobs=1",
-                "hydra.sweeper.sampler.seed=0", LAM, *SMALL, "hydra.sweep.dir=sweep")
+    out = adrop("train", "-m", "hydra/sweeper=optuna", *STACKED, "hydra.sweeper.sampler.seed=0", LAM, *SMALL,
+                "hydra.sweep.dir=sweep")
     assert out.returncode == 0, out.stderr
     runs = summaries(tmp_path / "sweep")
     assert len(runs) == 4 and [r["stacked"] for r in runs] == [2, 2, 2, 2]
@@ -55,9 +59,7 @@ def test_optuna_with_the_stacked_launcher_trains_a_batch_of_trials_as_a_stack(ad
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Deprecated API features detected")  # optuna 2.10's own models, read here
 def test_optuna_multi_objective_with_a_database_that_a_second_command_resumes(adrop, tmp_path):
-    args = ("train", "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=nsgaii", "hydra.sweeper.n_trials=2",
-            "hydra.sweeper.sampler.seed=0",
-            "objective=[val_error,nonzero_fraction]", "hydra.sweeper.direction=[minimize,minimize]",
+    args = ("train", "-m", "hydra/sweeper=optuna", *NSGAII, "hydra.sweeper.n_trials=2", "hydra.sweeper.sampler.seed=0",
             "hydra.sweeper.storage=sqlite:///study.db", "hydra.sweeper.study_name=lam", LAM, *SMALL)
     first = adrop(*args, "hydra.sweep.dir=first")
     second = adrop(*args, "hydra.sweep.dir=second")
@@ -74,10 +76,8 @@ def test_optuna_multi_objective_with_a_database_that_a_second_command_resumes(ad
 def test_optuna_multi_objective_with_the_stacked_launcher_returns_each_runs_pair(adrop, tmp_path):
     """NSGA-II's batch of trials trains as a stack, and each point of its Pareto front is the (val_error,
     nonzero_fraction) of the run at that point's lam."""
-    out = adrop("train", "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=nsgaii", "hydra/launcher=stacked",
-                "hydra.sweeper.n_trials=4", "hydra.sweeper.n_jobs=2", "hydra.launcher.max_stack=2",
-                "hydra.launcher.n_jobs=1", "hydra.sweeper.sampler.seed=0", "objective=[val_error,nonzero_fraction]",
-                "hydra.sweeper.direction=[minimize,minimize]", LAM, *SMALL, "hydra.sweep.dir=sweep")
+    out = adrop("train", "-m", "hydra/sweeper=optuna", *NSGAII, *STACKED, "hydra.sweeper.sampler.seed=0", LAM, *SMALL,
+                "hydra.sweep.dir=sweep")
     assert out.returncode == 0, out.stderr
     runs = summaries(tmp_path / "sweep")
     assert len(runs) == 4 and [r["stacked"] for r in runs] == [2, 2, 2, 2]
