@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hydra_plugins.adrop_plugins.search_table import search_tables
+from hydra_plugins.adrop_plugins.search_table import read_search_tables, search_tables
 
 
 def tables(path: Path) -> list[Path]:
@@ -30,10 +30,17 @@ def tables(path: Path) -> list[Path]:
     return [path] if path.is_file() else search_tables(path)
 
 
+def table_of(path: Path) -> pd.DataFrame:
+    """A search table itself, or a folder's (search.csv, search.2.csv, ...) with each run once."""
+    if path.is_file():
+        return pd.read_csv(path)
+    return pd.DataFrame(read_search_tables(path)).astype({"epochs": int, "lam": float, "nonzero_fraction": float})
+
+
 def curves(path: Path) -> tuple[int, int, dict]:
     """The full and short epochs of a search, and its measured curves: phase -> (log lam, log nonzero, the least lam
     that kept nothing)."""
-    table = pd.concat([pd.read_csv(f) for f in tables(path)])
+    table = table_of(path)
     table = table[table.status == "completed"]
     if table.combination.nunique() != 1 or table.epochs.nunique() != 2:
         raise SystemExit(f"{path}: a replay needs one combination searched with short and full runs; it has "
