@@ -16,8 +16,9 @@
 #        AdaProx and adaptive dropout priced per multiply-add at 1e-5, the 30-epoch grids' best three by multiply-adds
 #        at about 1% error; logsum and adatikhonov at 1e-5 also known) and SEEDS (default 0,1,2). A stack of LeNet-5
 #        on an H100 is launch-bound (VarDrop+LR+AR: about 4 s an epoch of 48k examples for a stack of 4 or of 16), so
-#        200 epochs take about 800 s: two calls, the second at once while the machine is warm (gpu_out/ is still
-#        there: every run resumes from its checkpoint). The files but checkpoints and weights come back as $OUT/lenet5_structured.tar.gz
+#        one form's 200 epochs should take about 800 s (three at once: not measured): calls of LIMIT seconds, each at
+#        once after the last while the machine is warm (gpu_out/ is still there: every run resumes from its
+#        checkpoint), as far as the session's device time goes. The files but checkpoints and weights come back as $OUT/lenet5_structured.tar.gz
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh paper        the paper's table with 3 seeds (reproduce_paper.sh's first
 #        sweep, stacks of the 3 seeds, N_JOBS stacks at once on the GPU) for LIMIT seconds (default 510); its folder
 #        gpu_out/ stays on the machine while it is warm, so the same call again resumes it; the result files (no
