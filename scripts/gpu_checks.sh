@@ -13,9 +13,9 @@
 #   bash .gpu/setup.sh && scripts/gpu_checks.sh lenet5       issue #28's LeNet-5 rows: the structured forms at 200 epochs
 #        (scripts/structured_train.sh, MODEL=lenet5), each form's seeds one stack, every form's stack at once on the
 #        GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per layer at 0.8,
-#        AdaProx priced per multiply-add at 1e-5 and adaptive dropout at 5e-6, the 30-epoch grids' best three by
-#        multiply-adds at about 1% error; adaptive dropout at half AdaProx's lam because AdaProx's 200 epochs at 1e-5
-#        erred 1.10% where 30 erred 0.90%; logsum and adatikhonov at 5e-6 also known) and SEEDS (default 0,1,2). A stack of LeNet-5
+#        AdaProx priced per multiply-add at 1e-5 and adaptive dropout at 5e-6 (its 30-epoch grid's 1e-5 halved), the
+#        30-epoch grids' best three by multiply-adds at about 1% error; halved because AdaProx's 200 epochs at 1e-5
+#        erred 1.06-1.10% where 30 erred 0.90%; logsum and adatikhonov at 5e-6 also known) and SEEDS (default 0,1,2). A stack of LeNet-5
 #        on an H100 is launch-bound (VarDrop+LR+AR: about 4 s an epoch of 48k examples for a stack of 4 or of 16), so
 #        one form's 200 epochs should take about 800 s (three at once: not measured): calls of LIMIT seconds, each at
 #        once after the last while the machine is warm (gpu_out/ is still there: every run resumes from its
