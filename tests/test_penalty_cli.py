@@ -90,3 +90,18 @@ def test_fit_logsum_turns_figure1s_reading_into_numbers(capsys):
     assert exact["eps"] == pytest.approx(1.5, rel=1e-3) and exact["scale"] == pytest.approx(0.7, rel=1e-3)
     assert penalty_command.main(["--method", "variational_dropout", "--fit-logsum"]) == 0
     assert "nearest scaled LogSum is" in capsys.readouterr().out
+
+
+def test_plot_draws_a_groups_penalty_against_its_norm(tmp_path):
+    """--group-size N: the curves are sqrt(N) Omega(||w_g||) against the group's norm (structure=neuron's penalty)."""
+    out = tmp_path / "group"
+    assert penalty_command.main(["--plot", "--method", "l1,logsum", "--group-size", "4", "--out", str(out)]) == 0
+    assert (out / "figure1.png").stat().st_size > 1000
+    table = pd.read_csv(out / "penalties.csv").query("panel == 'separable'")
+    l1 = table[table.method == "l1"]
+    assert len(l1) > 10 and (l1.omega.to_numpy() == pytest.approx(2 * l1.x.abs().to_numpy()))  # sqrt(4) |w_g|
+    single = tmp_path / "single"
+    assert penalty_command.main(["--plot", "--method", "logsum", "--out", str(single)]) == 0
+    one, four = (pd.read_csv(f / "penalties.csv").query("method == 'logsum' and panel == 'separable'")
+                 for f in (single, out))
+    assert four.x.tolist() == one.x.tolist() and four.omega.to_numpy() == pytest.approx(2 * one.omega.to_numpy())

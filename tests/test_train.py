@@ -175,8 +175,8 @@ def test_training_leaves_the_processor_flags_as_it_found_them(config, tmp_path):
 
 
 def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
-    """logger=tensorboard: each epoch's metrics, per-layer nonzero fractions and the keep statistic's histograms,
-    readable by TensorBoard; a stack logs each configuration into its own folder."""
+    """logger=tensorboard: each epoch's metrics, per-layer nonzero fractions and units kept and the keep statistic's
+    histograms, readable by TensorBoard; a stack logs each configuration into its own folder."""
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -192,6 +192,9 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
             list(pd.read_csv(tmp_path / folder / "metrics.csv").val_error))
         assert len(events.Scalars("nonzero/fc1")) == 2 and {"log_alpha/fc1", "log_alpha/fc2"} <= set(
             events.Tags()["histograms"])
+        layers = pd.read_csv(tmp_path / folder / "layers.csv")
+        for name in ("fc1", "fc2"):  # the units (filters) each layer keeps, per epoch
+            assert [e.value for e in events.Scalars(f"units/{name}")] == list(layers[layers.layer == name].units_out_kept)
 
 
 def test_an_unknown_or_missing_logger_fails_at_start(config):
