@@ -43,6 +43,10 @@ def test_report_writes_csv_table_and_figures(sweep, tmp_path, capsys):
     for _, row in done.iterrows():  # the history ends where the table's row does
         assert last.loc[row.run, "nonzero_fc1"] == pytest.approx(row.nonzero_fc1)
         assert last.loc[row.run, "nonzero_fraction"] == pytest.approx(row.nonzero_fraction)
+    for run, rows in history.groupby("run"):  # each layer's units kept, epoch by epoch, as its layers.csv says
+        layers = pd.read_csv(sweep / run / "layers.csv")
+        for name in ("fc1", "fc2"):
+            assert rows[f"units_{name}"].tolist() == layers[layers.layer == name].units_out_kept.tolist()
     md = (out / "results.md").read_text()
     assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | compression | kMACs/example | "
                          "fc1 | fc2 |")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from adrop.report import HISTORIES_CSV, RESULTS_CSV
+from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV
 from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
@@ -180,13 +180,17 @@ def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame,
     except UNREADABLE:  # reported_runs says what is wrong with results.csv
         names = {}
     out = {}
-    layer_columns = [c for c in history.columns if c.startswith("nonzero_") and c != "nonzero_fraction"]
+    per_layer = {p: [c for c in history.columns if c.startswith(p) and c != "nonzero_fraction"]
+                 for p in HISTORY_LAYER_COLUMNS}
     for run, rows in history.groupby("run", sort=False):
-        metrics = rows.drop(columns=["run", *layer_columns]).reset_index(drop=True)
-        layers = rows[["epoch", *layer_columns]].melt(id_vars="epoch", var_name="layer",
-                           value_name="nonzero_fraction").dropna(subset=["nonzero_fraction"])
-        layers["layer"] = layers.layer.str.removeprefix("nonzero_")
-        out[names.get(str(run), prefix + str(run))] = (metrics, layers if len(layers) else None)
+        metrics = rows.drop(columns=["run", *sum(per_layer.values(), [])]).reset_index(drop=True)
+        layers = None
+        for p, column in HISTORY_LAYER_COLUMNS.items():
+            long = rows[["epoch", *per_layer[p]]].melt(id_vars="epoch", var_name="layer", value_name=column)
+            long = long.dropna(subset=[column]).assign(layer=lambda t, p=p: t.layer.str.removeprefix(p))
+            if len(long):
+                layers = long if layers is None else layers.merge(long, on=["epoch", "layer"], how="outer")
+        out[names.get(str(run), prefix + str(run))] = (metrics, layers)
     return out
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from adrop import markdown
 
-from . import paper
+from . import HISTORY_LAYER_COLUMNS, paper
 
 LAYER_COLUMNS_PREFIX = "nonzero_"
 
@@ -26,16 +26,19 @@ def layer_columns(table: pd.DataFrame) -> list[str]:
 
 
 def histories_table(histories: dict) -> pd.DataFrame:
-    """histories.csv: one row per run and epoch, the run's metrics.csv with each layer's fraction nonzero from its
-    layers.csv (nonzero_<layer>), so that every curve of the figures is a file pandas can load."""
+    """histories.csv: one row per run and epoch, the run's metrics.csv with each layer's fraction nonzero and units
+    kept from its layers.csv (nonzero_<layer>, units_<layer>), so that every curve of the figures is a file pandas
+    can load."""
     frames = []
     for run, (metrics, layers) in histories.items():
         if metrics is None or metrics.empty:
             continue
         frame = metrics.copy()
-        if layers is not None and not layers.empty:
-            per_layer = layers.pivot_table(index="epoch", columns="layer", values="nonzero_fraction", sort=False)
-            per_layer.columns = [LAYER_COLUMNS_PREFIX + str(c) for c in per_layer.columns]
+        for prefix, column in HISTORY_LAYER_COLUMNS.items():
+            if layers is None or column not in layers or layers[column].isna().all():
+                continue
+            per_layer = layers.pivot_table(index="epoch", columns="layer", values=column, sort=False)
+            per_layer.columns = [prefix + str(c) for c in per_layer.columns]
             frame = frame.merge(per_layer, left_on="epoch", right_index=True, how="left")
         frame.insert(0, "run", run)
         frames.append(frame)
