@@ -30,18 +30,40 @@ def whole_units(weight) -> tuple[bool, int]:
     return np.array_equal(nonzero, np.outer(rows, columns)), int((~columns).sum())
 
 
+@torch.no_grad()
+def spread_within_and_across_units(layer) -> None:
+    """Weights that differ within every unit (one in two of its weights 1e-6 of the others) and across units (one
+    unit in two 1e-12 of the others), so that a keep rule by single weights would split a unit, and one by units
+    keeps some and drops others. A Linear layer's unit is a column (K, out, in); a conv layer's a filter (K, out, in,
+    kh, kw)."""
+    w = layer.weight
+    w.copy_(torch.rand_like(w) + 0.5)
+    within, across = (-2, -1) if w.dim() == 3 else (3, 1)  # a conv filter's rows (kh): it may have one channel
+    w[(slice(None),) * (within % w.dim()) + (slice(None, None, 2),)] *= 1e-6
+    w[(slice(None),) * (across % w.dim()) + (slice(None, None, 2),)] *= 1e-12
+
+
+def own_tensors(layer) -> list[torch.Tensor]:
+    """A method's own tensors on a layer (its parameters and buffers, beyond the weight and bias)."""
+    own = [t for name, t in layer.named_parameters() if name not in ("weight", "bias")]
+    return own + [t for _, t in layer.named_buffers()]
+
+
 @pytest.mark.parametrize("method", sorted(set(methods.names()) - PER_WEIGHT))
 def test_each_method_has_one_parameter_per_unit(method, synthetic, tmp_path):
-    """The method's own tensors (if it has any: the eta-hat methods have none) have the layer's group shape, one per
-    input unit of a Linear layer, and its keep mask is constant over each unit's weights."""
+    """The method's own tensors have the layer's group shape, one per input unit of a Linear layer, and its keep mask
+    is constant over each unit's weights though they differ; a method with no tensors of its own (the eta-hat
+    methods: their keep rule reads the unit's norm) keeps the units of large norm and drops the others."""
     engine = one(neuron_run(synthetic, method, "epochs=1"), tmp_path)
     for layer in engine.model.layers:
         assert layer.group_shape == (1, 1, layer.weight.shape[-1])  # a stack of one: (K, 1, in)
-        own = [t for name, t in layer.named_parameters() if name not in ("weight", "bias")]
-        own += [t for name, t in layer.named_buffers() if name == "mask"]
+        own = own_tensors(layer)
         assert all(tuple(t.shape) == layer.group_shape for t in own), [tuple(t.shape) for t in own]
+        spread_within_and_across_units(layer)
         keep = engine.method.keep_mask(layer, engine.lam).expand_as(layer.weight)
         assert torch.equal(keep, keep.any(dim=-2, keepdim=True).expand_as(keep))  # constant over each column
+        if not own:
+            assert keep.any(dim=-2)[..., 1::2].all() and not keep[..., ::2].any()
 
 
 @pytest.mark.parametrize("method", sorted(DROPS) + ["magnitude_pruning"])
@@ -193,14 +215,17 @@ def test_each_method_trains_a_conv_net_by_filters(method, mnist, tmp_path):
     engine = one(cfg, tmp_path)
     summary = engine.fit()[0]
     assert summary["status"] == "completed"
+    assert summary["kept_architecture"] == kept_of(tmp_path, (1, 28, 28)).architecture
     conv = engine.model.layers[0]
     assert conv.weight.dim() == 5 and conv.group_shape == (1, conv.weight.shape[1], 1, 1, 1)  # (K, out, in, kh, kw)
-    own = [t for name, t in conv.named_parameters() if name not in ("weight", "bias")]
-    own += [t for name, t in conv.named_buffers() if name == "mask"]
+    own = own_tensors(conv)
     assert all(tuple(t.shape) == conv.group_shape for t in own), [tuple(t.shape) for t in own]
+    spread_within_and_across_units(conv)
     keep = engine.method.keep_mask(conv, engine.lam).expand_as(conv.weight)
-    assert torch.equal(keep, keep.flatten(2).any(dim=2).view(*keep.shape[:2], 1, 1, 1).expand_as(keep))
-    assert summary["kept_architecture"] == kept_of(tmp_path, (1, 28, 28)).architecture
+    by_filter = keep.flatten(2).any(dim=2)  # (K, out)
+    assert torch.equal(keep, by_filter.view(*keep.shape[:2], 1, 1, 1).expand_as(keep))  # constant over each filter
+    if not own:  # the eta-hat methods: by the filter's norm
+        assert by_filter[:, 1::2].all() and not by_filter[:, ::2].any()
 
 
 @pytest.mark.slow
@@ -246,4 +271,8 @@ def test_the_compact_network_computes_what_the_full_one_does(dead):
     with torch.no_grad():
         expected = net(x).numpy()
     np.testing.assert_allclose(kept.predict(x.reshape(30, -1).numpy()), expected, rtol=1e-4, atol=1e-5)
-    assert kept.macs() < 6 * 2 * 9 * 144 + 8 * 6 * 9 * 16 + 32 * 20 + 200
+    if not dead:  # conv1 keeps filters 1, 2, 4, 5; conv2 0, 2, 4, 6; fc1 those 4 channels' 16 inputs but 0, 10, 25
+        assert kept.architecture == "2x14x14-c4-c4-13-20-10"
+        assert kept.macs() == 4 * 2 * 9 * 144 + 4 * 4 * 9 * 16 + 13 * 20 + 20 * 10
+    else:  # nothing reaches the classes but the last layer's biases: a constant
+        assert kept.architecture == "0x14x14-c0-c0-0-0-10" and kept.macs() == 0
