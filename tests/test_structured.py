@@ -52,8 +52,9 @@ def own_tensors(layer) -> list[torch.Tensor]:
 @pytest.mark.parametrize("method", sorted(set(methods.names()) - PER_WEIGHT))
 def test_each_method_has_one_parameter_per_unit(method, synthetic, tmp_path):
     """The method's own tensors have the layer's group shape, one per input unit of a Linear layer, and its keep mask
-    is constant over each unit's weights though they differ; a method with no tensors of its own (the eta-hat
-    methods: their keep rule reads the unit's norm) keeps the units of large norm and drops the others."""
+    is constant over each unit's weights though they differ (the perturbation tests the keep rules that read the
+    weights; the others read the method's own tensors, whose shape is checked); a method with no tensors of its own
+    (the eta-hat methods: their keep rule reads the unit's norm) keeps the units of large norm and drops the others."""
     engine = one(neuron_run(synthetic, method, "epochs=1"), tmp_path)
     for layer in engine.model.layers:
         assert layer.group_shape == (1, 1, layer.weight.shape[-1])  # a stack of one: (K, 1, in)

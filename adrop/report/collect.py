@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import chain
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV
+from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV, layer_columns
 from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
@@ -180,17 +181,17 @@ def reported_histories(root: Path, prefix: str) -> dict[str, tuple[pd.DataFrame,
     except UNREADABLE:  # reported_runs says what is wrong with results.csv
         names = {}
     out = {}
-    per_layer = {p: [c for c in history.columns if c.startswith(p) and c != "nonzero_fraction"]
-                 for p in HISTORY_LAYER_COLUMNS}
+    columns = {p: layer_columns(history.columns, p) for p in HISTORY_LAYER_COLUMNS}
     for run, rows in history.groupby("run", sort=False):
-        metrics = rows.drop(columns=["run", *sum(per_layer.values(), [])]).reset_index(drop=True)
-        layers = None
+        metrics = rows.drop(columns=["run", *chain.from_iterable(columns.values())]).reset_index(drop=True)
+        longs = []  # one (epoch, layer)-indexed column per prefix, the layers in histories.csv's order
         for p, column in HISTORY_LAYER_COLUMNS.items():
-            long = rows[["epoch", *per_layer[p]]].melt(id_vars="epoch", var_name="layer", value_name=column)
-            long = long.dropna(subset=[column]).assign(layer=lambda t, p=p: t.layer.str.removeprefix(p))
-            if len(long):
-                layers = long if layers is None else layers.merge(long, on=["epoch", "layer"], how="outer")
-        out[names.get(str(run), prefix + str(run))] = (metrics, layers)
+            if columns[p]:
+                long = rows[["epoch", *columns[p]]].melt(id_vars="epoch", var_name="layer", value_name=column)
+                long["layer"] = long.layer.str.removeprefix(p)
+                longs.append(long.set_index(["epoch", "layer"]))
+        layers = pd.concat(longs, axis=1, sort=False).dropna(how="all").reset_index() if longs else None
+        out[names.get(str(run), prefix + str(run))] = (metrics, layers if layers is not None and len(layers) else None)
     return out
 
 

@@ -17,12 +17,13 @@ import pandas as pd
 from adrop import markdown
 
 from . import HISTORY_LAYER_COLUMNS, paper
+from . import layer_columns as per_layer
 
 LAYER_COLUMNS_PREFIX = "nonzero_"
 
 
 def layer_columns(table: pd.DataFrame) -> list[str]:
-    return sorted(c for c in table.columns if c.startswith(LAYER_COLUMNS_PREFIX) and c != "nonzero_fraction")
+    return sorted(per_layer(table.columns, LAYER_COLUMNS_PREFIX))
 
 
 def histories_table(histories: dict) -> pd.DataFrame:
@@ -37,9 +38,9 @@ def histories_table(histories: dict) -> pd.DataFrame:
         for prefix, column in HISTORY_LAYER_COLUMNS.items():
             if layers is None or column not in layers or layers[column].isna().all():
                 continue
-            per_layer = layers.pivot_table(index="epoch", columns="layer", values=column, sort=False)
-            per_layer.columns = [prefix + str(c) for c in per_layer.columns]
-            frame = frame.merge(per_layer, left_on="epoch", right_index=True, how="left")
+            wide = layers.pivot_table(index="epoch", columns="layer", values=column, aggfunc="first", sort=False)
+            wide.columns = [prefix + str(c) for c in wide.columns]
+            frame = frame.merge(wide, left_on="epoch", right_index=True, how="left")
         frame.insert(0, "run", run)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "epoch"])
