@@ -9,11 +9,12 @@ Writes into --out (default: a new folder outputs/reports/<time>/ here), never ov
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
                  val_error, nonzero_fraction, nonzero_<layer>, wall_time_s, device, error
   histories.csv  one row per run and epoch: its metrics.csv (loss, val_error, nonzero_fraction, lr, seconds) and
-                 nonzero_<layer>: the curves of the figures
+                 nonzero_<layer>, units_<layer>: the curves of the figures
   results.md     the table in the layout of the paper's Tables 4 and 5 (mean ± std over seeds), unfinished runs below
   figure2.png    validation error against fraction nonzero over training (the paper's Figure 2)
   pareto.png     final test error against fraction nonzero
   layers.png     per-layer fraction nonzero over epochs
+  units.png      the units (filters) each layer keeps over epochs
 Unfinished sweeps are fine: running and failed jobs are reported as such. A DIR holding an earlier report
 (results.csv, histories.csv where kept, no run folder under it) brings in the runs it reported, named under it.
 """
@@ -60,6 +61,7 @@ def run(args) -> list[Path]:
     figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper and lenet300 else None,
                    published=paper.published(models) if args.paper else ())
     figures.layers(table, history, out / "layers.png")
+    figures.units(table, history, out / "units.png")
     counts = table.status.value_counts().to_dict()
     print(f"{len(table)} runs under {', '.join(map(str, args.dir))}: "
           + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))

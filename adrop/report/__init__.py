@@ -15,4 +15,4 @@ HISTORY_LAYER_COLUMNS = {"nonzero_": "nonzero_fraction", "units_": "units_out_ke
 def layer_columns(columns, prefix: str = "nonzero_") -> list[str]:
     """The per-layer columns <prefix><layer> among `columns`, in their order (nonzero_fraction is the network's)."""
     return [c for c in columns if c.startswith(prefix) and c != "nonzero_fraction"]
-FILES = [RESULTS_CSV, HISTORIES_CSV, "results.md", "figure2.png", "pareto.png", "layers.png"]
+FILES = [RESULTS_CSV, HISTORIES_CSV, "results.md", "figure2.png", "pareto.png", "layers.png", "units.png"]

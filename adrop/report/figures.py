@@ -3,7 +3,8 @@
 - figure2: validation error against fraction of nonzero weights over training, one trajectory per run, coloured
   by method (the paper's Figure 2); the last point of each run is marked.
 - pareto: final test error against fraction nonzero, one point per completed run (mean over seeds as a larger mark).
-- layers: per-layer fraction of nonzero weights over epochs, one panel per method.
+- layers: per-layer fraction of nonzero weights over epochs, one panel per method; units: the units (filters) each
+  layer keeps, the same way.
 A method that ran under several settings (other overrides) gets one colour and one panel per setting; runs that
 differ only in a path (init_from=...) share their setting's colour, legend entry and panel (collect.groups).
 Log axes are labelled at any range (a narrow one gets plain ticks), epochs are integers, and the paper's points
@@ -117,6 +118,17 @@ def paper_colour(table, styles, row):
 
 
 def layers(table, histories, path):
+    """Each layer's fraction of nonzero weights over epochs, one panel per method."""
+    per_layer(table, histories, path, "nonzero_fraction", "fraction nonzero")
+
+
+def units(table, histories, path):
+    """The units each layer keeps over epochs (a conv layer: its filters), one panel per method."""
+    per_layer(table, histories, path, "units_out_kept", "units kept (conv: filters)")
+
+
+def per_layer(table, histories, path, column: str, ylabel: str):
+    """A layers.csv column over epochs, one line per layer and run, one panel per method, on a shared log axis."""
     table = table.assign(method=groups(table))
     methods = sorted(table.method.dropna().unique())
     cols = min(3, max(len(methods), 1))
@@ -126,11 +138,11 @@ def layers(table, histories, path):
         colors = {}
         for _, r in table[table.method == method].iterrows():
             layer_table = histories[r.run][1]
-            if layer_table is None:
+            if layer_table is None or column not in layer_table:
                 continue
             for name, rows in layer_table.groupby("layer"):
                 first = name not in colors  # one legend entry and one colour per layer, over the method's runs
-                line, = ax.plot(rows.epoch, rows.nonzero_fraction, color=colors.get(name), label=name if first else None)
+                line, = ax.plot(rows.epoch, rows[column], color=colors.get(name), label=name if first else None)
                 colors.setdefault(name, line.get_color())
         ax.set(title=method, yscale="log", xlabel="epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -139,7 +151,7 @@ def layers(table, histories, path):
             ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(methods):]:
         ax.axis("off")
-    axes[0, 0].set_ylabel("fraction nonzero")
+    axes[0, 0].set_ylabel(ylabel)
     if methods:
         log_ticks(axes[0, 0].yaxis, *axes[0, 0].get_ylim())  # shared by every panel
     fig.tight_layout()
