@@ -7,6 +7,7 @@
 """
 # A report's files (an earlier report's results.csv and histories.csv are read back as the runs it reported)
 RESULTS_CSV, HISTORIES_CSV = "results.csv", "histories.csv"
+FILES = [RESULTS_CSV, HISTORIES_CSV, "results.md", "figure2.png", "pareto.png", "layers.png", "units.png"]
 # histories.csv's per-layer columns: their prefix (<prefix><layer>) -> the layers.csv column they hold (units: those
 # a layer keeps, a conv layer's filters)
 HISTORY_LAYER_COLUMNS = {"nonzero_": "nonzero_fraction", "units_": "units_out_kept"}
@@ -15,4 +16,3 @@ HISTORY_LAYER_COLUMNS = {"nonzero_": "nonzero_fraction", "units_": "units_out_ke
 def layer_columns(columns, prefix: str = "nonzero_") -> list[str]:
     """The per-layer columns <prefix><layer> among `columns`, in their order (nonzero_fraction is the network's)."""
     return [c for c in columns if c.startswith(prefix) and c != "nonzero_fraction"]
-FILES = [RESULTS_CSV, HISTORIES_CSV, "results.md", "figure2.png", "pareto.png", "layers.png", "units.png"]
