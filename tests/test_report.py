@@ -148,7 +148,7 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     # beside new runs (their sweep folder), each named under its folder, the new run's history from its files
     other = tmp_path / "other_sweep"
     job = next(p for p in sweep.iterdir() if p.is_dir() and "method=dense" in p.name and "lam=0.01" in p.name)
-    shutil.copytree(job, other / job.name)
+    _another_run(job, other / job.name)
     (first / "histories.csv").unlink()  # a committed report may have none: its runs join without curves
     assert report_command.main([str(first), str(other), "--out", str(tmp_path / "both")]) == 0
     table = pd.read_csv(tmp_path / "both" / "results.csv")
@@ -165,7 +165,7 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     shutil.rmtree(first)
     shutil.copytree(tmp_path / "both2", first)
     newer = tmp_path / "newer_sweep"
-    shutil.copytree(job, newer / job.name)
+    _another_run(job, newer / job.name, later=2.0)
     assert report_command.main([str(first), str(newer), "--out", str(tmp_path / "again2")]) == 0
     table = pd.read_csv(tmp_path / "again2" / "results.csv")
     named = pd.read_csv(first / "results.csv").run  # four under first/ already, one under other_sweep/
@@ -175,6 +175,32 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     assert curves.str.startswith("first/").sum() == 2 and f"other_sweep/{job.name}" in set(curves)  # the completed
     assert set(history) == {run if run.startswith("first/") else f"first/{run}" for run in curves} | {
         f"newer_sweep/{job.name}"}
+
+
+def _another_run(job, folder, later=1.0):
+    """A copy of `job` as another run of its setting would write it (its own wall time: `later` seconds longer)."""
+    import shutil
+
+    shutil.copytree(job, folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps({**summary, "wall_time_s": summary["wall_time_s"] + later}))
+
+
+def test_a_run_in_an_earlier_report_and_in_its_folder_is_counted_once(sweep, tmp_path, capsys):
+    first = tmp_path / "first"
+    assert report_command.main([str(sweep), "--out", str(first)]) == 0
+    capsys.readouterr()
+    assert report_command.main([str(first), str(sweep), "--out", str(tmp_path / "both")]) == 0
+    assert "4 reported run(s) read already" in capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "both" / "results.csv")  # the folders' rows, read fresh
+    assert len(table) == 4 and table.run.str.contains(f"{sweep.parent.name}/{sweep.name}/").all()
+    # two reports holding one run count it once, and a run that is not the same (another wall time) is kept
+    assert report_command.main([str(first), str(tmp_path / "both"), "--out", str(tmp_path / "twice")]) == 0
+    assert len(pd.read_csv(tmp_path / "twice" / "results.csv")) == 4
+    job = next(p for p in sweep.iterdir() if p.is_dir() and "method=dense" in p.name and "lam=0.01" in p.name)
+    _another_run(job, tmp_path / "again" / job.name)
+    assert report_command.main([str(first), str(tmp_path / "again"), "--out", str(tmp_path / "three")]) == 0
+    assert len(pd.read_csv(tmp_path / "three" / "results.csv")) == 5
 
 
 def test_an_old_report_without_later_columns_is_read_and_a_folder_named_twice_once(tmp_path):

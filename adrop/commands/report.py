@@ -50,6 +50,9 @@ def run(args) -> list[Path]:
     table = collect.results(args.dir)
     for skipped in table.attrs.get("skipped", []):
         print(f"adrop report: skipped {skipped}", file=sys.stderr)
+    if table.attrs.get("repeated"):
+        print(f"adrop report: {table.attrs['repeated']} reported run(s) read already, from their folders or another "
+              "report, counted once", file=sys.stderr)
     out = claim(args.out, FILES) if args.out else new_folder("reports")
     table.to_csv(out / RESULTS_CSV, index=False)
     history = collect.histories(args.dir, table)
