@@ -187,6 +187,8 @@ def _another_run(job, folder, later=1.0):
 
 
 def test_a_run_in_an_earlier_report_and_in_its_folder_is_counted_once(sweep, tmp_path, capsys):
+    import shutil
+
     first = tmp_path / "first"
     assert report_command.main([str(sweep), "--out", str(first)]) == 0
     capsys.readouterr()
@@ -201,6 +203,22 @@ def test_a_run_in_an_earlier_report_and_in_its_folder_is_counted_once(sweep, tmp
     _another_run(job, tmp_path / "again" / job.name)
     assert report_command.main([str(first), str(tmp_path / "again"), "--out", str(tmp_path / "three")]) == 0
     assert len(pd.read_csv(tmp_path / "three" / "results.csv")) == 5
+    # runs of one stack share a wall time: two that differ in an override alone are two runs, in a report read
+    # back on its own (its rows are never matched with each other), beside their folders, and one reported beside
+    # the other's folder
+    stack = tmp_path / "stack"
+    for name, extra in (("a", ""), ("b", "- decay_start=0.5\n"), ("c", "")):  # c: a copy of a, as two folders
+        shutil.copytree(job, stack / name)
+        overrides = stack / name / ".hydra" / "overrides.yaml"
+        overrides.write_text(overrides.read_text() + extra)
+    assert report_command.main([str(stack), "--out", str(tmp_path / "stacked")]) == 0
+    assert report_command.main([str(tmp_path / "stacked"), "--out", str(tmp_path / "stacked_again")]) == 0
+    assert len(pd.read_csv(tmp_path / "stacked_again" / "results.csv")) == 3
+    assert report_command.main([str(tmp_path / "stacked"), str(stack), "--out", str(tmp_path / "stacked_both")]) == 0
+    assert len(pd.read_csv(tmp_path / "stacked_both" / "results.csv")) == 3
+    assert report_command.main([str(stack / "a"), "--out", str(tmp_path / "stacked_a")]) == 0
+    assert report_command.main([str(tmp_path / "stacked_a"), str(stack / "b"), "--out", str(tmp_path / "ab")]) == 0
+    assert len(pd.read_csv(tmp_path / "ab" / "results.csv")) == 2
 
 
 def test_an_old_report_without_later_columns_is_read_and_a_folder_named_twice_once(tmp_path):

@@ -6,12 +6,11 @@ running (it may also have been interrupted: rerun it to resume). Figures and tab
 
 An earlier report's folder (its results.csv, and histories.csv where there is one, with no run folder under it) is
 read as the runs it reported, so that runs whose folders are gone (a committed table) join new ones in one table. A run
-found twice (in its folder and in a report, or in two reports) is counted once, its folder's row kept (`once`).
+found twice (in its folder and in a report, or in two reports) is counted once, its folder's row kept (adrop.report.repeats).
 """
 from __future__ import annotations
 
 import json
-import numbers
 import os
 from itertools import chain
 from pathlib import Path
@@ -20,6 +19,7 @@ import pandas as pd
 import yaml
 
 from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV, layer_columns
+from adrop.report.repeats import without_repeats
 from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
@@ -210,13 +210,13 @@ def results(roots) -> pd.DataFrame:
     names_from = base(roots)
     reported, found, skipped = [], [], []
     for report in reports:
-        reported.extend(reported_runs(report, _report_prefix(report, names_from, several)))
+        reported.append(reported_runs(report, _report_prefix(report, names_from, several)))
     for folder in folders:
         try:
             found.append(read_run(names_from, folder))
         except UnreadableRun as err:
             skipped.append(str(err))
-    reported, repeated = once(reported, found)
+    reported, repeated = without_repeats(reported, found)
     rows = reported + found
     if not rows:
         raise FileNotFoundError(f"no readable run under {', '.join(map(str, roots))} ({'; '.join(skipped)})")
@@ -228,44 +228,6 @@ def results(roots) -> pd.DataFrame:
     table.attrs["skipped"] = skipped  # what could not be read, and why: the report names them
     table.attrs["repeated"] = repeated  # reported runs read once already: the report says how many
     return table
-
-
-# What makes a run itself rather than its name (which depends on the folder a report was made from). A finished one:
-# its setting, its outcome and its wall time, measured to the microsecond. One that has no wall time (failed, stopped,
-# still training): its overrides, status, error, epochs and last validation error. A run folder and an earlier report
-# holding it, or two reports holding one run, are read together once.
-RUN_IDENTITY = ["method", "lam", "lr", "seed", "epochs", "test_error", "wall_time_s"]
-UNFINISHED_IDENTITY = ["overrides", "status", "error", "epochs", "val_error"]
-
-
-def _value(row: dict, key: str):
-    value = row.get(key)
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    return float(value) if isinstance(value, numbers.Number) else str(value)
-
-
-def _identity(row: dict) -> tuple | None:
-    """A run's identity; None where a row cannot tell (no wall time and no overrides): such rows are all kept."""
-    if _value(row, "wall_time_s") is not None:
-        return tuple(_value(row, k) for k in RUN_IDENTITY)
-    if _value(row, "overrides"):
-        return ("unfinished", *(_value(row, k) for k in UNFINISHED_IDENTITY))
-    return None
-
-
-def once(reported: list[dict], found: list[dict]) -> tuple[list[dict], int]:
-    """Reported rows without those that are a run read already (from its folder, or from an earlier report), and
-    how many were left out."""
-    seen = {_identity(row) for row in found} - {None}
-    kept = []
-    for row in reported:
-        identity = _identity(row)
-        if identity is not None and identity in seen:
-            continue
-        seen.add(identity)
-        kept.append(row)
-    return kept, len(reported) - len(kept)
 
 
 def with_models_told_apart(table: pd.DataFrame) -> pd.DataFrame:
