@@ -219,6 +219,11 @@ def test_a_run_in_an_earlier_report_and_in_its_folder_is_counted_once(sweep, tmp
     assert report_command.main([str(stack / "a"), "--out", str(tmp_path / "stacked_a")]) == 0
     assert report_command.main([str(tmp_path / "stacked_a"), str(stack / "b"), "--out", str(tmp_path / "ab")]) == 0
     assert len(pd.read_csv(tmp_path / "ab" / "results.csv")) == 2
+    # two failed runs alike but for their overrides (the same error, no wall time) are two runs
+    failed = [p for p in sweep.iterdir() if p.is_dir() and "lam=-1" in p.name]
+    assert report_command.main([str(failed[0]), "--out", str(tmp_path / "failed_a")]) == 0
+    assert report_command.main([str(tmp_path / "failed_a"), str(failed[1]), "--out", str(tmp_path / "fab")]) == 0
+    assert len(pd.read_csv(tmp_path / "fab" / "results.csv")) == 2
 
 
 def test_an_old_report_without_later_columns_is_read_and_a_folder_named_twice_once(tmp_path):

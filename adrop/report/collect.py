@@ -216,8 +216,8 @@ def results(roots) -> pd.DataFrame:
             found.append(read_run(names_from, folder))
         except UnreadableRun as err:
             skipped.append(str(err))
-    reported, repeated = without_repeats(reported, found)
-    rows = reported + found
+    once, repeated = without_repeats(reported, found)
+    rows = once + found
     if not rows:
         raise FileNotFoundError(f"no readable run under {', '.join(map(str, roots))} ({'; '.join(skipped)})")
     table = pd.DataFrame(rows)

@@ -12,7 +12,7 @@ import numbers
 import pandas as pd
 
 FINISHED_IDENTITY = ["overrides", "method", "lam", "lr", "seed", "epochs", "test_error", "wall_time_s"]
-UNFINISHED_IDENTITY = ["status", "error", "epochs", "val_error"]
+UNFINISHED_IDENTITY = ["overrides", "status", "error", "epochs", "val_error"]
 
 
 def _value(row: dict, key: str):
