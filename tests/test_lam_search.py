@@ -51,9 +51,13 @@ def test_a_round_is_one_launch_so_the_stacked_launcher_stacks_it(adrop, tmp_path
              for p in (tmp_path / "sweep").iterdir() if (p / "summary.json").exists()]
     assert len(first) == 4 and [s["stacked"] for s in first] == [4, 4, 4, 4]
     assert out.returncode == 1  # one round of a wide grid does not reach 0.5 +- 5%
-    assert out.stderr.splitlines()[-1] == (
-        "adrop train: error: lam_search brought 0 of 1 combinations within 0.05 of nonzero 0.5: not dataset=synthetic "
-        f"model=mlp epochs=2 device=cpu method=logsum (see {tmp_path / 'sweep'})")
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith("adrop train: error: lam_search brought 0 of 1 combinations within 0.05 of nonzero 0.5: "
+                           "not dataset=synthetic model=mlp epochs=2 device=cpu method=logsum (closest: lam ")
+    # the closest run, why the search stopped, and the command that goes on from its runs
+    assert f"; its 1 round (hydra.sweeper.rounds) spent) (see {tmp_path / 'sweep'}); continue with: adrop train " in last
+    assert last.endswith(f"method=logsum hydra.sweep.dir={tmp_path / 'sweep'} hydra.sweeper.max_runs=48")
+    assert "hydra.sweeper.rounds=1" not in last.split("continue with:")[1]
 
 
 @pytest.mark.slow
@@ -444,7 +448,7 @@ def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_pa
     assert strict.returncode == 1 and {r["round"] for r in rows(tmp_path / "strict")} == {"0"}  # nothing trained
     assert "above max_val_error 1e-06: NOT an answer" in strict.stdout
     assert strict.stderr.splitlines()[-1].startswith("adrop train: error: lam_search brought 0 of 1 combinations")
-    assert "above max_val_error 1e-06) (see" in strict.stderr.splitlines()[-1]
+    assert "above max_val_error 1e-06 at lam " in strict.stderr.splitlines()[-1]
     own = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
                 "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=first")
     assert own.returncode == 2 and "reuse names this search's own folder" in own.stderr.strip().splitlines()[-1]

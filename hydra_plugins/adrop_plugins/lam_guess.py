@@ -144,3 +144,40 @@ def around(log_guess: float, half_window: float, n: int, tried) -> list[float]:
         if lam not in tried and lam not in out:
             out.append(lam)
     return out
+
+
+def closest_sides(trials: list[tuple[float, float]], target: float):
+    """The runs nearest the target on either side: ((lam, nonzero) of the run above it keeping least, (lam, nonzero)
+    of the run at or below it keeping most), or None unless both exist. On a curve that falls with lam they are the
+    neighbours that bracket the target; on a noisy or non-monotone one (short runs) they are still the two best
+    answers, whatever their order in lam."""
+    above = [t for t in trials if t[1] > target]
+    below = [t for t in trials if t[1] <= target]
+    if not above or not below:
+        return None
+    return min(above, key=lambda t: (t[1], t[0])), max(below, key=lambda t: (t[1], -t[0]))
+
+
+def narrowed(trials: list[tuple[float, float]], target: float, n: int, tried) -> list[float]:
+    """The next lams inside a bracket that a round already searched without landing: interpolation with a bisection
+    safeguard. Between the closest runs on either side (closest_sides): the log-log interpolation's guess
+    (in_bracket; the middle where the runs fall the wrong way in lam) and the bracket's middle in log lam, so that
+    whatever the curve's shape the bracket at least halves each round (n = 1: the point between the two, at least
+    a quarter off either end); n > 2 adds points evenly inside. Rounded as folders name them, none in `tried`, none
+    twice: [] when the bracket has shrunk to lams that round alike (the curve jumps across the target there)."""
+    sides = closest_sides(trials, target)
+    if sides is None:
+        return []
+    (la, na), (lb, nb) = sides
+    xa, xb = math.log(la), math.log(lb)
+    middle = (xa + xb) / 2
+    guess = in_bracket(la, na, lb, nb, target)[0] if la < lb else middle
+    if n == 1:
+        points = [(guess + middle) / 2]
+    else:
+        points = [guess, middle] + [xa + (xb - xa) * (i + 1) / (n - 1) for i in range(n - 2)]
+    out = []
+    for lam in (rounded(math.exp(v)) for v in points):
+        if lam not in tried and lam not in out and min(la, lb) < lam < max(la, lb):
+            out.append(lam)
+    return out

@@ -16,8 +16,13 @@ short runs predict (FULL_OVER_SHORT, measured: the factor differs with the epoch
 predict, two tolerance windows around it: inside their bracket interpolated, the windows overlapping by half; beyond it
 side by side, extrapolated along the full runs' own slope where they lie a factor 1.7 apart or more, else the short
 runs', at most a factor 3 beyond them; where that guess was tried already, inside the full runs' bracket as the short
-rounds search theirs. Only a full run counts: a combination is done when one's nonzero fraction is within `tolerance`
-(relative) of the target; at most `rounds` rounds. `short_epochs=1` trains every round in full, `per_round` values each.
+rounds search theirs. Once a round inside a bracket of full runs has not landed (the curve steeper, rougher or less
+monotone than the windows assume), each further round narrows the bracket between the closest runs on either side
+(lam_guess.narrowed: the interpolation's guess and the bracket's middle, so it at least halves), until a run lands, the
+bracket shrinks to lams that round alike (the curve jumps across the target: said), or the budget is spent. Only a
+full run counts: a combination is done when one's nonzero fraction is within `tolerance` (relative) of the target.
+The budget is `max_runs` runs per combination, short and full alike (`rounds`, null by default, caps rounds too).
+`short_epochs=1` trains every round in full, `per_round` values each.
 magnitude_pruning, whose sparsity is set directly, takes a target_nonzero directly (final_sparsity = 1 - target): one
 run (a target_macs it refuses). A combination whose runs keep every weight at every lam up to lam_range's top stops
 there and is named: a method that cannot prune in so few steps (eta-Trick, VarDrop and HardConcrete within 10 epochs)
@@ -25,7 +30,9 @@ gains nothing from more lam. Every trial is an ordinary run folder (a rerun of t
 skips finished ones and replays the search). The sweep folder gets search.csv (SEARCH_CSV: combination, round, epochs,
 lr, lam, nonzero_fraction, macs_fraction, val_error, test_error, wall_time_s, status, folder); the command prints, per
 combination, the full run closest to the target, the runs and the training seconds it took (or why it found none), and
-exits 1 naming the combinations not brought within tolerance (adrop.train.sweep_outcomes.SWEEP["unmet"]).
+exits 1 naming in its last line the combinations not brought within tolerance, each with its closest full run and
+why the search stopped, and, where more runs would go on, the command that continues it (the same into the same sweep
+folder with twice the budget: finished runs are replayed, not trained again; adrop.train.sweep_outcomes.SWEEP["unmet"]).
 
 `max_val_error` (default none): a full run within tolerance whose validation error is above it is no answer: the network
 failed at that sparsity (VarDrop's weight noise at a large lam leaves a network at chance). The combination stops there,
@@ -42,7 +49,10 @@ directly, reuses nothing.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import shlex
+import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -51,8 +61,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adrop.train import run_files, sweep_outcomes
 
-from .lam_guess import (FULL_OVER_SHORT, NOMINAL_SLOPE, around, crossing, estimate, in_bracket, log_spaced, next_lams,
-                        rounded)
+from .lam_guess import (FULL_OVER_SHORT, NOMINAL_SLOPE, around, closest_sides, crossing, estimate, in_bracket,
+                        log_spaced, narrowed, next_lams, rounded)
 from .search_table import (COLUMNS, MEASURES, SEARCH_CSV, closest_full_run, failed, read_search_tables,
                            write_search_table)
 from .sweeper import Record, launched
@@ -88,6 +98,10 @@ class Plan:
         self.short_over = False  # a short round completed no run (diverged at the scaled lr?): full rounds from now
         self.unmeasured = False  # a run completed without the searched measure: nothing to search by
         self.last_phase = None
+        self.launched = 0  # this search's runs of the combination so far, short and full (what max_runs counts)
+        self.bracket_rounds = 0  # full rounds proposed inside a bracket of full runs
+        self.spent = False  # the budget (max_runs) ran out while the search went on
+        self.jumps = False  # the bracket shrank to lams that round alike without a run landing
 
     def short_overrides(self) -> list[str]:
         """What a short run changes: its epochs, its lr, and a warm-up of the penalty scaled as its epochs are."""
@@ -103,7 +117,7 @@ class Plan:
 
 class LamSearchSweeper(BasicSweeper):
     def __init__(self, target_nonzero: Optional[float] = None, target_macs: Optional[float] = None,
-                 tolerance: float = 0.05, rounds: int = 4, per_round: int = 4,
+                 tolerance: float = 0.05, rounds: Optional[int] = None, max_runs: int = 24, per_round: int = 4,
                  per_full_round: int = 2, short_epochs: float = 0.1, lam_range: Optional[List[float]] = None,
                  reuse: Optional[List[str]] = None, max_val_error: Optional[float] = None,
                  params: Optional[Any] = None) -> None:
@@ -117,14 +131,16 @@ class LamSearchSweeper(BasicSweeper):
         if not 0 < target < 1:
             raise ValueError(f"hydra.sweeper.target_{self.measure} must be a fraction in (0, 1), got {target}")
         self.column = MEASURES[self.measure]
-        if tolerance <= 0 or rounds < 1 or per_round < 1 or per_full_round < 1:
-            raise ValueError("hydra.sweeper.tolerance must be > 0, rounds, per_round and per_full_round at least 1")
+        if tolerance <= 0 or (rounds is not None and rounds < 1) or max_runs < 1 or per_round < 1 or per_full_round < 1:
+            raise ValueError("hydra.sweeper.tolerance must be > 0, rounds (or null), max_runs, per_round and "
+                             "per_full_round at least 1")
         if not 0 < short_epochs <= 1:
             raise ValueError(f"hydra.sweeper.short_epochs must be a fraction in (0, 1], got {short_epochs}")
         lam_range = list(lam_range or [1e-7, 1.0])
         if len(lam_range) != 2 or not 0 < lam_range[0] < lam_range[1]:
             raise ValueError(f"hydra.sweeper.lam_range must be [low, high] with 0 < low < high, got {lam_range}")
         self.target, self.tolerance, self.rounds, self.per_round = target, tolerance, rounds, per_round
+        self.max_runs = max_runs
         self.per_full_round, self.short_fraction, self.lam_range = per_full_round, short_epochs, lam_range
         if max_val_error is not None and not 0 < max_val_error <= 1:
             raise ValueError(f"hydra.sweeper.max_val_error must be a fraction in (0, 1], got {max_val_error}")
@@ -134,7 +150,7 @@ class LamSearchSweeper(BasicSweeper):
             if not any(folder.glob("search*.csv")):
                 raise ValueError(f"hydra.sweeper.reuse: {folder} holds no lam_search table ({SEARCH_CSV})")
         # at most two short rounds, and at least one full one where there are two rounds or more
-        self.short_rounds = min(2, rounds - 1)
+        self.short_rounds = 2 if rounds is None else min(2, rounds - 1)
 
     def within(self, kept: float) -> bool:
         """Whether a run's measure (its nonzero fraction, or its compact network's share of multiply-adds) is within
@@ -160,7 +176,17 @@ class LamSearchSweeper(BasicSweeper):
                     short if short < epochs and self.short_rounds > 0 else None, list(config.penalty_warmup))
 
     def round_jobs(self, plan: Plan, round_: int) -> list[tuple[str, Optional[float], list[str]]]:
-        """This round's jobs of one combination: (phase, lam, overrides)."""
+        """This round's jobs of one combination: (phase, lam, overrides), as many as its budget (max_runs) leaves."""
+        jobs = self.proposed(plan, round_)
+        left = self.max_runs - plan.launched
+        if len(jobs) > left:
+            plan.spent = True
+            jobs = jobs[:max(left, 0)]
+        plan.launched += len(jobs)
+        return jobs
+
+    def proposed(self, plan: Plan, round_: int) -> list[tuple[str, Optional[float], list[str]]]:
+        """The jobs this round would launch for one combination, whatever its budget."""
         if plan.direct:
             return [("full", None, plan.combo + [f"method.params.final_sparsity={1 - self.target}"])]
         short = (plan.short_epochs is not None and round_ <= self.short_rounds and not plan.short_over
@@ -182,6 +208,16 @@ class LamSearchSweeper(BasicSweeper):
                                 max_step=math.log(3.0) if plan.full else math.log(100.0))
         tried = {rounded(t[0]) for t in plan.full}
         pair = crossing([t[:2] for t in plan.full], self.target)
+        sides = closest_sides([t[:2] for t in plan.full], self.target)
+        if sides is not None:
+            plan.bracket_rounds += 1
+        if sides is not None and plan.bracket_rounds > 1:
+            # a bracket of full runs already searched once without landing (the curve is not what the windows
+            # assumed: steeper, rougher or not monotone): keep narrowing it, interpolation with a bisection
+            # safeguard, until a run lands or the budget is spent
+            lams = narrowed([t[:2] for t in plan.full], self.target, self.per_full_round, tried)
+            plan.jumps = not lams
+            return [("full", lam, plan.combo + [f"lam={lam:.6g}"]) for lam in lams]
         if pair is not None and in_bracket(*pair[0], *pair[1], self.target)[1]:
             guess = None  # a bracket whose far end kept nothing: its guess was this bracket's own window; search inside
         if guess is None:  # nothing to go by: the short rounds' way on the full trials
@@ -223,7 +259,7 @@ class LamSearchSweeper(BasicSweeper):
         earlier = [row for folder in self.reuse for row in read_search_tables(folder)]  # each table read once
         rows = [row for plan in plans for row in self.reused(plan, earlier)]
         searching, job_idx = [i for i, plan in enumerate(plans) if not any(self.within(t[1]) for t in plan.full)], 0
-        for round_ in range(1, self.rounds + 1):
+        for round_ in (range(1, self.rounds + 1) if self.rounds is not None else itertools.count(1)):
             batch, owners = [], []
             for i in list(searching):
                 jobs = self.round_jobs(plans[i], round_)
@@ -303,7 +339,7 @@ class LamSearchSweeper(BasicSweeper):
 
     def conclude(self, plans: list[Plan], rows: list[dict], sweep_dir: Path) -> None:
         """Per combination, the full run closest to the target and what the search cost; the unmet ones named."""
-        unmet = []
+        unmet, budget = [], False
         for plan in plans:
             name = " ".join(plan.combo) or "(no other setting swept)"
             every = [r for r in rows if r["combination"] == " ".join(plan.combo)]
@@ -313,16 +349,22 @@ class LamSearchSweeper(BasicSweeper):
                     f"{seconds:.1f} s of training" + (f"; {len(every) - len(runs)} runs reused" if
                                                       len(every) > len(runs) else ""))
             if not plan.full:
-                unmet.append(name)
-                print(f"lam_search: {name}: {self.why_no_full_run(plan, runs)}; {cost}", flush=True)
+                why = self.why_no_full_run(plan, runs)
+                unmet.append(f"{name} ({why})")
+                budget |= why.endswith(("max_runs)", "rounds)"))
+                print(f"lam_search: {name}: {why}; {cost}", flush=True)
                 continue
             row = closest_full_run(every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error)
             lam, kept = row["lam"], row[self.column]
             at_chance = self.failed(row)
             met = self.within(float(kept)) and not at_chance
-            if not met:
-                unmet.append(name + (f" (val error {float(row['val_error']):.4f} above max_val_error "
-                                     f"{self.max_val_error:g})" if at_chance else ""))
+            if not met and at_chance:
+                unmet.append(f"{name} (val error {float(row['val_error']):.4f} above max_val_error "
+                             f"{self.max_val_error:g} at lam {lam:.4g})")
+            elif not met:
+                why, more = self.why_missed(plan)
+                budget |= more
+                unmet.append(f"{name} (closest: lam {lam:.4g}, {self.label} {float(kept):.4f}; {why})")
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
             val = "-" if row["val_error"] in (None, "") else f"{float(row['val_error']):.4f}"
             print(f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
@@ -330,9 +372,32 @@ class LamSearchSweeper(BasicSweeper):
                   f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if at_chance else ''}; {cost}",
                   flush=True)
         if unmet:
+            go_on = f"; continue with: {self.continuing(sweep_dir)}" if budget else ""
             sweep_outcomes.SWEEP["unmet"] = (
                 f"lam_search brought {len(plans) - len(unmet)} of {len(plans)} combinations within {self.tolerance:g} "
-                f"of {self.label} {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()})")
+                f"of {self.label} {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()}){go_on}")
+
+    def why_missed(self, plan: Plan) -> tuple[str, bool]:
+        """Why a combination with full runs has none within tolerance, and whether more runs would go on."""
+        sides = closest_sides([t[:2] for t in plan.full], self.target)
+        if plan.jumps and sides is not None:
+            (la, na), (lb, nb) = sides
+            return (f"{self.label} jumps from {na:.4f} at lam {la:.6g} to {nb:.4f} at lam {lb:.6g}, with no lam "
+                    f"between them: no run lands within tolerance there (a wider hydra.sweeper.tolerance would take "
+                    f"one)"), False
+        if plan.spent:
+            return f"its {self.max_runs} runs (hydra.sweeper.max_runs) spent", True
+        if self.rounds is not None and plan.last_phase is not None:
+            return f"its {self.rounds} round{'s' if self.rounds > 1 else ''} (hydra.sweeper.rounds) spent", True
+        return "no lam left to try inside lam_range (widen hydra.sweeper.lam_range)", False
+
+    def continuing(self, sweep_dir: Path) -> str:
+        """The command that goes on where this one stopped: the same, into the same sweep folder (whose finished
+        runs it replays, training none again), with twice the budget and no cap on rounds."""
+        dropped = ("hydra.sweep.dir=", "hydra.sweeper.max_runs=", "hydra.sweeper.rounds=")
+        argv = [a for a in sys.argv[1:] if not a.lstrip("+~").startswith(dropped)]
+        return shlex.join(["adrop", "train", *argv, f"hydra.sweep.dir={sweep_dir.absolute()}",
+                           f"hydra.sweeper.max_runs={2 * self.max_runs}"])
 
     @property
     def label(self) -> str:
@@ -357,13 +422,16 @@ class LamSearchSweeper(BasicSweeper):
             return f"no run completed (see {SEARCH_CSV})"
         kept = [t[1] for t in plan.short]
         if min(kept) > self.target:
-            return (f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} "
-                    f"(widen hydra.sweeper.lam_range, or train longer)")
+            return (f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} in "
+                    f"{plan.short_epochs} epoch{'s' if plan.short_epochs > 1 else ''} at lr {plan.short_lr:.3g}: the method cannot prune in so few steps "
+                    f"(train longer or at a larger lr), or widen hydra.sweeper.lam_range")
         if max(kept) <= 0:
             nothing = "no weight" if self.measure == "nonzero" else "no multiply-add"
             return (f"every run kept {nothing}, down to lam {min(t[0] for t in plan.short):.4g} "
                     f"(lower hydra.sweeper.lam_range's bottom)")
-        return "the short rounds bracketed the target but no full round was left (raise hydra.sweeper.rounds)"
+        return ("the short rounds bracketed the target but no full round was left " +
+                ("(its budget spent: raise hydra.sweeper.max_runs)" if plan.spent else
+                 "(its rounds spent: raise hydra.sweeper.rounds)"))
 
 
 
