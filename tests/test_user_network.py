@@ -1,12 +1,14 @@
 """Your network and your data: any nn.Module by `_target_` (here tests/user_nets.py, a ResNet with BatchNorm), trained
 by every method on scikit-learn's digits and on a .npz file, reloaded from weights.npz into a fresh instance of the
 user's class with the reported error, stacked; and bad networks and bad data refused in one line at start."""
+import csv
 import json
 import re
 
 import numpy as np
 import pytest
 import torch
+from hydra.utils import instantiate
 
 import user_nets
 from adrop import methods
@@ -54,8 +56,17 @@ def test_every_method_trains_a_users_resnet_and_weights_npz_reloads_into_the_use
     assert summary["status"] == "completed" and list(summary["layers"]) == LAYERS
     assert summary["model"] == "custom" and summary["architecture"] == "user_nets.TinyResNet"
     assert reloaded_error(tmp_path, run.data) == summary["test_error"]
-    rows = (tmp_path / "layers.csv").read_text().splitlines()
-    assert [r.split(",")[1] for r in rows[-len(LAYERS):]] == LAYERS
+    last = [r for r in csv.DictReader((tmp_path / "layers.csv").open()) if r["epoch"] == "2"]
+    assert [r["layer"] for r in last if r["trained"] == "method"] == LAYERS
+    # the batch norms train densely: rows of their own, and counted in the whole network's totals
+    dense = {r["layer"]: int(r["total"]) for r in last if r["trained"] == "dense"}
+    assert dense and all(".bn" in name or name.startswith("stem.") for name in dense), dense
+    params = summary["parameters"]
+    assert params["dense_modules"] == dense and params["sparsified"] == summary["total"]
+    rebuilt = instantiate(summary["model_arguments"])  # the class as adrop made it, from summary.json alone
+    assert isinstance(rebuilt, user_nets.TinyResNet)
+    every = sum(p.numel() for p in rebuilt.parameters())
+    assert params["total"] == params["sparsified"] + params["dense"] == every
     # the cost is measured by running the network: a 3x3 conv on 8x8 inputs with padding 1 acts at 64 positions
     assert [summary["layers"][n]["dense_macs"] // summary["layers"][n]["total"] for n in LAYERS] == [64, 64, 64, 1]
 
@@ -129,7 +140,7 @@ def bad_npz(tmp_path, **arrays):
 @pytest.mark.parametrize("arrays, message", [
     ({"y_test": None}, "has no y_test (it holds x_test, x_train, y_train); dataset=npz needs x_train, y_train, "
                        "x_test, y_test"),
-    ({"y_train": np.arange(20) % 4 - 1}, "y_train holds label -1, outside [0, 4)"),
+    ({"y_train": np.arange(20) % 4 - 1}, "y_train holds label -1, outside [0, 3)"),  # classes from y_train: 3
     ({"x_test": np.full((5, 64), np.nan, np.float32)}, "x_test holds NaN or infinite values"),
     ({"x_test": np.zeros((5, 63), np.float32)}, "x_test's examples are [63], x_train's [64]"),
     ({"y_train": np.arange(19) % 4}, "x_train has 20 examples and y_train 19"),
@@ -154,7 +165,7 @@ def test_data_that_does_not_fit_the_network_is_refused_before_any_folder(config,
 @pytest.mark.parametrize("target, message", [
     ("user_nets.Missing", "model._target_=user_nets.Missing does not import"),
     ("no_such_package.Net", "model._target_=no_such_package.Net does not import (ModuleNotFoundError: No module "
-                            "named 'no_such_package')"),
+                            "named 'no_such_package'; no_such_package.py is not in the current folder ("),
     ("user_nets.OnlyNorm", "user_nets.OnlyNorm has no nn.Linear or nn.Conv2d for a method to sparsify"),
     ("user_nets.ThreeOutputs", "user_nets.ThreeOutputs returns [2, 3] for a batch of 2; it must return logits, "
                                "batch x 10"),

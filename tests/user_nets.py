@@ -136,3 +136,19 @@ class NumberReadingNet(nn.Module):
 
     def forward(self, x):
         return self.fc(self.norm(x.flatten(1)))
+
+
+class GRUClassifier(nn.Module):
+    """A recurrent classifier reading an image row by row: a GRU and a LayerNorm (which no method sparsifies: they
+    train densely) before a Linear head."""
+
+    def __init__(self, input_shape, classes: int, hidden: int = 16):
+        super().__init__()
+        self.rows, self.width = input_shape[-2], input_shape[-1]
+        self.gru = nn.GRU(self.width, hidden, batch_first=True)
+        self.norm = nn.LayerNorm(hidden)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        out, _ = self.gru(x.reshape(-1, self.rows, self.width))
+        return self.head(self.norm(out[:, -1]))

@@ -41,8 +41,15 @@ def one_line(summary: dict) -> str:
     unmasked = (f" (unmasked {summary['test_error_unmasked']:.4f})"
                 if summary.get("test_error_unmasked") is not None else "")
     return (f"{summary['method']}: test error {summary['test_error']:.4f}{unmasked}, "
-            f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} ({summary['nonzero']}/{summary['total']}), "
+            f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} ({summary['nonzero']}/{summary['total']}"
+            f"{whole_network(summary)}), "
             f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
+
+
+def whole_network(summary: dict) -> str:
+    """The whole network's nonzero count beside the sparsified weights', where parameters also train densely."""
+    params = summary.get("parameters") or {}
+    return f"; {params['nonzero']}/{params['total']} of all parameters" if params.get("dense") else ""
 
 
 def resume_command(argv: list[str]) -> str:
@@ -110,6 +117,8 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     if not multirun:  # said once it trains: a start that fails leaves no folder to name
         STARTED["run"] = folder.absolute()
         print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
+        for line in engine.describe():
+            print(f"adrop train: {line}", flush=True)
     try:
         summary = engine.fit()[0]
     except (TrainError, ValueError, run_files.WriteFailed) as err:

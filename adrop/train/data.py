@@ -39,6 +39,8 @@ class Data:
     augment: str = "none"       # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
     mean: list | None = None    # the normalisation x = (x - mean) / std the inputs went through (one number, or one per
     std: list | None = None     # channel or feature): summary.json records it, so a user can feed the network alike
+    classes_from: str = "the dataset"  # where `classes` came from: the dataset, dataset.classes, or y_train's labels
+    notes: tuple = ()           # what the run's opening lines say of the data (a class with few training examples)
 
 
 FILES = {
@@ -97,12 +99,22 @@ def load(dataset, data, device) -> Data:
                 "none", *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()))
 
 
+def validation_count(val_size, n: int) -> int:
+    """How many of n training examples dataset.val_size takes: a fraction of them (0 < val_size < 1, rounded, at
+    least one) or a count; DataError naming the data's size where that leaves no training example."""
+    fraction = 0 < val_size < 1
+    count = max(1, round(val_size * n)) if fraction else val_size
+    if not (fraction or float(val_size).is_integer()) or not 0 < count < n:
+        raise DataError(f"dataset.val_size={val_size:g} does not fit the data's {n} training examples: give a "
+                        f"fraction in (0, 1) (0.1: a tenth of them) or a count from 1 to {n - 1}")
+    return int(count)
+
+
 def validation_split(n: int, dataset) -> tuple[torch.Tensor, torch.Tensor]:
     """(validation indices, training indices) of n training examples: val_size of them at random (split_seed)."""
-    if not 0 < dataset.val_size < n:
-        raise DataError(f"dataset.val_size must lie in (0, {n}), got {dataset.val_size}")
+    count = validation_count(dataset.val_size, n)
     order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed))
-    return order[:dataset.val_size], order[dataset.val_size:]
+    return order[:count], order[count:]
 
 
 def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
@@ -114,14 +126,19 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
     if raw.x_val is not None:
         parts["val"] = (raw.x_val, raw.y_val)
     where = f"{dataset.name}" + (f" ({dataset.path})" if dataset.get("path") else "")
-    classes = raw.classes or int(dataset.get("classes") or 0) or 1 + max(int(y.max()) for _, y in parts.values()
-                                                                         if len(y))
     for split, (x, y) in parts.items():
         if len(y) == 0:
             raise DataError(f"{where}: the {split} split is empty")
+    known = raw.classes or int(dataset.get("classes") or 0)
+    classes = known or 1 + int(parts["train"][1].max())  # inferred from the training labels alone
+    source = "the dataset" if raw.classes else "dataset.classes" if known else "y_train's labels"
+    for split, (x, y) in parts.items():
         bad = (y < 0) | (y >= classes)
         if bool(bad.any()):
-            raise DataError(f"{where}: y_{split} holds label {int(y[bad][0])}, outside [0, {classes})")
+            label = int(y[bad][0])
+            fix = (f"; y_train's labels are 0..{classes - 1}: if the data has {label + 1} classes, set "
+                   f"dataset.classes={label + 1}" if not known and label >= classes else "")
+            raise DataError(f"{where}: y_{split} holds label {label}, outside [0, {classes}){fix}")
         if not bool(torch.isfinite(x).all()):
             raise DataError(f"{where}: x_{split} holds NaN or infinite values")
     x_train, y_train = parts["train"]
@@ -141,7 +158,22 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
         return Split(((x - mean) / std).flatten(1).contiguous().to(device), y.to(device))
 
     return Data(put(x_train, y_train), put(*parts["val"]), put(*parts["test"]), math.prod(x_train.shape[1:]),
-                classes, image, kind, mean.flatten().tolist(), std.flatten().tolist())
+                classes, image, kind, mean.flatten().tolist(), std.flatten().tolist(), source,
+                rare_classes(y_train, classes))
+
+
+FEW = 5  # a class with fewer training examples than this is named when the run starts (a stray label?)
+
+
+def rare_classes(y: torch.Tensor, classes: int) -> tuple:
+    """The run's notes on classes with fewer than FEW training examples (none at all, or a stray label's one)."""
+    counts = torch.bincount(y.long(), minlength=classes)
+    few = [(c, int(counts[c])) for c in range(classes) if counts[c] < FEW]
+    if not few:
+        return ()
+    shown = ", ".join(f"class {c}: {n}" for c, n in few[:5]) + (f" and {len(few) - 5} more" if len(few) > 5 else "")
+    return (f"{len(few)} of the {classes} classes have fewer than {FEW} training examples ({shown}): a stray label? "
+            f"(labels must be 0..classes-1)",)
 
 
 def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -138,6 +138,14 @@ class Engine:
                 tensor.copy_(torch.stack([s[name] for s in singles]))
         return stacked.to(self.device)
 
+    def describe(self) -> list[str]:
+        """The run's opening lines: what the method trains and what trains densely (parameters counted), the data's
+        classes and where they came from, and any note on the data."""
+        data = self.data
+        return [f"{self.single.describe(self.cfg.method.name, self.cfg.get('structure', 'weight'))}; "
+                f"{data.classes} classes (from {data.classes_from}), {len(data.train):,} training examples, "
+                f"{len(data.val):,} for validation", *data.notes]
+
     # -- checkpoints: each configuration's own -----------------------------------------------------------------------
     def resume(self) -> bool:
         states = [run_files.load_checkpoint(folder, self.device) for folder in self.folders]
@@ -329,18 +337,20 @@ class Engine:
         self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
                                                      lr, seconds))
         self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions(), self.single.biases(),
-                                                   units)
+                                                   units, evaluate.dense(self.single, weights))
         run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
         self.checkpoint(k)
         run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
         tracker = self.trackers[k]
         stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
         tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
-        line = (f"epoch {self.epoch}/{self.cfg.epochs}: loss {loss:.4f}, val error {val_error:.4f}, nonzero "
-                f"{nonzero / total:.4f}, {seconds:.1f} s")
+        # the data term, the penalty term beside it: a penalty's constant (LogSum's) would hide the data's progress
+        line = (f"epoch {self.epoch}/{self.cfg.epochs}: loss {data_term:.4f} (+ penalty {loss - data_term:.4g}), val "
+                f"error {val_error:.4f}, nonzero {nonzero / total:.4f}, {seconds:.1f} s")
         log.info("%s: %s", self.folders[k].name, line)  # the job's log file
         if bar is not None and self.K == 1:
-            bar.set_postfix(loss=f"{loss:.4f}", val_err=f"{val_error:.4f}", nonzero=f"{nonzero / total:.4f}")
+            bar.set_postfix(loss=f"{data_term:.4f}", penalty=f"{loss - data_term:.4g}", val_err=f"{val_error:.4f}",
+                            nonzero=f"{nonzero / total:.4f}")
         elif bar is None and not self.multirun and self.cfg.progress != "never":  # not a terminal: a line an epoch
             print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
@@ -353,7 +363,8 @@ class Engine:
         run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
         errors = evaluate.unmasked_errors(cfg, self.single.predict, unmasked, self.data)
         summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
-                               layers=layers, nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept)
+                               layers=layers, nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept,
+                               dense=evaluate.dense(self.single, weights))
         run_files.write_summary(self.folders[k], summary)
         return summary
 

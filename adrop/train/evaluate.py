@@ -50,6 +50,19 @@ def sparsity(names, state: dict):
 
 
 @torch.no_grad()
+def dense(network, state: dict) -> list[tuple[str, int, int]]:
+    """(module, nonzero, total) of the parameters trained densely (all but the sparse layers' weights), per module that
+    owns them, a sparse layer's bias under the layer's name, from one network's state."""
+    out: dict[str, list[int]] = {}
+    for name in network.dense_sizes:
+        owner = name.rsplit(".", 1)[0] if "." in name else "(root)"
+        counts = out.setdefault(owner, [0, 0])
+        counts[0] += int(torch.count_nonzero(state[name]))
+        counts[1] += state[name].numel()
+    return [(owner, nz, n) for owner, (nz, n) in out.items()]
+
+
+@torch.no_grad()
 def kept_units(network, state: dict):
     """Per sparse layer (inputs kept, inputs, outputs kept, outputs), and the compact network (adrop.compact) for
     adrop's built-in chains, else None. A chain's units are the compact network's (a unit kept when it is read and

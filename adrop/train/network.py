@@ -16,6 +16,9 @@ forward takes a batch in the data's shape and returns logits, batch x classes.
 from __future__ import annotations
 
 import inspect
+import logging
+import os
+import sys
 
 import torch
 from omegaconf import OmegaConf
@@ -46,26 +49,49 @@ def instantiate(model_cfg, input_shape, classes: int) -> nn.Module:
     from hydra.utils import get_object, instantiate as hydra_instantiate
 
     target = target_of(model_cfg)
+    cwd = on_import_path()
+    hydra_log = logging.getLogger("hydra.utils")  # Hydra logs its own 3 lines before raising: ours is the one line
+    silent, hydra_log.disabled = hydra_log.disabled, True
     try:
         cls = get_object(target)
     except Exception as err:
         cause = err.__cause__ or err
-        raise NetworkError(f"model._target_={target} does not import ({brief(cause)})") from None
-    args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
+        hint = (f"; {target.split('.')[0]}.py is not in the current folder ({cwd}) nor an installed package"
+                if isinstance(cause, ModuleNotFoundError) and cause.name == target.split(".")[0] else "")
+        raise NetworkError(f"model._target_={target} does not import ({brief(cause)}{hint})") from None
+    finally:
+        hydra_log.disabled = silent
+    args = arguments(model_cfg, cls, input_shape, classes)
     try:
-        accepted = inspect.signature(cls).parameters
-    except (TypeError, ValueError):
-        accepted = {}
-    given = {"input_shape": [int(s) for s in input_shape], "classes": int(classes)}
-    extra = {k: v for k, v in given.items() if k in accepted and k not in args}
-    try:
-        module = hydra_instantiate(args, _convert_="all", **extra)
+        module = hydra_instantiate(args, _convert_="all")
     except Exception as err:
         cause = err.__cause__ or err
         raise NetworkError(f"model={model_cfg.get('name')} ({target}) could not be made: {brief(cause)}") from None
     if not isinstance(module, nn.Module):
         raise NetworkError(f"model._target_={target} made a {type(module).__name__}, not a torch.nn.Module")
     return module
+
+
+def on_import_path() -> str:
+    """The current folder on the import path, as `python -m` has it, so that a network in ./mynet.py is
+    model._target_=mynet.Net (the `adrop` console script alone would not see it); the folder."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    return cwd
+
+
+def arguments(model_cfg, cls, input_shape, classes: int) -> dict:
+    """The model config as the class is constructed with it (`_target_` and its arguments, `name` aside), with
+    `input_shape` and `classes` from the data where the constructor takes parameters of those names and the config
+    does not set them: what summary.json records, so that weights.npz reloads from the run folder alone."""
+    args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
+    try:
+        accepted = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        accepted = {}
+    given = {"input_shape": [int(s) for s in input_shape], "classes": int(classes)}
+    return {**args, **{k: v for k, v in given.items() if k in accepted and k not in args}}
 
 
 def sparse_kind(module: nn.Module):
@@ -123,6 +149,7 @@ class Network:
             names = [n for n, _ in module.named_parameters(recurse=False)]
             raise NetworkError(f"{type(module).__name__} holds parameters of its own ({', '.join(names) or 'buffers'})"
                                ": adrop trains networks whose tensors all sit in submodules (put them in one)")
+        sizes = {name: p.numel() for name, p in module.named_parameters()}  # the user's module, before conversion
         found = convert(module, method, configs)
         if not found:
             raise NetworkError(f"{self.architecture} has no nn.Linear or nn.Conv2d for a method to sparsify")
@@ -134,7 +161,38 @@ class Network:
         self.chain = isinstance(module, (networks.MLP, networks.ConvNet))  # what adrop.compact can make smaller
         self.names = [n for n, _ in found]
         self.layers = [layer for _, layer in found]
+        # every parameter of the module the method does not train (biases, embeddings, norms, recurrent cells...):
+        # trained densely, counted in the network's totals beside the sparsified weights
+        trained = {f"{n}.weight" for n in self.names}
+        self.dense_sizes = {name: size for name, size in sizes.items() if name not in trained}
         self._positions = None
+
+    def dense_owners(self) -> dict[str, int]:
+        """Parameters trained densely, counted per module that owns them (a sparse layer's bias under its name)."""
+        out: dict[str, int] = {}
+        for name, size in self.dense_sizes.items():
+            owner = name.rsplit(".", 1)[0] if "." in name else "(root)"
+            out[owner] = out.get(owner, 0) + size
+        return out
+
+    def describe(self, method_name: str, structure: str) -> str:
+        """What the method trains and what trains densely, parameters counted: the run's opening words."""
+        weights = sum(layer.weight.numel() for layer in self.layers) // (self.configs or 1)
+        shown = ", ".join(self.names[:4]) + (f" and {len(self.names) - 4} more" if len(self.names) > 4 else "")
+        what = f"{method_name} trains {weights:,} weights of {len(self.names)} layer{'s' if len(self.names) > 1 else ''} ({shown})"
+        if structure != "weight":
+            what += f" as {structure}s"
+        owners = self.dense_owners()
+        dense = sum(owners.values())
+        if not dense:
+            return what + "; nothing trains densely"
+        biases = sum(n for owner, n in owners.items() if owner in self.names)
+        others = sorted(((n, owner) for owner, n in owners.items() if owner not in self.names), reverse=True)
+        parts = [f"{owner} {n:,}" for n, owner in others[:4]] + ([f"{len(others) - 4} more modules"]
+                                                                   if len(others) > 4 else [])
+        if biases:
+            parts.append(f"the layers' biases {biases:,}")
+        return what + f"; {dense:,} parameters train densely ({', '.join(parts)})"
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (K, batch, classes) of inputs (K, batch, ...) (each configuration's own batch)."""
@@ -205,7 +263,9 @@ def shared_parameters(module: nn.Module) -> list[str]:
 
 def build(model_cfg, input_shape, classes: int, method, configs: int | None = None) -> Network:
     module = instantiate(model_cfg, input_shape, classes)
-    return Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg))
+    network = Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg))
+    network.arguments = arguments(model_cfg, type(module), input_shape, classes)
+    return network
 
 
 def scale_lam(network: Network, scales, lam_cost: str = "weights", positions: list[int] | None = None) -> None:

@@ -2,7 +2,8 @@
 
     metrics.csv    one row per epoch: epoch, train_loss, data_term, penalty_term, val_error, nonzero_fraction, lr,
                    seconds
-    layers.csv     one row per epoch and layer: epoch, layer, shape, nonzero, total, nonzero_fraction, the units kept
+    layers.csv     one row per epoch and layer: epoch, layer, trained (method; dense: a module whose parameters
+                   train densely, counted with its float32 bytes), shape, nonzero, total, nonzero_fraction, the units kept
                    on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
                    units_out_kept of units_out: its outputs or filters; adrop.train.evaluate.kept_units), and the cost
                    (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
@@ -15,7 +16,12 @@
                    kept_architecture (adrop's built-in networks: the units the compact network keeps, input first,
                    e.g. 784-212-64-10 or 1x28x28-c6-c14-120-38-10; adrop.compact), input_normalisation (the mean and std, one or one per channel
                    or feature, the inputs were normalised with: x = (x - mean) / std, pixels in [0, 1]),
-                   identity (what makes two commands the same run; a folder is only ever resumed by its own run)
+                   identity (what makes two commands the same run; a folder is only ever resumed by its own run),
+                   parameters (the whole network: total, nonzero, nonzero_fraction over every parameter; sparsified:
+                   the weights the method trains, what nonzero_fraction counts; dense: the rest, biases included,
+                   and dense_modules, those of modules other than the sparse layers, per module),
+                   model_arguments (the arguments the model's class was constructed with, input_shape and classes
+                   included where adrop passed them: what a reload of weights.npz needs)
     weights.npz    the network's state_dict under its own keys (for adrop's networks <layer>.weight, out x in, and
                    <layer>.bias; for any network also its buffers, BatchNorm's running statistics), the keep rule and
                    deterministic gates folded into the weights: exactly the tensors evaluation uses
@@ -48,7 +54,9 @@ from . import cost
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
 UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units
-LAYERS = ["epoch", "layer", "shape", "nonzero", "total", "nonzero_fraction", *UNITS, *cost.COLUMNS]
+# trained: "method" for a sparse layer's weights, "dense" for a module whose parameters train densely (its row counts
+# them, and their float32 bytes, in the network's totals)
+LAYERS = ["epoch", "layer", "trained", "shape", "nonzero", "total", "nonzero_fraction", *UNITS, *cost.COLUMNS]
 CHECKPOINT = "checkpoint.pt"
 SUMMARY = "summary.json"
 METRICS_CSV = "metrics.csv"
@@ -96,11 +104,17 @@ def metrics_row(epoch, loss, data_term, penalty, val_error, nonzero, total, lr, 
             "val_error": val_error, "nonzero_fraction": nonzero / total, "lr": lr, "seconds": seconds}
 
 
-def layer_rows(epoch, layers, positions, biases=None, units=None) -> list[dict]:
+def layer_rows(epoch, layers, positions, biases=None, units=None, dense=()) -> list[dict]:
+    """layers.csv's rows of one epoch: the sparse layers', then one per module whose parameters train densely
+    (`dense`: adrop.train.evaluate.dense; a sparse layer's bias is counted in its own row's cost, not here)."""
     units = units or [{}] * len(layers)
-    return [{"epoch": epoch, "layer": name, "shape": "x".join(map(str, shape)), "nonzero": nz, "total": n,
-             "nonzero_fraction": nz / n, **dict(zip(UNITS, u)), **cost.layer_cost(shape, nz, p, b)}
-            for (name, shape, nz, n), p, b, u in zip(layers, positions, biases or [True] * len(layers), units)]
+    names = {name for name, *_ in layers}
+    return [{"epoch": epoch, "layer": name, "trained": "method", "shape": "x".join(map(str, shape)), "nonzero": nz,
+             "total": n, "nonzero_fraction": nz / n, **dict(zip(UNITS, u)), **cost.layer_cost(shape, nz, p, b)}
+            for (name, shape, nz, n), p, b, u in zip(layers, positions, biases or [True] * len(layers), units)] + [
+        {"epoch": epoch, "layer": owner, "trained": "dense", "nonzero": nz, "total": n,
+         "nonzero_fraction": nz / n if n else None, "dense_bytes": cost.FLOAT * n, "csr_bytes": cost.FLOAT * n}
+        for owner, nz, n in dense if owner not in names]
 
 
 def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:
@@ -110,11 +124,12 @@ def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None
 
 def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, test_error=None,
             val_error=None, layers=None, nonzero=None, total=None, unmasked=None, normalisation=None, units=None,
-            kept=None) -> dict:
+            kept=None, dense=None) -> dict:
     """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
     `model` gives the architecture and, for the cost, how often each layer's weights act per example; `unmasked` the
     (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone); `units` and
-    `kept` what adrop.train.evaluate.kept_units gives."""
+    `kept` what adrop.train.evaluate.kept_units gives; `dense` what adrop.train.evaluate.dense gives (the parameters
+    trained densely: counted in `parameters`, the whole network's totals, beside the sparsified weights')."""
     cfg, positions, biases = run.cfg, model.positions(), model.biases()
     units = units or [()] * len(layers or [])
     network_cost = None
@@ -133,12 +148,25 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
                                                            **cost.layer_cost(shape, nz, p, b)}
                                                     for (name, shape, nz, n), p, b, u in zip(layers, positions, biases,
                                                                                              units)},
+            "parameters": None if total is None or dense is None else parameters(nonzero, total, dense, model.names),
             "cost": network_cost, "structure": cfg.get("structure", "weight"),
             "kept_architecture": None if kept is None else kept.architecture,
             "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
             "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
+            "model_arguments": getattr(model, "arguments", None),
             "identity": run.identity, "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit,
             "stacked": stacked, **({} if normalisation is None else {"input_normalisation": normalisation})}
+
+
+def parameters(nonzero: int, total: int, dense, names) -> dict:
+    """summary.json's `parameters`: the whole network's count and nonzero fraction, the sparsified weights' and the
+    dense ones' beside them, and the dense ones per module (a sparse layer's bias under its name)."""
+    dense_nonzero, dense_total = sum(d[1] for d in dense), sum(d[2] for d in dense)
+    return {"total": total + dense_total, "nonzero": nonzero + dense_nonzero,
+            "nonzero_fraction": (nonzero + dense_nonzero) / (total + dense_total),
+            "sparsified": total, "sparsified_nonzero": nonzero, "dense": dense_total, "dense_nonzero": dense_nonzero,
+            "dense_bytes": cost.FLOAT * dense_total,
+            "dense_modules": {owner: n for owner, _, n in dense if owner not in names}}
 
 
 def write_summary(folder: Path, summary: dict) -> None:

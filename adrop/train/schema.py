@@ -9,7 +9,7 @@ import dataclasses
 import difflib
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from importlib import resources
 
@@ -31,7 +31,9 @@ class DatasetConfig:
     source: str = "adrop"     # adrop: the datasets above; torchvision: torchvision.datasets.<name> under data.root
     path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val)
     options: Dict[str, Any] = field(default_factory=dict)  # torchvision: more arguments of the dataset class
-    val_size: int = 12000     # taken from the training set at random (split_seed), unless the data has x_val
+    # the validation split, taken from the training set at random (split_seed) unless the data has x_val: a fraction
+    # of the training examples (0 < val_size < 1) or a count (MNIST's 12000, the paper's split)
+    val_size: Union[int, float] = 0.1
     test_size: int = 360      # digits: held out of its 1,797 images as the test set
     split_seed: int = 42
     mean: Any = None          # normalisation x = (x - mean) / std (x in [0, 1] for pixels): one number or one per
