@@ -121,3 +121,12 @@ def test_a_network_beside_the_command_imports_and_a_missing_one_is_one_line(tmp_
     assert bad.stderr.strip().splitlines() == [
         "adrop train: error: model._target_=mynets.NoSuchNet does not import (ModuleNotFoundError: No module named "
         f"'mynets'; mynets.py is not in the current folder ({tmp_path}) nor an installed package)"]
+
+
+@pytest.mark.parametrize("written, mode", [("false", "never"), ("true", "always"), ("never", "never")])
+def test_progress_true_and_false_mean_always_and_never(written, mode, config, tmp_path):
+    from adrop.train.settings import progress_mode
+
+    cfg = config("dataset=synthetic", "model=mlp", "device=cpu", f"progress={written}")
+    assert progress_mode(cfg.progress) == mode
+    one(cfg, tmp_path)  # accepted at start

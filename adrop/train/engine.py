@@ -37,7 +37,7 @@ from . import data as data_mod
 from . import evaluate, network as network_mod, run_files, schedules, tracking
 from .optim import StackedAdam
 from .runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
-from .settings import Settings, TrainError, stack_key
+from .settings import Settings, TrainError, progress_mode, stack_key
 
 log = logging.getLogger("adrop.train")
 # Each configuration's parameters are rows of one (K, n) buffer, so a (K, out, in) parameter is a strided view; its
@@ -351,7 +351,7 @@ class Engine:
         if bar is not None and self.K == 1:
             bar.set_postfix(loss=f"{data_term:.4f}", penalty=f"{loss - data_term:.4g}", val_err=f"{val_error:.4f}",
                             nonzero=f"{nonzero / total:.4f}")
-        elif bar is None and not self.multirun and self.cfg.progress != "never":  # not a terminal: a line an epoch
+        elif bar is None and not self.multirun and progress_mode(self.cfg.progress) != "never":  # a line an epoch
             print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
     def finish(self, k: int, weights, unmasked) -> dict:
@@ -370,7 +370,7 @@ class Engine:
 
     def progress_bar(self):
         """A bar over the training steps, in a terminal, for a command that is not a sweep (progress=always: any)."""
-        mode = self.cfg.progress
+        mode = progress_mode(self.cfg.progress)
         if mode == "never" or (mode == "auto" and (self.multirun or not sys.stderr.isatty())):
             return None
         from tqdm import tqdm

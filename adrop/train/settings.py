@@ -97,7 +97,7 @@ def lam_and_lr(cfg) -> tuple[float, float]:
               (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
               (len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
                f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
-              (cfg.progress in ("auto", "always", "never"), "progress must be auto, always or never"),
+              (str(cfg.progress).lower() in PROGRESS, "progress must be auto, always or never (or true, false)"),
               (cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}"),
               (all(math.isfinite(v) and v > 0 for v in cfg.lam_scale.values()),
                f"lam_scale's multipliers must be positive, got {dict(cfg.lam_scale)}"),
@@ -113,6 +113,15 @@ def lam_and_lr(cfg) -> tuple[float, float]:
         if not ok:
             raise TrainError(message)
     return float(lam), float(lr)
+
+
+# progress=: how a run shows it; true and false (what YAML makes of progress=true) mean always and never
+PROGRESS = {"auto": "auto", "always": "always", "never": "never", "true": "always", "false": "never"}
+
+
+def progress_mode(value) -> str:
+    """auto, always or never, from progress= as written."""
+    return PROGRESS[str(value).lower()]
 
 
 def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
