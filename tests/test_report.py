@@ -335,7 +335,7 @@ def test_layer_figure_has_integer_epoch_ticks(tmp_path):
 
 
 def test_cost_accounting_counts_weights_bytes_and_multiply_adds():
-    from adrop.train import cost
+    from adrop import cost
 
     layers = [("fc1", (300, 784), 3000, 235200), ("fc2", (300 // 3, 300), 1000, 30000), ("fc3", (10, 100), 100, 1000)]
     total = cost.network_cost(layers, [1, 1, 1])

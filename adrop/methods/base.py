@@ -85,6 +85,9 @@ class SparseLayer(nn.Module):
 
     unit_axes: tuple = ()
     lam_scale: float = 1.0  # this layer's lam multiplier (lam_scale in the configuration; adrop.train.network.scale_lam)
+    # the library's eval mode (adrop.sparsify): the product with the effective weight at this lam; None, the engine's:
+    # the plain product with `weight`, which its evaluation sets to the effective one
+    eval_lam: float | None = None
 
     def __init__(self, weight_shape: tuple, has_bias: bool, method: "Method", configs: int | None = None):
         super().__init__()
@@ -139,7 +142,8 @@ class SparseLayer(nn.Module):
 
     def forward(self, x):
         if not self.training:
-            return self.product(x, self.weight, self.bias)
+            weight = self.weight if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam)
+            return self.product(x, weight, self.bias)
         return self.method.forward(self, x)
 
 
@@ -157,6 +161,10 @@ class SparseLinear(SparseLayer):
     @classmethod
     def like(cls, module: nn.Linear, method: "Method", configs: int | None = None) -> "SparseLinear":
         return cls(module.in_features, module.out_features, method, configs, module.bias is not None).copy_from(module)
+
+    def plain(self) -> nn.Linear:
+        """An nn.Linear of this layer's shape (adrop.strip fills it)."""
+        return nn.Linear(self.in_features, self.out_features, self.bias is not None)
 
     def product(self, x, weight, bias=None):
         """x W^T + b: F.linear for an unstacked layer; for a stack, each configuration's rows times its own weight,
@@ -195,9 +203,16 @@ class SparseConv2d(SparseLayer):
         layer = cls(module.in_channels, module.out_channels, module.kernel_size, method, configs,
                     module.bias is not None, module.stride, module.padding, module.dilation, module.groups,
                     module.padding_mode)
+        layer.module_padding = module.padding  # nn.Conv2d's own (a padding mode other than zeros pads apart)
         if module.padding_mode != "zeros":
             layer.pad, layer.padding = module._reversed_padding_repeated_twice, 0
         return layer.copy_from(module)
+
+    def plain(self) -> nn.Conv2d:
+        """An nn.Conv2d with this layer's settings (adrop.strip fills it)."""
+        return nn.Conv2d(self.in_channels, self.out_channels, self.kernel, self.stride,
+                         getattr(self, "module_padding", self.padding), self.dilation, self.groups,
+                         self.bias is not None, self.padding_mode)
 
     def product(self, x, weight, bias=None):
         if self.pad is not None:

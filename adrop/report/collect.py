@@ -92,7 +92,7 @@ def _read_run(root: Path, folder: Path) -> dict:
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
         last = metrics.iloc[-1]
         row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)
-    for key, value in (summary.get("cost") or {}).items():  # compression, bytes, multiply-adds (adrop.train.cost)
+    for key, value in (summary.get("cost") or {}).items():  # compression, bytes, multiply-adds (adrop.cost)
         row[key] = value
     for name, layer in (summary.get("layers") or {}).items():
         row[f"nonzero_{name}"] = layer["fraction"]

@@ -23,9 +23,10 @@ import sys
 import torch
 from omegaconf import OmegaConf
 from torch import nn
-from torch.nn.utils import parametrize
 
-from adrop.methods.base import SPARSE_LAYERS, SparseLayer
+from adrop import sparsifier
+from adrop.methods.base import SparseLayer
+from adrop.sparsifier import sparse_kind
 
 from . import networks
 from .errors import brief
@@ -94,41 +95,28 @@ def arguments(model_cfg, cls, input_shape, classes: int) -> dict:
     return {**args, **{k: v for k, v in given.items() if k in accepted and k not in args}}
 
 
-def sparse_kind(module: nn.Module):
-    """The sparse layer that replaces this module, or None: nn.Linear and nn.Conv2d and subclasses that keep their
-    forward (a subclass with its own forward may not compute what the layer's product does)."""
-    for base, layer in SPARSE_LAYERS.items():
-        if isinstance(module, base) and type(module).forward is base.forward:
-            return layer
-    return None
-
-
 def convert(module: nn.Module, method, configs: int | None, prefix: str = "") -> list[tuple[str, SparseLayer]]:
-    """Replace, in place, every Linear and Conv2d under `module` by the method's sparse layer with its weights, and
-    (in a stack) every dense module that holds tensors by its K copies; the sparse layers by module path, in order."""
-    out = []
-    for name, child in list(module.named_children()):
-        path = prefix + name
-        kind = sparse_kind(child)
-        if kind is not None and parametrize.is_parametrized(child):
-            raise NetworkError(f"{path} ({type(child).__name__}) has a parametrization (weight_norm, spectral_norm, "
-                               "...): adrop trains a Linear or Conv2d layer's own weight, so it cannot train this one")
-        if kind is not None:
-            layer = kind.like(child, method, configs)
-            setattr(module, name, layer)
-            out.append((path, layer))
-        elif needs_stacking(child):
-            inside = [p for p, m in child.named_modules() if p and (owns_tensors(m) or sparse_kind(m))]
-            if inside:
-                raise NetworkError(f"{path} ({type(child).__name__}) holds parameters of its own and modules with "
-                                   f"their own ({path}.{inside[0]}): adrop trains only networks whose Linear and "
-                                   "Conv2d layers are modules it can replace and whose other tensors sit in modules "
-                                   "without such children")
-            if configs is not None:
-                setattr(module, name, Stacked(child, configs))
-        else:
-            out += convert(child, method, configs, path + ".")
-    return out
+    """Replace, in place, every Linear and Conv2d under `module` by the method's sparse layer with its weights (the
+    library's adrop.sparsifier.convert), and (in a stack) every dense module that holds tensors by its K copies; the
+    sparse layers by module path, in order."""
+
+    def stacked(parent: nn.Module, path: str, child: nn.Module) -> bool:
+        if not needs_stacking(child):
+            return False
+        inside = [p for p, m in child.named_modules() if p and (owns_tensors(m) or sparse_kind(m))]
+        if inside:
+            raise NetworkError(f"{path} ({type(child).__name__}) holds parameters of its own and modules with "
+                               f"their own ({path}.{inside[0]}): adrop trains only networks whose Linear and "
+                               "Conv2d layers are modules it can replace and whose other tensors sit in modules "
+                               "without such children")
+        if configs is not None:
+            setattr(parent, path.rsplit(".", 1)[-1], Stacked(child, configs))
+        return True
+
+    try:
+        return sparsifier.convert(module, method, configs, prefix, other=stacked)
+    except sparsifier.SparsifyError as err:
+        raise NetworkError(str(err)) from None
 
 
 class Network:

@@ -6,7 +6,7 @@
                    train densely, counted with its float32 bytes), shape, nonzero, total, nonzero_fraction, the units kept
                    on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
                    units_out_kept of units_out: its outputs or filters; adrop.train.evaluate.kept_units), and the cost
-                   (adrop.train.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
+                   (adrop.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
                    and val_error_unmasked (final, without the keep rule), nonzero_fraction, layers, epochs, wall_time_s,
                    device, method, lam, lr, seed, status (completed | failed | interrupted | running; pending:
@@ -50,7 +50,7 @@ except ImportError:  # Windows: no flock; folders are not held there
 
 from adrop.provenance import code_version
 
-from . import cost
+from adrop import cost
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
 UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units

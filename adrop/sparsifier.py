@@ -1,0 +1,329 @@
+"""adrop as a library: any method of adrop's in your own training loop, with your loss and your optimizer.
+
+    sp = adrop.sparsify(model, method="logsum", lam=1e-4)     # the model's Linear and Conv2d layers, in place
+    sp.attach(optimizer)                                       # what runs around each optimizer step
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y) + sp.penalty()     # the regulariser, scaled as adrop train scales it
+        optimizer.zero_grad(); loss.backward(); optimizer.step()
+    print(sp.stats())                                          # per layer: nonzero, units kept, multiply-adds
+    plain = adrop.strip(model)                                 # plain nn.Linear / nn.Conv2d, masks folded in
+
+`sparsify` replaces, in place, every nn.Linear and nn.Conv2d of the model (at any depth, named by module path; those
+`exclude` names or matches stay as they are) by the method's sparse layer with the module's own weights: the model
+stays the user's nn.Module (its other modules, its forward, its state_dict keys for them). In training mode each
+sparse layer runs the method's forward (noise, gates); in eval mode the weight evaluation uses (the keep rule and
+deterministic gates folded in). The method's elementwise math, its penalty and its hooks are adrop.methods', the same
+code `adrop train` runs: the runner converts its networks through `convert` here.
+
+The step size a method needs around a step (AdaProx's proximal step, adaptive dropout's alpha update) comes from the
+attached optimizer: Adam and AdamW per coordinate, lr / (sqrt(v_hat) + eps), from their state (as the authors'
+`update_alphas_Adam` reads it); SGD, with or without momentum, its lr. Another optimizer is refused when attached, for
+a method that needs a step size.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import math
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+
+from adrop import cost, methods
+from adrop.methods.base import SPARSE_LAYERS, Method, SparseLayer
+
+
+class SparsifyError(ValueError):
+    """A model, method or setting `sparsify` cannot use; the message names the module path and what to do."""
+
+
+def sparse_kind(module: nn.Module):
+    """The sparse layer that replaces this module, or None: nn.Linear and nn.Conv2d and subclasses that keep their
+    forward (a subclass with its own forward may not compute what the layer's product does)."""
+    for base, layer in SPARSE_LAYERS.items():
+        if isinstance(module, base) and type(module).forward is base.forward:
+            return layer
+    return None
+
+
+def convert(module: nn.Module, method: Method, configs: int | None = None, prefix: str = "",
+            skip: Callable[[str], bool] = lambda path: False,
+            other: Callable[[nn.Module, str, nn.Module], bool] | None = None) -> list[tuple[str, SparseLayer]]:
+    """Replace, in place, every Linear and Conv2d under `module` (but those whose path `skip` names) by the method's
+    sparse layer with its weights (K copies with configs=K); the sparse layers by module path, in order. `other`
+    (parent, path, child) sees each other child first and returns True where it took care of it (the runner's
+    stacks put a dense module's K copies there); the rest are searched for layers in turn."""
+    from torch.nn.utils import parametrize
+
+    out = []
+    for name, child in list(module.named_children()):
+        path = prefix + name
+        kind = None if skip(path) else sparse_kind(child)
+        if kind is not None and parametrize.is_parametrized(child):
+            raise SparsifyError(f"{path} ({type(child).__name__}) has a parametrization (weight_norm, spectral_norm, "
+                                "...): adrop trains a Linear or Conv2d layer's own weight, so it cannot train this "
+                                "one")
+        if kind is not None:
+            layer = kind.like(child, method, configs)
+            setattr(module, name, layer)
+            out.append((path, layer))
+        elif other is None or not other(module, path, child):
+            out += convert(child, method, configs, path + ".", skip, other)
+    return out
+
+
+def default_lam(name: str) -> float:
+    """A method's lam in `adrop train` (its conf/method/<name>.yaml: the paper's values)."""
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("adrop.conf").joinpath("method", f"{name}.yaml").read_text()
+    return float(yaml.safe_load(text).get("lam") or 0.0)
+
+
+def make_method(name: str, params: dict, total_steps: int | None, steps_per_epoch: int | None,
+                structure: str) -> Method:
+    """The method by name with its parameters (its Params dataclass: an unknown one is refused naming the valid)."""
+    try:
+        cls = methods.get(name)
+    except ValueError as err:
+        raise SparsifyError(str(err)) from None
+    fields = [f.name for f in dataclasses.fields(cls.Params)]
+    unknown = [key for key in params if key not in fields]
+    if unknown:
+        raise SparsifyError(f"method {name!r} has no parameter {unknown[0]!r}; its parameters: "
+                            f"{', '.join(fields) or 'none'}")
+    try:
+        values = cls.Params(**params)
+    except (TypeError, ValueError) as err:
+        raise SparsifyError(f"method {name!r}: {err}") from None
+    per_epoch = steps_per_epoch or total_steps or 1
+    epochs = max(1, math.ceil((total_steps or per_epoch) / per_epoch))
+    try:
+        return cls(values, per_epoch, epochs, structure)
+    except ValueError as err:
+        raise SparsifyError(str(err)) from None
+
+
+def overrides(method: Method, *hooks: str) -> bool:
+    """Whether the method does something in any of these hooks (Method's defaults do nothing)."""
+    return any(getattr(type(method), hook) is not getattr(Method, hook) for hook in hooks)
+
+
+def step_size_of(optimizer: torch.optim.Optimizer) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """step_size(p): per coordinate, the step the optimizer just took for parameter p: Adam and AdamW lr / (sqrt(v_hat)
+    + eps) from their state (v_hat the bias-corrected second moment), SGD its lr; None for an optimizer adrop cannot
+    read."""
+    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]}
+    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+        def adam(p):
+            group, state = groups[id(p)], optimizer.state[p]
+            step = float(state["step"])
+            v_hat = state["exp_avg_sq"] / (1 - group["betas"][1] ** step)
+            return group["lr"] / (v_hat.sqrt() + group["eps"])
+        return adam
+    if isinstance(optimizer, torch.optim.SGD):
+        return lambda p: torch.full_like(p, groups[id(p)]["lr"])
+    return None
+
+
+class Sparsifier:
+    """A model prepared by `sparsify`: its sparse layers (`names`, `layers`), the method, lam; the penalty, the hooks
+    around the optimizer's step, the statistics, and a state_dict for checkpoints."""
+
+    def __init__(self, model: nn.Module, method: Method, lam: float, names: list[str], layers: list[SparseLayer]):
+        self.model, self.method, self.lam, self.names, self.layers = model, method, float(lam), names, layers
+        self.steps = 0          # optimizer steps taken (what the methods' schedules count)
+        self.optimizer = None
+        self.step_size = None
+        self._handles: list = []
+        self._versions = None   # a weight's version after our last post-step: an untracked step changes it
+        self.needs_steps = overrides(method, "before_update", "after_step", "end_epoch")
+        self.positions: dict[str, int] = {}
+        for layer in layers:
+            layer.eval_lam = self.lam  # eval mode: the effective weight (keep rule and gates folded in)
+        self._pre = model.register_forward_pre_hook(self._before_forward)
+        self._seen = [layer.register_forward_hook(self._count_positions(name)) for name, layer in zip(names, layers)]
+        self.method.start(layers)
+        self._versions = self.versions()
+
+    # -- the loop's pieces ------------------------------------------------------------------------------------------
+    def penalty(self) -> torch.Tensor:
+        """lam times the method's regulariser: sum over the sparse layers of lam_scale x R (for LogSum sum log(|w| +
+        eps), for HardConcrete the expected number of nonzero weights, ...). `adrop train` adds exactly this to a data
+        term that is a mean over the batch's examples, so lam is per example: add it to a per-example mean loss
+        (with a summed loss, multiply it by the batch size)."""
+        return self.lam * self.method.penalty(self.layers, self.lam)
+
+    def attach(self, optimizer: torch.optim.Optimizer) -> "Sparsifier":
+        """Register what runs around each of the optimizer's steps: before it, the method's gradient work (pruning's
+        masks); after it, its proximal steps, alpha updates and schedules, with the step size read from the optimizer
+        (Adam, AdamW: per coordinate from their state; SGD: lr). A method that needs nothing attaches nothing."""
+        self.detach()
+        self.optimizer = optimizer
+        if not self.needs_steps:
+            return self
+        self.step_size = step_size_of(optimizer)
+        if self.step_size is None and overrides(self.method, "after_step", "end_epoch"):
+            raise SparsifyError(f"method {self.method.name!r} needs the step size of each optimizer step, which adrop "
+                                f"reads from Adam, AdamW and SGD, not {type(optimizer).__name__}")
+        self._handles = [optimizer.register_step_pre_hook(lambda *_: self.before_update()),
+                         optimizer.register_step_post_hook(lambda *_: self.step())]
+        return self
+
+    def detach(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def before_update(self) -> None:
+        """Before the optimizer's step: the method's gradient work (magnitude pruning zeroes masked gradients)."""
+        self.method.before_update(self.layers)
+
+    def step(self) -> None:
+        """After the optimizer's step: the method's post-step work (proximal steps, alpha updates, pruning
+        schedules) and the step count. The attached post-step hook calls it; call it yourself only where no
+        optimizer is attached (then call before_update() before each step)."""
+        self.steps += 1
+        step_size = self.step_size or (lambda p: torch.ones_like(p))
+        self.method.after_step(self.layers, self.steps, self.lam, step_size)
+        self._versions = self.versions()
+
+    def end_epoch(self, validation_batches: int = 0) -> None:
+        """After an epoch's last step: what a method does between epochs (AdaProx's authors_validation_prox)."""
+        self.method.end_epoch(self.layers, self.lam, self.step_size or (lambda p: torch.ones_like(p)),
+                              validation_batches)
+
+    def versions(self) -> list[int]:
+        return [layer.weight._version for layer in self.layers]
+
+    def _before_forward(self, module, args):
+        if not module.training:
+            return
+        # a method that works around each step, its weights changed by a step it did not see: not attached
+        if self.needs_steps and not self._handles and self.versions() != self._versions:
+            raise SparsifyError(f"method {self.method.name!r} works around each optimizer step, and the weights "
+                                "changed without it: call sp.attach(optimizer) before training")
+        self.method.before_step(self.steps, self.lam)
+
+    def _count_positions(self, name: str):
+        def hook(layer, inputs, out):
+            self.positions[name] = out[0].numel() // layer.weight.shape[0]  # per example: a conv's output positions
+        return hook
+
+    # -- what it did ------------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def effective(self) -> dict[str, torch.Tensor]:
+        """Each sparse layer's effective weight (what eval mode and `strip` use), by module path."""
+        return {name: self.method.effective_weight(layer, self.lam).detach()
+                for name, layer in zip(self.names, self.layers)}
+
+    @torch.no_grad()
+    def stats(self):
+        """A pandas DataFrame, one row per sparse layer: name, shape, nonzero, total, fraction, the units kept on
+        each side (inputs: a Linear's columns, a conv's input channels; outputs: rows, filters), and the cost
+        (adrop.cost: compression, bytes dense and CSR, multiply-adds dense and sparse per example, the latter where a
+        forward pass has shown how often each layer acts): the numbers layers.csv holds."""
+        import pandas as pd
+
+        rows = []
+        for name, layer, weight in zip(self.names, self.layers, self.effective().values()):
+            nonzero = weight != 0
+            inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
+            outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
+            shape, count = tuple(weight.shape), int(nonzero.sum())
+            row = {"layer": name, "shape": "x".join(map(str, shape)), "nonzero": count, "total": weight.numel(),
+                   "nonzero_fraction": count / weight.numel(), "units_in_kept": int(inputs.sum()),
+                   "units_in": len(inputs), "units_out_kept": int(outputs.sum()), "units_out": len(outputs),
+                   **cost.layer_cost(shape, count, self.positions.get(name, 1), layer.bias is not None)}
+            if name not in self.positions:
+                row["dense_macs"] = row["sparse_macs"] = None
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def state_dict(self) -> dict:
+        """What resumes the method exactly beside the model's and optimizer's own state_dicts: the step count, lam,
+        and the method's state (a pruning schedule's, say)."""
+        return {"steps": self.steps, "lam": self.lam, "method": self.method.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.steps, self.lam = int(state["steps"]), float(state["lam"])
+        for layer in self.layers:
+            layer.eval_lam = self.lam
+        self.method.load_state_dict(state["method"])
+        self._versions = self.versions()
+
+    def strip(self) -> nn.Module:
+        """The model back as plain modules (see adrop.strip); the Sparsifier is done with it."""
+        self.detach()
+        self._pre.remove()
+        for handle in self._seen:
+            handle.remove()
+        return strip(self.model, self)
+
+
+def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None, structure: str = "weight",
+             exclude: Iterable[str] = (), lam_scale: dict | None = None, total_steps: int | None = None,
+             steps_per_epoch: int | None = None, **params) -> Sparsifier:
+    """Prepare `model` in place for `method` and return its Sparsifier.
+
+    method: adrop's methods by name (logsum, adaprox, adatikhonov, adaptive_dropout, eta_trick, vardrop, vardrop_lr,
+    vardrop_lr_ar, hard_concrete, magnitude_pruning, dense); its parameters as keywords (`method.params` of
+    `adrop train`). lam: default the method's in `adrop train` (the paper's). structure: "weight", or "neuron" (whole
+    units: a Linear layer's inputs, a conv's filters). exclude: module paths or shell patterns ("head", "*.proj")
+    left dense. lam_scale: a multiplier of lam per module path. total_steps (and steps_per_epoch): what a schedule
+    counts (magnitude pruning's), the optimizer's steps over training."""
+    if not isinstance(model, nn.Module):
+        raise SparsifyError(f"sparsify takes a torch.nn.Module, not {type(model).__name__}")
+    if any(isinstance(m, SparseLayer) for m in model.modules()):
+        raise SparsifyError(f"{type(model).__name__} is sparsified already (adrop.strip gives the plain model back)")
+    patterns = list(exclude)
+    runs = make_method(method, params, total_steps, steps_per_epoch, structure)
+    if overrides(runs, "after_step") and method == "magnitude_pruning" and not total_steps:
+        raise SparsifyError("method 'magnitude_pruning' follows a schedule over training: give total_steps (the "
+                            "optimizer steps it lasts)")
+    found = {path for path, m in model.named_modules() if sparse_kind(m) is not None}
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(path, p) or path == p for path in
+                                               (n for n, _ in model.named_modules() if n))]
+    if unmatched:
+        raise SparsifyError(f"exclude={unmatched[0]!r} names no module of {type(model).__name__} (its Linear and "
+                            f"Conv2d layers: {', '.join(sorted(found)) or 'none'})")
+    skip = (lambda path: any(fnmatch.fnmatchcase(path, p) for p in patterns))
+    if not [p for p in found if not skip(p)]:
+        raise SparsifyError(f"{type(model).__name__} has no nn.Linear or nn.Conv2d for a method to sparsify"
+                            + (" (exclude left none)" if found else ""))
+    scales = dict(lam_scale or {})
+    unknown = [name for name in scales if name not in found or skip(name)]
+    if unknown:
+        raise SparsifyError(f"lam_scale names {unknown[0]}, not a sparsified layer; they are: "
+                            f"{', '.join(sorted(p for p in found if not skip(p)))}")
+    converted = convert(model, runs, skip=skip)  # no partial conversion: every check above came first
+    for name, layer in converted:
+        layer.lam_scale = float(scales.get(name, 1.0))
+    device = next((p.device for p in model.parameters()), None)
+    if device is not None:
+        model.to(device)
+    return Sparsifier(model, runs, default_lam(method) if lam is None else lam, [n for n, _ in converted],
+                      [layer for _, layer in converted])
+
+
+@torch.no_grad()
+def strip(model: nn.Module, sparsifier: Sparsifier | None = None) -> nn.Module:
+    """The model with each sparse layer replaced, in place, by a plain nn.Linear or nn.Conv2d holding its effective
+    weight (the keep rule and deterministic gates folded in: the tensors `adrop train`'s weights.npz holds) and
+    bias; the method's own tensors go. Returns the model."""
+    for name, module in list(model.named_modules()):
+        for child_name, child in list(module.named_children()):
+            if not isinstance(child, SparseLayer):
+                continue
+            lam = child.eval_lam if getattr(child, "eval_lam", None) is not None else (
+                sparsifier.lam if sparsifier else 0.0)
+            weight = child.method.effective_weight(child, lam).detach()
+            plain = child.plain()
+            plain.weight.copy_(weight)
+            if child.bias is not None:
+                plain.bias.copy_(child.bias.detach())
+            setattr(module, child_name, plain.to(weight.device))
+    return model
