@@ -209,8 +209,11 @@ class Sparsifier:
         self.method.before_step(self.steps, self.lam)
 
     def _count_positions(self, name: str):
+        """A forward hook that records, once, how many times the layer's weights act per example (a conv's output
+        positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
         def hook(layer, inputs, out):
-            self.positions[name] = out[0].numel() // layer.weight.shape[0]  # per example: a conv's output positions
+            self.positions[name] = out[0].numel() // layer.weight.shape[0]
+            self._seen[self.names.index(name)].remove()
         return hook
 
     # -- what it did ------------------------------------------------------------------------------------------------

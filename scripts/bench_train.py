@@ -18,6 +18,9 @@ after a warm-up epoch each), median over rounds:
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
 With --custom, each method also trains LeNet-300-100 written as a user's plain module (scripts/plain_networks.py, an
 nn.Sequential of Linear and ReLU) through `model=custom` (`adrop <m> (user module)`), beside the built-in network.
+With --library, each method also trains in a user's own loop with adrop.sparsify (`library <m>`: the network as a
+plain module, the engine's data on the device, torch.optim.Adam fused, LambdaLR per step), and the time of
+adrop.sparsify itself is printed.
 With --neuron, each method also trains with structure=neuron (`adrop <m> (neuron)`: its group form, one eta, mask,
 gate or noise per unit), beside its per-weight form.
 With --model lenet5 the network is LeNet-5-Caffe for adrop and for the usual loop (nn.Sequential of Conv2d,
@@ -125,6 +128,45 @@ class MatmulsOnly:
                 delta.t() @ inputs[k]
                 if k:
                     delta = delta @ self.w[k]
+
+
+class LibraryLoop:
+    """A user's own loop with the library (adrop.sparsify): the engine's network built as a plain module, its data
+    already on the device, batch 128, torch.optim.Adam (fused, as the engine's) with a per-step linear lr schedule
+    (LambdaLR), the method's penalty added to the loss and its hooks attached to the optimizer."""
+
+    def __init__(self, run):
+        import adrop
+        from omegaconf import OmegaConf
+
+        from adrop.train import network as network_mod
+
+        cfg, self.data = run.cfg, run.data
+        self.shape = network_mod.input_shape_of(self.data)
+        module = network_mod.instantiate(cfg.model, self.shape, self.data.classes).to(run.device)
+        params = OmegaConf.to_container(cfg.method.params, resolve=True)
+        self.steps = run.steps_per_epoch
+        t = time.perf_counter()
+        self.sp = adrop.sparsify(module, method=cfg.method.name, lam=run.runs[0].lam, total_steps=run.total_steps,
+                                 steps_per_epoch=self.steps, **params)
+        self.sparsify_s = time.perf_counter() - t
+        self.model = module
+        self.opt = torch.optim.Adam(module.parameters(), lr=run.runs[0].lr, fused=True)
+        self.sp.attach(self.opt)
+        total = run.total_steps
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda step: max(0.0, 1 - step / total))
+
+    def epoch(self):
+        x, y = self.data.train.x, self.data.train.y
+        order = torch.randperm(len(y), device=x.device)
+        self.model.train()
+        for b in range(self.steps):
+            idx = order[b * BATCH:(b + 1) * BATCH]
+            loss = F.cross_entropy(self.model(x[idx].view(-1, *self.shape)), y[idx]) + self.sp.penalty()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            self.schedule.step()
 
 
 USER_MODULE = ["model=custom", "model._target_=plain_networks.lenet_300_100"]
@@ -235,6 +277,8 @@ def main():
     parser.add_argument("--previous", metavar="REV", help="also the training engines of this earlier commit")
     parser.add_argument("--custom", action="store_true", help="also LeNet-300-100 as a user's nn.Sequential")
     parser.add_argument("--neuron", action="store_true", help="also each method with structure=neuron")
+    parser.add_argument("--library", action="store_true",
+                        help="also each method in a user's own loop with adrop.sparsify (`library <m>`)")
     parser.add_argument("--serve-previous", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_previous:
@@ -248,7 +292,7 @@ def main():
     device = torch.device(args.device)
     scratch = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
 
-    contenders, models = {}, {}
+    contenders, models, sparsify_ms = {}, {}, {}
     wanted = args.methods.split(",")
     if "dense" not in wanted:
         parser.error("--methods must include dense (the ratios are to it)")
@@ -265,6 +309,10 @@ def main():
             grouped = adrop_run(m, args.data, args.device, scratch / f"{m}_neuron", model=args.model,
                                 extra=["structure=neuron"])
             contenders[f"adrop {m} (neuron)"], models[f"adrop {m} (neuron)"] = grouped.train_epoch, grouped.model
+        if args.library:
+            library = LibraryLoop(run)
+            contenders[f"library {m}"], models[f"library {m}"] = library.epoch, library.model
+            sparsify_ms[m] = 1000 * library.sparsify_s
         if args.compile:
             compiled = adrop_run(m, args.data, args.device, scratch / f"{m}_c", True, model=args.model)
             contenders[f"adrop {m} (compiled)"], models[f"adrop {m} (compiled)"] = compiled.train_epoch, compiled.model
@@ -329,6 +377,9 @@ def main():
         vs_limit = f"{s / limit:8.2f} {100 * limit / s:8.1f}%" if lenet300 else f"{'-':>8s} {'-':>9s}"
         print(f"{name:32s} {s:8.3f} {s / dense_s:8.2f} {s / usual_s:8.3f} {vs_limit}  {memory[name]}")
     print(f"masked evaluation of the 12k validation set: {eval_s:.3f} s ({100 * eval_s / dense_s:.1f}% of a dense epoch)")
+    for m in sparsify_ms:
+        ratio = med[f"library {m}"] / med[f"adrop {m}"]
+        print(f"library {m}: {ratio:.3f} x adrop's epoch; adrop.sparsify on {args.model}: {sparsify_ms[m]:.1f} ms")
     print(f"rounds: {args.rounds}, median seconds; every contender ran once as warm-up first")
 
 
