@@ -258,6 +258,39 @@ class Sparsifier:
         self.method.load_state_dict(state["method"])
         self._versions = self.versions()
 
+    @torch.no_grad()
+    def compact(self) -> nn.Sequential:
+        """The smaller dense network the kept units make, where the structure allows: a model that is an
+        nn.Sequential of Linear layers with ReLU between (a Flatten first, Dropout anywhere); the units that no kept
+        weight connects go (adrop.compact: a unit that reads nothing but is read outputs a constant, folded into
+        the next layer's bias). Returns a new nn.Sequential (the inputs it reads picked first) computing what the
+        model does in eval mode, to float32 rounding; the model itself is left as it is."""
+        from adrop.compact import compact as compact_of
+
+        children = [m for m in self.model.children() if not isinstance(m, nn.Dropout)] \
+            if isinstance(self.model, nn.Sequential) else []
+        flatten = bool(children) and isinstance(children[0], nn.Flatten)
+        body = children[1:] if flatten else children
+        chain = len(body) % 2 == 1 and all(isinstance(m, nn.ReLU) for m in body[1::2]) and all(
+            isinstance(m, SparseLayer) and m.weight.dim() == 2 for m in body[0::2])
+        if not chain:
+            raise SparsifyError("compact() makes the smaller network of an nn.Sequential of Linear layers with ReLU "
+                                "between; strip() gives any model back as plain modules")
+        layers = body[0::2]
+        names = [self.names[self.layers.index(layer)] for layer in layers]
+        weights = {n: (w.cpu().numpy(), None if layer.bias is None else layer.bias.detach().cpu().numpy())
+                   for (n, w), layer in zip(((n, self.effective()[n]) for n in names), layers)}
+        small = compact_of(names, weights)
+        device = layers[0].weight.device
+        modules: list[nn.Module] = [nn.Flatten()] if flatten else []
+        modules.append(InputColumns(torch.as_tensor(small.input_index, dtype=torch.long)))
+        for i, (w, b) in enumerate(small.layers):
+            linear = nn.utils.skip_init(nn.Linear, w.shape[1], w.shape[0])
+            linear.weight.copy_(torch.from_numpy(w))
+            linear.bias.copy_(torch.from_numpy(b))
+            modules += [linear] + ([nn.ReLU()] if i < len(small.layers) - 1 else [])
+        return nn.Sequential(*modules).to(device).eval()
+
     def strip(self) -> nn.Module:
         """The model back as plain modules (see adrop.strip); the Sparsifier is done with it."""
         self.detach()
@@ -265,6 +298,17 @@ class Sparsifier:
         for handle in self._seen:
             handle.remove()
         return strip(self.model, self)
+
+
+class InputColumns(nn.Module):
+    """The input features a compact network reads (the others no kept weight reads)."""
+
+    def __init__(self, index: torch.Tensor):
+        super().__init__()
+        self.register_buffer("index", index)
+
+    def forward(self, x):
+        return x.index_select(-1, self.index)
 
 
 def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None, structure: str = "weight",

@@ -198,3 +198,41 @@ def test_a_conv_net_is_sparsified_and_stripped_to_conv2d_with_its_settings():
     assert type(conv) is nn.Conv2d and conv.padding == (1, 1) and conv.padding_mode == "reflect"
     with torch.no_grad():
         assert torch.allclose(model(x), before, atol=1e-6)
+
+
+def test_compact_gives_the_smaller_dense_network_of_a_chain():
+    x, y = blobs()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))
+    sp = adrop.sparsify(model, method="magnitude_pruning", structure="neuron", total_steps=200, final_sparsity=0.6,
+                        scope="layer")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    sp.attach(opt)
+    train(model, sp, opt, x, y, steps=200)
+    model.eval()
+    small = sp.compact()
+    widths = [m.out_features for m in small if isinstance(m, nn.Linear)]
+    assert widths[-1] == 4 and 0 < widths[0] < 64 and 0 < widths[1] < 32, widths  # units gone, a path kept
+    with torch.no_grad():
+        assert torch.allclose(small(x), model(x), atol=1e-5)
+    with pytest.raises(SparsifyError, match="compact\\(\\) makes the smaller network of an nn.Sequential"):
+        adrop.sparsify(nn.Sequential(nn.Linear(20, 8), nn.Tanh(), nn.Linear(8, 4))).compact()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="mixed precision needs CUDA")
+def test_mixed_precision_on_cuda_with_a_grad_scaler():
+    x, y = (t.cuda() for t in blobs())
+    model = net().cuda()
+    sp = adrop.sparsify(model, method="adaprox", lam=1e-2)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    sp.attach(opt)
+    scaler = torch.amp.GradScaler("cuda")
+    for _ in range(30):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = F.cross_entropy(model(x), y) + sp.penalty()
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)  # a skipped step (inf gradients) runs none of the method's post-step work
+        scaler.update()
+    assert torch.isfinite(loss) and 0 < sp.steps <= 30
+    assert sp.stats().nonzero.sum() < sp.stats().total.sum()

@@ -83,3 +83,23 @@ def test_a_plain_loop_lands_where_adrop_train_does_over_a_short_training(method,
         fraction = stats.nonzero.sum() / stats.total.sum()
         assert abs(wrong - summary["test_error"]) <= 2 / len(engine.data.test), (seed, wrong, summary["test_error"])
         assert abs(fraction - summary["nonzero_fraction"]) <= 0.01, (seed, fraction, summary["nonzero_fraction"])
+
+
+@pytest.mark.parametrize("method", ["logsum", "hard_concrete", "vardrop_lr_ar", "magnitude_pruning"])
+def test_strip_gives_exactly_the_tensors_of_weights_npz(method, config, tmp_path):
+    # the engine's trained state put into a plain copy of its network, sparsified and stripped by the library
+    cfg = config("dataset=synthetic", "model=mlp", f"method={method}", "epochs=2", "device=cpu", "progress=never",
+                 *(("method.params.frequency=3",) if method == "magnitude_pruning" else ()))
+    engine = one(cfg, tmp_path)
+    engine.fit()
+    model = network_mod.instantiate(cfg.model, network_mod.input_shape_of(engine.data), engine.data.classes)
+    sp = adrop.sparsify(model, method=method, lam=engine.runs[0].lam, total_steps=engine.total_steps,
+                        **OmegaConf.to_container(cfg.method.params, resolve=True))
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            tensor.copy_(engine.model.state_dict()[name][0])  # row 0 of the stack of one
+    sp.method.load_state_dict(engine.method.state_dict())
+    adrop.strip(model)
+    saved = np.load(tmp_path / "weights.npz")
+    assert sorted(saved.files) == sorted(model.state_dict())
+    assert all(np.array_equal(saved[key], tensor.numpy()) for key, tensor in model.state_dict().items())
