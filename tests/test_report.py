@@ -16,7 +16,7 @@ def sweep(tmp_path_factory):
     run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
                           "device=cpu", "method=dense,logsum", "lam=0.01,-1", "hydra.sweep.dir=sweep"],
                          capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=300)
-    assert run.returncode == 1 and "2 of 4 jobs failed" in run.stderr, run.stderr  # the two lam=-1 jobs
+    assert run.returncode == 2 and "2 of 4 jobs refused" in run.stderr, run.stderr  # the two lam=-1 jobs
     return cwd / "sweep"
 
 
@@ -447,3 +447,185 @@ def test_units_kept_show_where_a_per_weight_or_fine_tuned_run_lost_whole_units()
     assert "| units kept | compact kMACs |" in md.splitlines()[0] and "| 457-58-75-10 | 31.6 |" in md
     whole = {**row, "kept_architecture": "784-300-100-10", "compact_macs": 266200.0}  # none lost: no such columns
     assert "units kept" not in tables.markdown_table(pd.DataFrame([whole]))
+
+
+RESNET18_LAYERS = ["conv1", *[f"layer{s}.{b}.{part}" for s in range(1, 5) for b in range(2)
+                              for part in ("conv1", "conv2", *(["downsample.0"] if s > 1 and b == 0 else []))], "fc"]
+
+
+def _layer_history(names, epochs=6, seed=0, dense=("bn1",)):
+    """layers.csv as a run writes it: its sparse layers' rows, each layer's fraction nonzero and units kept falling at a
+    rate of its own, then rows of modules trained densely (BatchNorm)."""
+    import numpy as np
+
+    rates = np.random.default_rng(seed).uniform(0.1, 0.8, len(names))
+    epoch, layer = np.meshgrid(np.arange(1, epochs + 1), np.arange(len(names)), indexing="ij")
+    fraction = np.exp(-rates[layer] * epoch)
+    sparse = pd.DataFrame({"epoch": epoch.ravel(), "layer": np.asarray(names)[layer.ravel()], "trained": "method",
+                           "nonzero_fraction": fraction.ravel(), "units_out": 64,
+                           "units_out_kept": np.ceil(64 * np.sqrt(fraction)).ravel()})
+    dense_rows = pd.DataFrame([{"epoch": e, "layer": n, "trained": "dense", "nonzero_fraction": 1.0}
+                               for e in range(1, epochs + 1) for n in dense])
+    return pd.concat([sparse, dense_rows], ignore_index=True)
+
+
+def _runs(specs):
+    """A report's table and histories from (run, method, model, setting, layers, seed) specs; layers None: a run
+    without a layers.csv."""
+    table = pd.DataFrame([{"run": run, "method": method, "lam": 1e-3, "lr": 1e-4, "seed": seed, "epochs": 6,
+                           "status": "completed", "setting": setting, "model": model}
+                          for run, method, model, setting, _, seed in specs])
+    histories = {run: (None, None if names is None else _layer_history(names, seed=seed + len(run)))
+                 for run, _, _, _, names, seed in specs}
+    return table, histories
+
+
+def _panels(fig):
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+def _legends(fig):
+    return [*fig.legends, *(leg for sub in fig.subfigs for leg in sub.legends),
+            *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+
+
+def _assert_readable(fig, panels: int):
+    """As many panels as asked, each with data; no legend over ten entries, none over a panel; titles that fit
+    their panel and overlap neither each other nor any panel."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = _panels(fig)
+    assert len(axes) == panels
+    for ax in axes:
+        assert ax.get_visible() and ax.axison and (ax.lines or ax.collections), ax.get_title()
+    boxes = [ax.get_window_extent(renderer) for ax in axes]
+    for legend in _legends(fig):
+        assert len(legend.get_texts()) <= 10
+        assert not any(legend.get_window_extent(renderer).overlaps(box) for box in boxes)
+    titles = [ax.title for ax in axes] + [t for t in [fig._suptitle, *(s._suptitle for s in fig.subfigs)] if t]
+    extents = [t.get_window_extent(renderer) for t in titles]
+    for i, (title, extent) in enumerate(zip(titles, extents)):
+        assert title.get_text().strip()
+        assert not any(extent.overlaps(other) for other in extents[i + 1:]), title.get_text()
+        assert not any(extent.overlaps(box) for box in boxes), title.get_text()
+    for ax, extent in zip(axes, extents):
+        assert extent.width <= ax.get_window_extent(renderer).width * 1.02, ax.get_title()
+
+
+def test_a_deep_networks_layer_figures_are_heat_maps_of_module_paths(tmp_path):
+    """21 layers (a ResNet-18): a heat map per method, layers by epochs, labelled by module path, the mean of the
+    method's runs, without BatchNorm's dense rows; four panels in a grid of four, no legend."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from adrop.report import figures, layer_figures
+
+    methods = ["logsum", "adaprox", "magnitude_pruning", "dense"]
+    table, histories = _runs([(f"{m}/seed={s}", m, "resnet18", "experiment=cifar10_resnet18", RESNET18_LAYERS, s)
+                              for m in methods for s in range(2)])
+    for column in ("nonzero_fraction", layer_figures.UNITS):
+        fig = layer_figures.draw(table, histories, column, "label", "colour", "title")
+        _assert_readable(fig, panels=4)
+        assert not _legends(fig)
+        first = _panels(fig)[0]
+        assert [t.get_text() for t in first.get_yticklabels()] == RESNET18_LAYERS  # forward order, top to bottom
+        assert first.get_title() == "adaprox, mean of 2 runs"
+        runs = [histories[f"adaprox/seed={s}"][1] for s in range(2)]
+        shown = first.collections[0].get_array().reshape(len(RESNET18_LAYERS), 6)
+        expected = np.mean([r[r.trained == "method"][column].to_numpy().reshape(6, -1).T for r in runs], axis=0)
+        if column == layer_figures.UNITS:
+            expected = expected / 64
+        assert np.allclose(shown, expected)
+        plt.close(fig)
+    figures.layers(table, histories, tmp_path / "layers.png")
+    assert (tmp_path / "layers.png").stat().st_size > 0
+
+
+def test_mixed_runs_draw_one_section_per_network(tmp_path):
+    """Runs of three networks and several settings with long labels: no panel holds layers of two networks, a
+    shallow network's lines share one legend beside its section, titles are wrapped to their panel and overlap
+    nothing, and a run without layers.csv makes no panel."""
+    import matplotlib.pyplot as plt
+
+    from adrop.report import collect, layer_figures
+
+    lenet300, lenet5 = ["fc1", "fc2", "fc3"], ["conv1", "conv2", "fc1", "fc2"]
+    long = "experiment=paper_lenet5_structured structure=neuron method.params.end={} data.train_limit=5000"
+    table, histories = _runs([
+        *[(f"a/{m}{s}", m, "lenet_300_100", "", lenet300, s) for m in ("logsum", "vardrop_lr_ar") for s in range(2)],
+        *[(f"b/{end}", "logsum", "lenet5", long.format(end), lenet5, 0) for end in (0.25, 0.5)],
+        ("c/r18", "adaprox", "resnet18", "experiment=cifar10_resnet18", RESNET18_LAYERS, 0),
+        ("c/failed", "adaprox", "resnet18", "lam=-1", None, 0)])
+    table = collect.with_models_told_apart(table)
+    for column in ("nonzero_fraction", layer_figures.UNITS):
+        fig = layer_figures.draw(table, histories, column, "label", "colour", "title")
+        _assert_readable(fig, panels=5)
+        assert [s._suptitle.get_text() for s in fig.subfigs] == ["lenet5: 4 layers", "lenet_300_100: 3 layers",
+                                                                 "resnet18: 21 layers"]
+        sections = {"lenet5": lenet5, "lenet_300_100": lenet300}
+        for sub in fig.subfigs[:2]:
+            layers = sections[sub._suptitle.get_text().split(":")[0]]
+            assert [t.get_text() for t in sub.legends[0].get_texts()] == layers
+            for ax in sub.axes:
+                assert {line.get_label() for line in ax.lines} == set(layers)
+                assert "model=" not in ax.get_title()
+        titles = [ax.get_title() for ax in fig.subfigs[0].axes]
+        assert all(len(title.splitlines()) > 1 for title in titles)  # long settings wrapped, not cut
+        assert "method.params.end=0.25" in titles[0].replace("\n", " ")
+        heat = fig.subfigs[2].axes[0]
+        assert [t.get_text() for t in heat.get_yticklabels()] == RESNET18_LAYERS
+        plt.close(fig)
+
+
+def test_layer_figures_without_histories_say_so_in_place_of_empty_panels():
+    from adrop.report import layer_figures
+
+    table, histories = _runs([("a", "logsum", "lenet5", "", None, 0)])
+    fig = layer_figures.draw(table, histories, "nonzero_fraction", "label", "colour", "title")
+    assert not fig.axes and "no per-layer histories" in fig.texts[0].get_text()
+
+
+def _run_folder(folder, method, model, layers, seed, error, setting=""):
+    """A finished run's folder as adrop train writes it: summary.json (each layer's final fraction), metrics.csv,
+    layers.csv and its overrides."""
+    history = _layer_history(layers, seed=seed)
+    last = history[(history.epoch == 6) & (history.trained == "method")]
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "overrides.yaml").write_text(
+        "".join(f"- {o}\n" for o in [f"method={method}", f"seed={seed}", *setting.split()]))
+    (folder / "summary.json").write_text(json.dumps({
+        "status": "completed", "method": method, "lam": 1e-3, "lr": 1e-4, "seed": seed, "epochs": 6,
+        "test_error": error, "val_error": error, "nonzero_fraction": 0.1, "model": model, "wall_time_s": 1.0 + seed,
+        "layers": {r.layer: {"fraction": r.nonzero_fraction} for r in last.itertuples()}}))
+    pd.DataFrame({"epoch": range(1, 7), "val_error": error, "nonzero_fraction": 0.1}).to_csv(
+        folder / "metrics.csv", index=False)
+    history.to_csv(folder / "layers.csv", index=False)
+
+
+def test_results_md_keeps_a_readers_columns_and_results_csv_every_layer(tmp_path):
+    """A ResNet-18 beside LeNet-300-100 runs: results.csv has each of the 24 layers' fraction nonzero, results.md
+    the columns rows are compared by and a line saying where the layers are; LeNet-300-100 alone keeps its layers."""
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        _run_folder(runs / f"r18_{seed}", "logsum", "resnet18", RESNET18_LAYERS, seed, 0.1 + seed / 100)
+        _run_folder(runs / f"l300_{seed}", "logsum", "lenet_300_100", ["fc1", "fc2", "fc3"], seed, 0.02)
+    _run_folder(runs / "l300_path", "fixed_mask", "lenet_300_100", ["fc1", "fc2", "fc3"], 0, 0.02,
+                setting="init_from=/somewhere/deep/runs/l300_0")
+    assert report_command.main([str(runs), "--out", str(tmp_path / "r"), "--paper"]) == 0
+    table = pd.read_csv(tmp_path / "r" / "results.csv")
+    assert {f"nonzero_{name}" for name in {*RESNET18_LAYERS, "fc1", "fc2", "fc3"}} <= set(table.columns)
+    md = (tmp_path / "r" / "results.md").read_text().splitlines()
+    header = [c.strip() for c in md[0].strip("|").split("|")]
+    assert header[:7] == ["method", "setting", "lam", "lr", "runs", "epochs", "test error"]
+    assert len(header) <= 23 and not {*RESNET18_LAYERS, "fc1"} & set(header)
+    assert "Each layer's fraction nonzero (24 layers): results.csv (nonzero_<layer>) and layers.png." in md
+    rows = {line.split(" | ")[1]: line for line in md[2:5]}
+    assert set(rows) == {"model=resnet18", "model=lenet_300_100", "model=lenet_300_100 init_from=.../l300_0"}
+    assert "| 2 | 6 | 10.50% ± 0.71 |" in rows["model=resnet18"]
+    assert all((tmp_path / "r" / name).stat().st_size > 0 for name in ("layers.png", "units.png"))
+    alone = tmp_path / "lenet300"
+    (runs / "l300_0").rename(alone)
+    assert report_command.main([str(alone), "--out", str(tmp_path / "r300")]) == 0
+    md = (tmp_path / "r300" / "results.md").read_text()
+    assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | fc1 | fc2 | fc3 |")
+    assert "Each layer's" not in md

@@ -258,7 +258,7 @@ def labels(table: pd.DataFrame) -> pd.Series:
         if rows.length.nunique(dropna=False) > 1:
             parts.append(("epochs", rows.length.map(lambda v: "?" if pd.isna(v) else str(int(v)))))
         if rows.setting.nunique() > 1:
-            short = rows.setting.map(_short_paths)
+            short = rows.setting.map(short_paths)
             parts.append(("", short if short.nunique() == rows.setting.nunique() else rows.setting))
         if parts:
             text = [" ".join((f"{k}={v}" if k else v) for (k, _), v in zip(parts, values) if v)
@@ -278,7 +278,7 @@ def _without_paths(setting: str) -> str:
     return " ".join(item for item in setting.split(" ") if "/" not in item.partition("=")[2])
 
 
-def _short_paths(setting: str) -> str:
+def short_paths(setting: str) -> str:
     """A setting with every path value (init_from=a/b/c) cut to its last folder, for legends."""
     def cut(item):
         key, eq, value = item.partition("=")

@@ -3,8 +3,9 @@
 - figure2: validation error against fraction of nonzero weights over training, one trajectory per run, coloured
   by method (the paper's Figure 2); the last point of each run is marked.
 - pareto: final test error against fraction nonzero, one point per completed run (mean over seeds as a larger mark).
-- layers: per-layer fraction of nonzero weights over epochs, one panel per method; units: the units (filters) each
-  layer keeps, the same way.
+- layers: per-layer fraction of nonzero weights over epochs; units: the units (filters) each layer keeps, the same
+  way: one section per network, one panel per method and setting, lines up to 8 layers, a heat map past them
+  (layer_figures).
 A method that ran under several settings (other overrides) gets one colour and one panel per setting; runs that
 differ only in a path (init_from=...) share their setting's colour, legend entry and panel (collect.groups).
 Log axes are labelled at any range (a narrow one gets plain ticks), epochs are integers, and the paper's points
@@ -37,12 +38,14 @@ def _styles(methods):
 
 
 def log_ticks(axis, lo: float, hi: float) -> None:
-    """Labels on a log axis at any range: 1, 2, 5 x 10^k over more than a decade; inside one (0.86 to 1, where
-    those give a single tick or none) about five plain ticks."""
+    """Labels on a log axis at any range: 1, 2, 5 x 10^k over one to three decades, 10^k over more (where 1, 2, 5
+    would crowd the axis); inside one decade (0.86 to 1, where those give a single tick or none) about five plain
+    ticks."""
     if lo > 0 and hi / lo < 10:
         axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
     else:
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        wide = lo > 0 and hi / lo > 1e3
+        axis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -118,42 +121,17 @@ def paper_colour(table, styles, row):
 
 
 def layers(table, histories, path):
-    """Each layer's fraction of nonzero weights over epochs, one panel per method."""
-    per_layer(table, histories, path, "nonzero_fraction", "fraction nonzero")
+    """Each layer's fraction of nonzero weights over epochs (layer_figures)."""
+    from . import layer_figures
+
+    layer_figures.save(layer_figures.draw(table, histories, "nonzero_fraction", "fraction nonzero",
+                                          "fraction nonzero (log)", "fraction of nonzero weights per layer"), path)
 
 
 def units(table, histories, path):
-    """The units each layer keeps over epochs (a conv layer: its filters), one panel per method."""
-    per_layer(table, histories, path, "units_out_kept", "units kept (conv: filters)")
+    """The units each layer keeps over epochs, a conv layer's filters (layer_figures)."""
+    from . import layer_figures
 
-
-def per_layer(table, histories, path, column: str, ylabel: str):
-    """A layers.csv column over epochs, one line per layer and run, one panel per method, on a shared log axis."""
-    table = table.assign(method=groups(table))
-    methods = sorted(table.method.dropna().unique())
-    cols = min(3, max(len(methods), 1))
-    rows_n = int(np.ceil(len(methods) / cols)) or 1
-    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.2 * rows_n), squeeze=False, sharey=True)
-    for ax, method in zip(axes.flat, methods):
-        colors = {}
-        for _, r in table[table.method == method].iterrows():
-            layer_table = histories[r.run][1]
-            if layer_table is None or column not in layer_table:
-                continue
-            for name, rows in layer_table.groupby("layer"):
-                first = name not in colors  # one legend entry and one colour per layer, over the method's runs
-                line, = ax.plot(rows.epoch, rows[column], color=colors.get(name), label=name if first else None)
-                colors.setdefault(name, line.get_color())
-        ax.set(title=method, yscale="log", xlabel="epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3, which="both")
-        if colors:
-            ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(methods):]:
-        ax.axis("off")
-    axes[0, 0].set_ylabel(ylabel)
-    if methods:
-        log_ticks(axes[0, 0].yaxis, *axes[0, 0].get_ylim())  # shared by every panel
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    layer_figures.save(layer_figures.draw(table, histories, layer_figures.UNITS, "units kept (conv: filters)",
+                                          "fraction of the layer's units kept", "units kept per layer (conv: filters)"),
+                       path)

@@ -1,12 +1,20 @@
 """results.csv, histories.csv and the markdown table in the layout of the paper's Tables 4 and 5.
 
 Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
-seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. The table has a setting column
-when the runs have more than one, the units kept (the mean kept architecture) and the compact network's
-multiply-adds when any run trained whole units (structure=neuron) or lost some all the same, and a "train examples"
-column when any trained on part of the training set
-(data.train_limit). Runs that are not completed are listed below the table with their status (and, for
-failed ones, the error).
+seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. results.csv keeps every
+column; results.md only those a reader compares rows by, so that it stays readable for any network and any mix of
+runs (at most 23 columns):
+- always: method, lam, lr, runs (the seeds averaged), epochs, test error, nonzero (the network's fraction);
+- setting, when the runs have more than one (a path in it, init_from=..., cut to its last folder where the rows stay
+  apart); "train examples" when any run trained on part of the training set (data.train_limit); "test error
+  unmasked" when any run recorded it; compression and kMACs/example when the runs recorded their cost;
+- units kept (the mean kept architecture) and the compact network's multiply-adds when any run trained whole units
+  (structure=neuron) or lost some all the same;
+- each layer's fraction nonzero when the runs have at most MAX_LAYER_COLUMNS layers in all (LeNet-300-100, LeNet-5);
+  a deeper network's, or a mix of networks with more, are in results.csv (nonzero_<layer>) and layers.png, and a line
+  below the table says so;
+- with --paper, the paper's test error, nonzero and per-layer fractions beside its own rows.
+Runs that are not completed are listed below the table with their status (and, for failed ones, the error).
 """
 from __future__ import annotations
 
@@ -18,8 +26,10 @@ from adrop import markdown
 
 from . import HISTORY_LAYER_COLUMNS, paper
 from . import layer_columns as per_layer
+from .collect import short_paths
 
 LAYER_COLUMNS_PREFIX = "nonzero_"
+MAX_LAYER_COLUMNS = 6  # LeNet-5 and LeNet-300-100 together; past this, per-layer columns go to results.csv only
 
 
 def layer_columns(table: pd.DataFrame) -> list[str]:
@@ -101,6 +111,14 @@ def mean_architecture(architectures) -> str | None:
     return "-".join(out)
 
 
+def setting_cells(settings: pd.Series) -> dict[str, str]:
+    """Each setting as its cell: path values (init_from=a/b/c) cut to their last folder, where that keeps the
+    settings apart."""
+    unique = settings.unique()
+    short = {s: short_paths(s) for s in unique}
+    return short if len(set(short.values())) == len(unique) else {s: s for s in unique}
+
+
 def _cell(mean, std, percent=False, digits=3):
     if pd.isna(mean):
         return "-"
@@ -117,12 +135,16 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
     if not agg.empty:
         layers = [c.removesuffix("_mean") for c in agg.columns if c.startswith(LAYER_COLUMNS_PREFIX)
                   and c.endswith("_mean") and not c.startswith("nonzero_fraction")]
+        layer_count = len(layers)
+        if layer_count > MAX_LAYER_COLUMNS:
+            layers = []
         rows = []
         ref = paper.table().set_index("method") if with_paper else None
         several_settings = agg.setting.nunique() > 1
+        settings = setting_cells(agg.setting)
         limited = bool((agg.train_limit > 0).any())  # runs on part of the training set say so, always
         for _, r in agg.iterrows():
-            row = {"method": r.method, **({"setting": r.setting or "-"} if several_settings else {}),
+            row = {"method": r.method, **({"setting": settings[r.setting] or "-"} if several_settings else {}),
                    "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
                    "epochs": int(r.epochs),
                    **({"train examples": f"{int(r.train_limit):,}" if r.train_limit else "all"} if limited else {}),
@@ -151,6 +173,9 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                                           if known else "-")
             rows.append(row)
         lines.append(markdown.table(pd.DataFrame(rows)))
+        if layer_count > MAX_LAYER_COLUMNS:
+            lines.append(f"\nEach layer's fraction nonzero ({layer_count} layers): results.csv "
+                         f"({LAYER_COLUMNS_PREFIX}<layer>) and layers.png.\n")
     else:
         lines.append("No completed runs yet.\n")
     rest = table[table.status != "completed"]
