@@ -130,3 +130,17 @@ def test_progress_true_and_false_mean_always_and_never(written, mode, config, tm
     cfg = config("dataset=synthetic", "model=mlp", "device=cpu", f"progress={written}")
     assert progress_mode(cfg.progress) == mode
     one(cfg, tmp_path)  # accepted at start
+
+
+def test_the_report_counts_what_trains_densely_in_the_whole_networks_column(config, tmp_path):
+    from adrop.report import collect, tables
+
+    summary = one(config(*GRU, "method=logsum", "progress=never"), tmp_path / "run").fit()[0]
+    table = collect.results([tmp_path])
+    row = table.iloc[0]
+    params = summary["parameters"]
+    assert row.network_parameters == params["total"] and row.dense_parameters == params["dense"]
+    assert row.network_nonzero_fraction == pytest.approx(params["nonzero"] / params["total"])
+    assert not any(c in table for c in ("nonzero_gru", "nonzero_norm"))  # dense modules are no layers
+    md = tables.markdown_table(table)
+    assert "nonzero, whole network" in md and f"{params['nonzero'] / params['total']:.3f}" in md

@@ -94,10 +94,17 @@ def _read_run(root: Path, folder: Path) -> dict:
         row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)
     for key, value in (summary.get("cost") or {}).items():  # compression, bytes, multiply-adds (adrop.cost)
         row[key] = value
+    params = summary.get("parameters") or {}
+    if params:  # the whole network, the parameters trained densely counted in (nonzero_fraction: the sparsified)
+        row.update({"network_parameters": params["total"], "network_nonzero_fraction": params["nonzero_fraction"],
+                    "dense_parameters": params["dense"],
+                    "dense_module_parameters": sum((params.get("dense_modules") or {}).values())})
     for name, layer in (summary.get("layers") or {}).items():
         row[f"nonzero_{name}"] = layer["fraction"]
     if not summary.get("layers") and (folder / LAYERS_CSV).exists():
         layers = pd.read_csv(folder / LAYERS_CSV)
+        if "trained" in layers:  # a module trained densely is no layer of the method's
+            layers = layers[layers.trained != "dense"]
         for _, r in layers[layers.epoch == layers.epoch.max()].iterrows():
             row[f"nonzero_{r.layer}"] = r.nonzero_fraction
     return row

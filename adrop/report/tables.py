@@ -4,7 +4,10 @@ Completed runs are grouped by (method, lam, lr, setting), the setting being the 
 seed (collect.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. results.csv keeps every
 column; results.md only those a reader compares rows by, so that it stays readable for any network and any mix of
 runs (at most 23 columns):
-- always: method, lam, lr, runs (the seeds averaged), epochs, test error, nonzero (the network's fraction);
+- always: method, lam, lr, runs (the seeds averaged), epochs, test error, nonzero (the sparsified weights' fraction);
+- "nonzero, whole network" when any run's network has modules that train densely (embeddings, recurrent cells,
+  norms): every parameter counted, biases included (summary.json's parameters; results.csv: network_parameters,
+  network_nonzero_fraction, dense_parameters);
 - setting, when the runs have more than one (a path in it, init_from=..., cut to its last folder where the rows stay
   apart); "train examples" when any run trained on part of the training set (data.train_limit); "test error
   unmasked" when any run recorded it; compression and kMACs/example when the runs recorded their cost;
@@ -70,7 +73,10 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     if units and "compact_macs" in done:
         costs.append("compact_macs")
     unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
-    figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *costs, *layer_columns(done)]
+    # the whole network's nonzero fraction where modules other than the sparse layers train densely (a GRU, norms)
+    network = (["network_nonzero_fraction"] if "dense_module_parameters" in done
+               and (pd.to_numeric(done.dense_module_parameters) > 0).any() else [])
+    figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *network, *costs, *layer_columns(done)]
     done = done.assign(model=done.model.fillna("") if "model" in done else "",
                        train_limit=done.train_limit.fillna(0) if "train_limit" in done else 0)  # 0: all examples
     grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
@@ -151,7 +157,9 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                    "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
                    **({"test error unmasked": _cell(r.test_error_unmasked_mean, r.test_error_unmasked_std,
                                                     percent=True)} if "test_error_unmasked_mean" in agg else {}),
-                   "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std)}
+                   "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std),
+                   **({"nonzero, whole network": _cell(r.network_nonzero_fraction_mean, r.network_nonzero_fraction_std)}
+                      if "network_nonzero_fraction_mean" in agg else {})}
             if "compression_mean" in agg:  # as the Sparse VD and L0 papers' tables: |W| / |W != 0| and the FLOPs
                 row["compression"] = "-" if pd.isna(r.compression_mean) else f"{r.compression_mean:.0f}x"
                 row["kMACs/example"] = "-" if pd.isna(r.sparse_macs_mean) else f"{r.sparse_macs_mean / 1e3:.1f}"
