@@ -157,10 +157,12 @@ class Sparsifier:
         (with a summed loss, multiply it by the batch size)."""
         return self.lam * self.method.penalty(self.layers, self.lam)
 
-    def attach(self, optimizer: torch.optim.Optimizer) -> "Sparsifier":
+    def attach(self, optimizer: torch.optim.Optimizer, pre_step: bool = True) -> "Sparsifier":
         """Register what runs around each of the optimizer's steps: before it, the method's gradient work (pruning's
         masks); after it, its proximal steps, alpha updates and schedules, with the step size read from the optimizer
-        (Adam, AdamW: per coordinate from their state; SGD: lr). A method that needs nothing attaches nothing."""
+        (Adam, AdamW: per coordinate from their state; SGD: lr). A method that needs nothing attaches nothing.
+        pre_step=False leaves before_update() to the caller: for a step that runs the backward pass in a closure
+        (Lightning's), whose pre-step hook comes before the gradients."""
         self.detach()
         self.optimizer = optimizer
         if not self.needs_steps:
@@ -169,8 +171,9 @@ class Sparsifier:
         if self.step_size is None and overrides(self.method, "after_step", "end_epoch"):
             raise SparsifyError(f"method {self.method.name!r} needs the step size of each optimizer step, which adrop "
                                 f"reads from Adam, AdamW and SGD, not {type(optimizer).__name__}")
-        self._handles = [optimizer.register_step_pre_hook(lambda *_: self.before_update()),
-                         optimizer.register_step_post_hook(lambda *_: self.step())]
+        self._handles = [optimizer.register_step_post_hook(lambda *_: self.step())]
+        if pre_step:
+            self._handles.append(optimizer.register_step_pre_hook(lambda *_: self.before_update()))
         return self
 
     def detach(self) -> None:
@@ -341,6 +344,14 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
     if not [p for p in found if not skip(p)]:
         raise SparsifyError(f"{type(model).__name__} has no nn.Linear or nn.Conv2d for a method to sparsify"
                             + (" (exclude left none)" if found else ""))
+    from torch.nn.utils import parametrize
+
+    tied = [path for path, m in model.named_modules() if path in found and not skip(path)
+            and parametrize.is_parametrized(m)]
+    if tied:
+        raise SparsifyError(f"{tied[0]} ({type(model.get_submodule(tied[0])).__name__}) has a parametrization "
+                            "(weight_norm, spectral_norm, ...): adrop trains a layer's own weight; exclude it "
+                            f"(exclude=[{tied[0]!r}]) or remove the parametrization")
     scales = dict(lam_scale or {})
     unknown = [name for name in scales if name not in found or skip(name)]
     if unknown:
