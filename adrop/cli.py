@@ -8,13 +8,18 @@
     adrop <command> --help         help for one command
 
 Each subcommand owns the rest of the command line (Hydra apps must see their own argv untouched), so the dispatcher
-only picks the module and hands over the remaining arguments.
+only picks the module and hands over the remaining arguments. Ctrl-C (SIGTERM) at any moment, while a subcommand
+imports torch too, ends in one line and exit status 130 (143) (adrop.interrupts; the exit statuses: docs/guide.md,
+"Errors, faults and exit codes").
 """
 from __future__ import annotations
 
 import gc
 import importlib
+import signal
 import sys
+
+from adrop import interrupts
 
 COMMANDS = {
     "penalty": ("adrop.commands.penalty", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
@@ -47,14 +52,31 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"adrop: unknown command {command!r}; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[command][0])
-    return module.main(rest)
+    with interrupts.recorded():
+        try:
+            module = importlib.import_module(COMMANDS[command][0])
+            return module.main(rest)
+        except SystemExit:
+            raise
+        except BaseException as err:  # a stop the subcommand did not report itself (while torch imports, say), also
+            if interrupts.STOPS or isinstance(err, KeyboardInterrupt):  # where a library turned it into another error
+                return interrupts.said(f"adrop {command}", "; nothing was trained" if command == "train" else "")
+            raise
 
 
 def entry() -> None:
     """The `adrop` command as a process (the console script, `python -m adrop`): main(), then exit. The collector is
     frozen first: at exit its last passes over torch's objects took 0.23 s of every command here, for memory the
-    ending process gives back anyway (main() itself, called in a process that goes on, leaves the collector alone)."""
-    code = main()
+    ending process gives back anyway (main() itself, called in a process that goes on, leaves the collector alone).
+    A stop said by the dispatcher ends the process at once (interrupts.exit_now), one during the exit quietly."""
+    try:
+        code = main()
+    except KeyboardInterrupt:  # in the dispatcher itself, before a subcommand was chosen
+        code = interrupts.said("adrop")
+    if interrupts.SAID:
+        interrupts.exit_now(code)
+    for s in interrupts.SIGNALS:
+        if signal.getsignal(s) in (signal.default_int_handler, signal.SIG_DFL):
+            signal.signal(s, interrupts.while_exiting)
     gc.freeze()
     sys.exit(code)

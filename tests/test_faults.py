@@ -1,11 +1,22 @@
 """Faults a user or the environment produces: each ends in one line on stderr with a stable exit code, the run's
 status says what happened, nothing is left half-written, and the same command resumes.
 
-    divergence                  exit 1, status failed, "the training diverged ..." (a sweep counts it)
-    SIGINT (Ctrl-C), SIGTERM    exit 130, 143, status interrupted, the command that resumes it
-    a truncated data file       exit 1, the file named
-    a checkpoint that cannot be written (file-size limit)   exit 1, the file named, no temporary file left
+The exit statuses, one table (docs/guide.md, "Errors, faults and exit codes"; adrop/commands/train.py), each row
+tested here (the tests named test_exit_<status>_...; in this process where it can be, through adrop.train.app.main):
+
+    0    done; a sweep's job that another command held counts as done once completed there, and as done if it still
+         trains there (named: "held by another command (still training)")
+    1    a run failed: divergence ("the training diverged ...", a sweep counts it), a file or folder that cannot be
+         written ("cannot write <path>: permission denied", "... file too large (the file-size limit)"), a held
+         job that failed in the command that held it
+    2    refused, nothing trained: a wrong value or --flag, data missing that cannot be downloaded ("MNIST is not in
+         ... (no internet?)", said once in a sweep), a folder that holds another run or is in use; a sweep whose jobs
+         were refused and none failed
+    130  SIGINT (Ctrl-C) at any moment: while the command imports torch (one line), or training (status interrupted,
+         the command that resumes it)
+    143  SIGTERM, likewise
 """
+import errno
 import json
 import os
 import resource
@@ -15,10 +26,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
 
-from adrop.train import run_files
+from adrop import cli, interrupts
+from adrop.train import app, run_files
 from adrop.train.settings import TrainError, resolve
 
 from conftest import DATA
@@ -32,7 +47,7 @@ def stderr_lines(process):
 
 
 @pytest.mark.slow
-def test_divergence_is_a_failure_in_one_line(adrop, tmp_path):
+def test_exit_1_divergence_is_a_failure_in_one_line(adrop, tmp_path):
     out = adrop("train", *SMALL, "epochs=2", "method=dense", "lr=1e9", "hydra.run.dir=run")
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert stderr_lines(out)[-1].startswith("adrop train: error: the training diverged: its cross-entropy reached")
@@ -88,7 +103,7 @@ def start_and_wait_for(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupted_run_says_so_in_one_line_and_resumes(start_and_wait_for, tmp_path, signum, code):
+def test_exit_130_and_143_an_interrupted_run_says_so_in_one_line_and_resumes(start_and_wait_for, tmp_path, signum, code):
     process = start_and_wait_for("epoch 2/", "stderr", "method=logsum", "hydra.run.dir=run")  # no terminal:
     #                                                                                         a line per epoch
     process.send_signal(signum)
@@ -147,7 +162,7 @@ def test_a_truncated_data_file_is_named(config, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_checkpoint_that_cannot_be_written_is_one_line_and_leaves_no_temporary_file(tmp_path):
+def test_exit_1_a_checkpoint_that_cannot_be_written_is_one_line_and_leaves_no_temporary_file(tmp_path):
     """A file-size limit (ulimit -f) below the checkpoint's size: the write fails, its temporary file goes."""
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # the CSVs and YAMLs fit, the checkpoint not
@@ -156,7 +171,8 @@ def test_a_checkpoint_that_cannot_be_written_is_one_line_and_leaves_no_temporary
                           "hydra.run.dir=run"], cwd=tmp_path, capture_output=True, text=True, preexec_fn=limit,
                          timeout=300)
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
-    assert stderr_lines(out)[-1].startswith(f"adrop train: error: cannot write {tmp_path / 'run' / 'checkpoint.pt'}")
+    assert stderr_lines(out)[-1] == (f"adrop train: error: cannot write {tmp_path / 'run' / 'checkpoint.pt'}: file too "
+                                     "large (the file-size limit)")
     assert not list((tmp_path / "run").glob("*.tmp"))
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
 
@@ -168,12 +184,12 @@ def test_a_failed_write_keeps_the_file_as_it_was(tmp_path, monkeypatch):
         tmp.write_text("half")
         raise OSError(28, "No space left on device")
 
-    with pytest.raises(run_files.WriteFailed, match="cannot write .*summary.json: .*No space left on device"):
+    with pytest.raises(run_files.WriteFailed, match="cannot write .*summary.json: no space left on device$"):
         run_files._atomic(tmp_path / "summary.json", broken)
     assert run_files.read_summary(tmp_path) == {"status": "running"} and not list(tmp_path.glob("*.tmp"))
 
 
-def test_seed_train_limit_and_device_are_wrong_commands(adrop, tmp_path):
+def test_exit_2_seed_train_limit_and_device_are_wrong_commands(adrop, tmp_path):
     """Refused at start, before any folder exists: exit 2, as every wrong command."""
     import torch
 
@@ -244,7 +260,7 @@ def test_an_out_that_cannot_be_written_is_one_line(synthetic, tmp_path, capsys):
     assert report_command.main([str(tmp_path / "sweep"), "--out", str(locked / "r")]) == 2
     assert penalty_command.main(["--plot", "--out", str(locked / "p")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all("Permission denied" in line for line in err), err
+    assert len(err) == 3 and all(line.endswith(": permission denied") for line in err), err
 
 
 def test_an_out_under_a_file_is_one_line(synthetic, tmp_path, capsys):
@@ -270,3 +286,253 @@ def test_a_truncated_weights_file_is_one_line(synthetic, tmp_path, capsys):
     assert export_command.main([str(run), "--out", str(tmp_path / "net.npz")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{run / 'weights.npz'} cannot be read" in err[0]
+
+
+# -- the exit statuses, row by row, in this process where it can be -------------------------------------------------
+
+@pytest.fixture
+def train_here(tmp_path, monkeypatch, capsys):
+    """`adrop train <args>` in this process (adrop.train.app.main) in tmp_path: (exit status, stdout's lines,
+    stderr's lines)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # the app hands Hydra its arguments through sys.argv
+
+    def run(*args):
+        code = app.main(list(args))
+        out, err = capsys.readouterr()
+        return code, out.strip().splitlines(), err.strip().splitlines()
+
+    return run
+
+
+HELD_SWEEP = ("-m", *SMALL, "epochs=1", "hydra.sweep.dir=sweep", "hydra.sweep.subdir=seed_${seed}")
+
+
+def the_other_command_ends_with(monkeypatch, hold, summary):
+    """While the sweep goes on past the job it found held, the other command (here: `hold`, this test's Held on the
+    folder) ends that run with `summary` and lets the folder go."""
+    told = app.held_elsewhere
+
+    def then_the_other_ends(folder, cfg, message):
+        said = told(folder, cfg, message)
+        run_files.write_summary(folder, summary)
+        hold.close()
+        return said
+
+    monkeypatch.setattr(app, "held_elsewhere", then_the_other_ends)
+
+
+def test_exit_0_a_job_held_by_another_command_that_completed_it_there(train_here, tmp_path, monkeypatch):
+    folder = tmp_path / "sweep" / "seed_0"
+    the_other_command_ends_with(monkeypatch, run_files.Held(folder), {"status": "completed", "epochs": 1})
+    code, out, err = train_here(*HELD_SWEEP, "seed=0")
+    assert code == 0 and err == [], err
+    assert "adrop train: seed_0: held by another command, which is training it; this sweep counts how it ends " \
+           "there" in out
+    assert out[-1] == f"adrop train: 1 jobs done (1 of them by another command that held them); files in " \
+                      f"{tmp_path / 'sweep'}"
+
+
+LAUNCHERS = [(), ("hydra/launcher=stacked", "hydra.launcher.n_jobs=1")]  # the basic launcher's way, the stacked's
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_exit_0_a_job_another_command_still_trains_is_named(train_here, tmp_path, launcher):
+    with run_files.Held(tmp_path / "sweep" / "seed_0"):  # the other command, training all along
+        code, out, err = train_here(*HELD_SWEEP, "seed=0,1", *launcher)
+    assert code == 0 and err == [], err
+    assert "adrop train: seed_0: held by another command (still training)" in out
+    assert out[-1] == (f"adrop train: 1 jobs done, 1 held by another command (still training: that command reports "
+                       f"it); files in {tmp_path / 'sweep'}")
+    assert json.loads((tmp_path / "sweep" / "seed_1" / "summary.json").read_text())["status"] == "completed"
+    assert not (tmp_path / "sweep" / "seed_0" / "summary.json").exists()  # nothing written into the held folder
+
+
+def test_exit_1_a_job_held_by_another_command_that_failed_it_there(train_here, tmp_path, monkeypatch):
+    folder = tmp_path / "sweep" / "seed_0"
+    the_other_command_ends_with(monkeypatch, run_files.Held(folder), {"status": "failed", "error": "the loss became nan"})
+    code, out, err = train_here(*HELD_SWEEP, "seed=0")
+    assert code == 1
+    assert err == ["adrop train: error: seed_0: held by another command, where it ended failed: the loss became nan",
+                   f"adrop train: error: 1 of 1 jobs failed: see {tmp_path / 'sweep'} (each failed job's summary.json "
+                   "says why)"]
+
+
+def test_exit_1_an_output_folder_that_cannot_be_made_is_one_plain_line(train_here, tmp_path, monkeypatch):
+    """A folder the user may not write into (as root every folder is writable: the refusal is the system's word,
+    made here), and a file standing where a folder must be."""
+    made = Path.mkdir
+
+    def refused(self, *args, **kwargs):
+        if "locked" in self.parts:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return made(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    code, out, err = train_here(*SMALL, "epochs=1", "hydra.run.dir=locked/run")
+    assert code == 1 and err == [f"adrop train: error: cannot write {tmp_path / 'locked' / 'run'}: permission denied"]
+    (tmp_path / "a_file").write_text("")
+    code, out, err = train_here(*SMALL, "epochs=1", "hydra.run.dir=a_file/run")
+    assert code == 1 and err == [f"adrop train: error: cannot write {tmp_path / 'a_file' / 'run'}: "
+                                 f"{tmp_path / 'a_file'} is a file, not a folder"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_exit_1_a_read_only_output_folder_is_one_plain_line(train_here, tmp_path):
+    (tmp_path / "locked").mkdir(mode=0o500)
+    code, out, err = train_here(*SMALL, "epochs=1", "hydra.run.dir=locked/run")
+    assert code == 1 and err == [f"adrop train: error: cannot write {tmp_path / 'locked' / 'run'}: permission denied"]
+
+
+@pytest.mark.parametrize("number, reason", [(errno.EACCES, "permission denied"),
+                                            (errno.ENOSPC, "no space left on device"),
+                                            (errno.EROFS, "read-only file system")])
+def test_exit_1_a_write_the_system_refuses_names_the_file_in_plain_words(tmp_path, number, reason):
+    def write(tmp):
+        tmp.write_text("half")
+        raise OSError(number, os.strerror(number), str(tmp))  # as open() raises it: naming the temporary file
+
+    with pytest.raises(run_files.WriteFailed) as failed:
+        run_files._atomic(tmp_path / "metrics.csv", write)
+    assert str(failed.value) == f"cannot write {tmp_path / 'metrics.csv'}: {reason}"
+
+
+def test_exit_1_a_checkpoint_past_the_file_size_limit_says_so(tmp_path):
+    """torch.save past `ulimit -f` (SIGXFSZ, which Python ignores, then EFBIG): its own error is a C++ line; the
+    checkpoint's says what happened."""
+    import torch
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, hard))
+    try:
+        with pytest.raises(run_files.WriteFailed) as failed:
+            run_files.save_checkpoint(tmp_path, {"weights": torch.zeros(10_000)})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert str(failed.value) == f"cannot write {tmp_path / 'checkpoint.pt'}: file too large (the file-size limit)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def offline(monkeypatch):
+    """No internet: every download torchvision tries fails as it does without a network."""
+    def unreachable(*args, **kwargs):
+        raise urllib.error.URLError(OSError(-2, "Name or service not known"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", unreachable)
+
+
+def test_exit_2_mnist_that_cannot_be_downloaded_is_one_line(train_here, tmp_path, monkeypatch):
+    offline(monkeypatch)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = (f"adrop train: error: MNIST is not in {empty} and cannot be downloaded (no internet?): pass "
+            "data.root=<a folder holding MNIST/raw/> or set ADROP_DATA")
+    code, out, err = train_here("device=cpu", f"data.root={empty}", "hydra.run.dir=run")
+    assert code == 2 and err == [line] and not (tmp_path / "run").exists()
+    monkeypatch.setenv("ADROP_DATA", str(empty))  # data.root's default
+    code, out, err = train_here("device=cpu", "hydra.run.dir=run")
+    assert code == 2 and err == [line]
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_exit_2_a_sweep_offline_says_it_once(train_here, tmp_path, monkeypatch, launcher):
+    offline(monkeypatch)
+    monkeypatch.setenv("ADROP_DATA", str(tmp_path))
+    code, out, err = train_here("-m", "device=cpu", "seed=0,1,2", "hydra.sweep.dir=sweep",
+                                "hydra.sweep.subdir=seed_${seed}", *launcher)
+    assert code == 2, err
+    assert err == [f"adrop train: error: seed_0: MNIST is not in {tmp_path} and cannot be downloaded (no internet?): "
+                   "pass data.root=<a folder holding MNIST/raw/> or set ADROP_DATA",
+                   f"adrop train: error: 3 of 3 jobs refused (their settings, data or folder, as said above; nothing "
+                   f"trained in them): see {tmp_path / 'sweep'}"]
+    statuses = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text())["status"] for s in range(3)]
+    assert statuses == ["failed"] * 3  # each job's folder says why
+
+
+def test_exit_2_a_sweep_whose_jobs_were_refused_and_none_failed(train_here, tmp_path):
+    code, out, err = train_here("-m", *SMALL, "epochs=1", "lam=0.001,-1", "method=logsum", "hydra.sweep.dir=sweep")
+    assert code == 2
+    assert err[-1] == (f"adrop train: error: 1 of 2 jobs refused (their settings, data or folder, as said above; "
+                       f"nothing trained in them): see {tmp_path / 'sweep'}")
+    assert "lam must be >= 0, got -1.0" in err[0]
+
+
+def test_exit_2_a_folder_that_holds_another_run_or_is_in_use(train_here, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "summary.json").write_text('{"status": "completed", "identity": {"method": "logsum", "seed": 7}}')
+    code, out, err = train_here(*SMALL, "epochs=1", f"hydra.run.dir={other}")
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"adrop train: error: {other} holds another run (")
+    with run_files.Held(tmp_path / "busy"):
+        code, out, err = train_here(*SMALL, "epochs=1", "hydra.run.dir=busy")
+    assert code == 2 and err == [f"adrop train: error: {tmp_path / 'busy'} is in use: another adrop command is "
+                                 "training this run right now; rerun this one once that has stopped (the run resumes "
+                                 "from its last checkpoint)"]
+
+
+def test_exit_2_a_flag_hydra_does_not_take_is_one_line(train_here):
+    code, out, err = train_here("--bogus", *SMALL)
+    assert code == 2 and out == [] and err == [
+        "adrop train: error: unrecognized arguments: --bogus (adrop train --help lists what it takes)"]
+
+
+def test_exit_130_ctrl_c_while_a_command_imports_is_one_line(monkeypatch, capsys):
+    """A Ctrl-C that lands while torch imports, raised there as a KeyboardInterrupt, and one that a library's cleanup
+    turns into another error (OmegaConf's, mid-composition)."""
+    def ctrl_c(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.importlib, "import_module", ctrl_c)
+    assert cli.main(["train", "method=logsum"]) == 130
+    assert capsys.readouterr().err == "adrop train: interrupted (SIGINT); nothing was trained\n"
+    assert cli.main(["report", "outputs"]) == 130
+    assert capsys.readouterr().err == "adrop report: interrupted (SIGINT)\n"
+
+    def ctrl_c_then_another_error(name):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # adrop.interrupts' handler raises it here
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'") from None
+
+    monkeypatch.setattr(cli.importlib, "import_module", ctrl_c_then_another_error)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's, as in a terminal
+    try:
+        assert cli.main(["train"]) == 130
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # as it was
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert capsys.readouterr().err == "adrop train: interrupted (SIGINT); nothing was trained\n"
+    assert interrupts.STOPS == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_exit_130_and_143_a_stop_while_torch_imports_is_one_line(tmp_path, signum, code):
+    """The real thing: the signal at several moments of the first seconds (Python's, adrop's, torch's imports)."""
+    for delay in (0.3, 0.8, 1.5):
+        process = subprocess.Popen([sys.executable, "-m", "adrop", "train", *SMALL, "hydra.run.dir=run"], cwd=tmp_path,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+        time.sleep(delay)
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == code and len(err.strip().splitlines()) == 1, (delay, err)
+        assert err.startswith(f"adrop train: interrupted ({signal.Signals(signum).name})"), (delay, err)
+
+
+@pytest.mark.slow
+def test_exit_0_two_identical_sweeps_into_one_folder_share_the_jobs(tmp_path):
+    """Two commands at once: each trains the jobs the other does not hold, and both end done."""
+    args = [sys.executable, "-m", "adrop", "train", "-m", *SMALL, "epochs=30", "seed=0,1", "hydra.sweep.dir=sweep",
+            "hydra.sweep.subdir=seed_${seed}"]
+    first = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (tmp_path / "sweep" / "seed_0" / "summary.json").exists() and time.time() < deadline:
+        time.sleep(0.1)  # the first command trains seed_0
+    second = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, (err, second.stderr)
+    assert "failed" not in err + second.stderr and "refused" not in err + second.stderr
+    assert "seed_0: held by another command, which is training it" in second.stdout
+    summaries = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text()) for s in (0, 1)]
+    assert [s["status"] for s in summaries] == ["completed", "completed"]

@@ -196,7 +196,7 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     basic = adrop("train", "-m", *small, "method=logsum", "seed=0,1", "lam=0.001,-1", "hydra.sweep.dir=basic")
     out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=4", "hydra.launcher.n_jobs=1",
                 *small, "method=logsum", "seed=0,1", "lam=0.001,-1", "hydra.sweep.dir=stacked")
-    assert basic.returncode == out.returncode == 1 and "2 of 4 jobs failed" in out.stderr.splitlines()[-1]
+    assert basic.returncode == out.returncode == 2 and "2 of 4 jobs refused" in out.stderr.splitlines()[-1]
     assert "stacked launcher: 2 jobs in 1 stack, of sizes 2" in out.stdout
     names = lambda sweep: sorted(p.name for p in (tmp_path / sweep).iterdir() if p.is_dir())  # noqa: E731
     assert names("basic") == names("stacked")

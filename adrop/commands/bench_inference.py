@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from adrop.commands import one_line
+
 
 ROUNDS = 5  # contenders take turns, so that a drift in the machine's speed reaches all of them alike
 
@@ -164,7 +166,7 @@ def bench(folder: Path, batches: list[int], seconds: float, data_root: str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="adrop bench-inference", description=__doc__.split("\n")[0],
+    p = one_line.Parser(prog="adrop bench-inference", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("run", type=Path, help="a finished run's folder")

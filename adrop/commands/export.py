@@ -17,12 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from adrop.commands import one_line
+
 FORMATS = ("csr", "compact", "onnx")
 SUFFIX = {"csr": "csr.npz", "compact": "compact.npz", "onnx": "onnx"}
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="adrop export", description=__doc__.split("\n")[0],
+    p = one_line.Parser(prog="adrop export", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("run", type=Path, help="a finished run's folder")
@@ -79,6 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(run(args))
     except (ExportError, OSError) as err:  # also an --out that cannot be written
-        print(f"adrop export: error: {err}", file=sys.stderr)
+        print(f"adrop export: error: {one_line.said(err)}", file=sys.stderr)
         return 2
     return 0

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from adrop import penalties
+from adrop.commands import one_line
 from adrop.penalties import figure1
 from adrop.outputs import claim, new_folder
 
@@ -68,7 +69,7 @@ def finite(text: str) -> float:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="adrop penalty", description=__doc__.split("\n")[0],
+    p = one_line.Parser(prog="adrop penalty", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("--list", action="store_true", help="list the penalties and their parameters")
@@ -206,10 +207,10 @@ def run(args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = parser()
-    args = p.parse_args(argv)  # argparse itself exits 2 with a one-line message on bad options
+    args = p.parse_args(argv)  # one_line.Parser exits 2 with a one-line message on bad options
     try:
         run(args)
     except (UsageError, ValueError, OSError) as err:  # also an --out that cannot be written
-        print(f"adrop penalty: error: {err}", file=sys.stderr)
+        print(f"adrop penalty: error: {one_line.said(err)}", file=sys.stderr)
         return 2
     return 0

@@ -24,12 +24,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from adrop.commands import one_line
 from adrop.outputs import claim, new_folder
 from adrop.report import FILES, HISTORIES_CSV, RESULTS_CSV
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="adrop report", description=__doc__.split("\n")[0],
+    p = one_line.Parser(prog="adrop report", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("dir", type=Path, nargs="+",
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
     try:
         written = run(args)
     except (OSError, ValueError) as err:  # a missing folder, an --out taken or not writable
-        print(f"adrop report: error: {err}", file=sys.stderr)
+        print(f"adrop report: error: {one_line.said(err)}", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path.absolute()}")

@@ -12,15 +12,26 @@ command with hydra.run.dir=<that folder> (a sweep: hydra.sweep.dir=<its folder>)
 command (Ctrl-C, SIGTERM) prints that command.
 
 Promises (each tested): a folder that holds another run is refused before anything in it is written; a refused or
-failed start of a single run leaves no folder behind; a sweep exits non-zero when any job failed; every error a
-user can cause is one line on stderr (exit 2: the command is wrong; exit 1: the run failed or was refused; 130 and
-143: interrupted by SIGINT or SIGTERM), with the traceback only under HYDRA_FULL_ERROR=1.
+failed start of a single run leaves no folder behind; a sweep's job whose folder another command holds, training the
+same run, is not trained twice and counts as that command leaves it; every error a user can cause is one line on
+stderr, with the traceback only under HYDRA_FULL_ERROR=1. The exit status (the same table: docs/guide.md, "Errors,
+faults and exit codes"; tests/test_faults.py tests each row):
+
+    0    done: every run completed (a sweep: here, or in another command that held the job, or still training there)
+    1    a run failed: a NaN or a diverging loss, a file that cannot be written, an error in adrop itself (a sweep:
+         any job failed, also in another command that held it)
+    2    refused, nothing trained: the command or its data is wrong (a key, a value, a --flag; data missing, not
+         downloadable or malformed; a network that does not fit them; a folder that holds another run or is in use);
+         a sweep: no job failed and one or more were refused
+    130  interrupted by SIGINT (Ctrl-C), at any moment, while torch imports too
+    143  interrupted by SIGTERM
 """
 from __future__ import annotations
 
 import os
 import sys
 
+from adrop import interrupts
 from adrop.train import errors, help_page
 
 
@@ -45,8 +56,7 @@ def show_help(argv: list[str]) -> int | None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:  # Ctrl-C while the first help after an edit imports the methods
-        print("adrop train: interrupted (SIGINT); nothing was trained", file=sys.stderr)
-        return 130
+        return interrupts.said("adrop train", "; nothing was trained")
     except Exception as err:  # a wrong override: one line, as the app says it
         if os.environ.get("HYDRA_FULL_ERROR") == "1" or os.environ.get(errors.DEBUG) == "1":
             raise

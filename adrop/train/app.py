@@ -1,5 +1,6 @@
 """The Hydra app of `adrop train` (its command line: adrop/commands/train.py): a run's job and how it ends, a
-sweep's last line, and the one-line errors of everything a user or the environment can cause."""
+sweep's last line, and the one-line errors of everything a user or the environment can cause, each with its exit
+status (errors.REFUSED: the command or its data is wrong; errors.FAILED: a run failed; the table: docs/guide.md)."""
 from __future__ import annotations
 
 import logging
@@ -14,6 +15,7 @@ from hydra.core.plugins import Plugins
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from adrop import interrupts
 from adrop.train import errors, run_files, schema, sweep_outcomes
 from adrop.train.engine import Engine
 from adrop.train.hooks import CREATED, StartRefused
@@ -65,6 +67,10 @@ def resume_command(argv: list[str]) -> str:
 
 
 def report(message: str, multirun: bool, folder: Path) -> None:
+    """A run's one line on stderr; a sweep's job says a reason that an earlier job of the sweep said already only
+    once (offline, every job of a sweep would say the same download failure)."""
+    if multirun and not sweep_outcomes.first_time(message):
+        return
     where = f"{folder.name}: " if multirun else ""
     print(f"adrop train: error: {where}{message}", file=sys.stderr)
 
@@ -86,22 +92,37 @@ def task(cfg: DictConfig):
 def job(cfg, hc, folder: Path, multirun: bool) -> dict | None:
     try:
         run = resolve(cfg, hc.runtime.choices.get("method"))  # a sweep's job: its own values, checked here
-        identity = run.identity
-        state = run_files.claim(folder, identity)
+        # held first, then claimed: a folder that another command is setting up is in use, not "holds no run"
+        held = run_files.Held(folder)  # until this job ends: a second command on the folder is refused
+    except TrainError as err:
+        return failed_start(folder, cfg, str(err), multirun)
+    except run_files.FolderInUse as err:  # another command trains this very run: a sweep counts how it ends there
+        if multirun:
+            return held_elsewhere(folder, cfg, str(err))
+        report(str(err), multirun, folder)
+        sys.exit(errors.REFUSED)
+    except run_files.WriteFailed as err:
+        return failed_start(folder, cfg, str(err), multirun, code=errors.FAILED)
+    with held:
+        try:
+            state = run_files.claim(folder, run.identity)
+        except run_files.FolderTaken as err:  # nothing written: the folder is another run's
+            report(str(err), multirun, folder)
+            if not multirun:
+                sys.exit(errors.REFUSED)
+            return {"status": "refused", "error": str(err), "method": cfg.method.name}
         if state == "completed":
             previous = run_files.read_summary(folder)
             print(f"{folder} already holds this run, completed; nothing to do ({one_line(previous)})")
             return previous
-        held = run_files.Held(folder)  # until this job ends: a second command on the folder is refused
-    except TrainError as err:
-        return failed_start(folder, cfg, str(err), multirun)
-    except run_files.FolderTaken as err:  # nothing written: the folder is another run's, or in use
-        report(str(err), multirun, folder)
-        if not multirun:
-            sys.exit(1)
-        return {"status": "refused", "error": str(err), "method": cfg.method.name}
-    with held:
         return train(run, folder, multirun, hc)
+
+
+def held_elsewhere(folder: Path, cfg, message: str) -> dict:
+    """A sweep's job whose folder another command holds, training this same run: not trained twice, and counted,
+    when the sweep ends, as that command has left it by then (sweep_ended)."""
+    print(f"adrop train: {folder.name}: {sweep_outcomes.HELD}", flush=True)
+    return {"status": "held", "error": message, "method": cfg.method.name}
 
 
 def train(run, folder: Path, multirun: bool, hc) -> dict | None:
@@ -110,10 +131,12 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     try:
         engine = Engine([run], [folder], multirun=multirun)
         run_files.begin(folder, run.cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
-    except (TrainError, ValueError, run_files.WriteFailed) as err:
+    except (TrainError, ValueError) as err:  # its data or network refused
         return failed_start(folder, cfg, str(err), multirun, identity)
-    except Exception as err:  # a bug
-        return failed_start(folder, cfg, errors.bug(err), multirun, identity)
+    except run_files.WriteFailed as err:
+        return failed_start(folder, cfg, str(err), multirun, identity, code=errors.FAILED)
+    except Exception as err:  # a write the system refused (a folder that cannot be made), or a bug
+        return failed_start(folder, cfg, unexpected(err, folder), multirun, identity, code=errors.FAILED)
     if not multirun:  # said once it trains: a start that fails leaves no folder to name
         STARTED["run"] = folder.absolute()
         print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
@@ -124,11 +147,11 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     except (TrainError, ValueError, run_files.WriteFailed) as err:
         return failed(folder, cfg, str(err), multirun, identity)
     except Exception as err:
-        return failed(folder, cfg, errors.bug(err), multirun, identity)
+        return failed(folder, cfg, unexpected(err, folder), multirun, identity)
     if summary["status"] == "failed":  # the engine recorded why in the folder (divergence)
         report(summary["error"], multirun, folder)
         if not multirun:
-            sys.exit(1)
+            sys.exit(errors.FAILED)
         return summary
     print(f"{one_line(summary)}; files in {folder.absolute()}" if not multirun else f"{folder.name}: {one_line(summary)}",
           flush=True)
@@ -136,9 +159,21 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     return summary
 
 
-def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None):
-    """A run that could not start. A single run leaves no new folder and an earlier run's folder untouched; a sweep's
-    job records why in its own folder (summary.json, .hydra/) and the sweep goes on."""
+def unexpected(err: Exception, folder: Path) -> str:
+    """An error no check raised: a write the system refused, in plain words (run_files.write_failed); else a bug
+    (errors.bug: the traceback goes to the job's log)."""
+    found = run_files.os_error(err)
+    if found is not None and found.errno in run_files.WRITE_ERRNOS:
+        return str(run_files.write_failed(folder, err))
+    return errors.bug(err)
+
+
+def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None,
+                 code: int = errors.REFUSED):
+    """A run that could not start: refused (its values or data: errors.REFUSED) or failed (a folder or file that
+    cannot be written: errors.FAILED). A single run leaves no new folder and an earlier run's folder untouched, and
+    exits with `code`; a sweep's job records why in its own folder where it can (summary.json, status failed, and
+    .hydra/) and the sweep goes on, counting it as refused or failed."""
     report(message, multirun, folder)
     if not multirun:
         top = CREATED.get(folder.absolute())
@@ -146,21 +181,28 @@ def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict
             for path in sorted(top.rglob("*"), reverse=True):
                 path.unlink() if path.is_file() else path.rmdir()
             top.rmdir()
-        sys.exit(1)
-    if run_files.read_summary(folder) is None or identity is not None:
-        run_files.write_config(folder, cfg, HydraConfig.instance().cfg, HydraConfig.get().overrides.task)
-        return run_files.mark_failed(folder, message, cfg.method.name, identity)
-    return {"status": "failed", "error": message, "method": cfg.method.name}
+        sys.exit(code)
+    status = "refused" if code == errors.REFUSED else "failed"
+    try:
+        if run_files.read_summary(folder) is None or identity is not None:
+            run_files.write_config(folder, cfg, HydraConfig.instance().cfg, HydraConfig.get().overrides.task)
+            return {**run_files.mark_failed(folder, message, cfg.method.name, identity), "status": status}
+    except (OSError, ValueError, run_files.WriteFailed):  # a folder that cannot be written or read: said above
+        pass
+    return {"status": status, "error": message, "method": cfg.method.name}
 
 
 def failed(folder: Path, cfg, message: str, multirun: bool, identity: dict):
     """A run that failed while training: summary.json says so (its last good checkpoint stays); a single run exits
     non-zero, a sweep goes on with its other jobs."""
-    summary = run_files.mark_failed(folder, message, cfg.method.name, identity)
+    try:
+        summary = run_files.mark_failed(folder, message, cfg.method.name, identity)
+    except run_files.WriteFailed:  # summary.json cannot be written either: the one line says why the run failed
+        summary = {"status": "failed", "error": message, "method": cfg.method.name}
     log.info("failed: %s", message)  # the job's log file; the user gets the one line below
     report(message, multirun, folder)
     if not multirun:
-        sys.exit(1)
+        sys.exit(errors.FAILED)
     return summary
 
 
@@ -170,25 +212,28 @@ def hydra_main(cfg: DictConfig):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The app on these arguments: Hydra reads sys.argv, so hand it ours; Hydra raises, we report one line."""
+    """The app on these arguments: Hydra reads sys.argv, so hand it ours; Hydra raises, we report one line. Returns
+    the exit status (the table: adrop/commands/train.py)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     saved = {key: os.environ.get(key) for key in ("HYDRA_FULL_ERROR", errors.DEBUG)}
     debug = saved["HYDRA_FULL_ERROR"] == "1" or saved[errors.DEBUG] == "1"
     os.environ.update({"HYDRA_FULL_ERROR": "1", errors.DEBUG: "1" if debug else "0"})
     sys.argv = ["adrop train", *argv]
-    sweep_outcomes.SWEEP.clear()
-    sweep_outcomes.OUTCOMES.clear()
-    sweep_outcomes.JOBS.clear()
-    sweep_outcomes.RETURNED.clear()
+    sweep_outcomes.clear()
     STARTED.clear()
+    wrong = flag_error(argv)
+    if wrong is not None:  # argparse would print its usage block first: one line instead
+        print(f"adrop train: error: {wrong} (adrop train --help lists what it takes)", file=sys.stderr)
+        return errors.REFUSED
     try:
         with sigterm_stops_training():
             hydra_main()
     except (KeyboardInterrupt, Interrupted) as stop:
         if debug:
             raise
-        print(f"adrop train: {interruption(stop)}; {resume_command(argv)}", file=sys.stderr)
-        return getattr(stop, "exit_code", 130)
+        return stopped(stop, argv)
+    except SystemExit as stop:  # a run's own exit (errors.REFUSED, errors.FAILED), or Hydra's (--help: 0)
+        return stop.code if isinstance(stop.code, int) else errors.FAILED if stop.code else 0
     except BrokenPipeError:  # `adrop train --help | head`: the reader has gone, nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -196,14 +241,20 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"adrop train: error: {err}", file=sys.stderr)
-        return 1
+        return errors.FAILED
     except (StartRefused, Exception) as err:
         if debug:
             raise
+        if interrupts.STOPS:  # a stop that a library's cleanup turned into another error (OmegaConf's, composing)
+            return stopped(KeyboardInterrupt(), argv)
+        found = run_files.os_error(err)
+        if found is not None and found.errno in run_files.WRITE_ERRNOS:  # a folder Hydra could not make, a log
+            print(f"adrop train: error: {run_files.write_failed(found.filename or '.', found)}", file=sys.stderr)
+            return errors.FAILED
         print(f"adrop train: error: {errors.one_line(err)}", file=sys.stderr)
         if sweep_outcomes.SWEEP.get("dir") and failed_jobs(sweep_outcomes.outcomes()):
             return sweep_ended()  # a sweeper that stopped over failed jobs (Optuna with no trial completed)
-        return 2
+        return errors.REFUSED
     finally:
         for key, value in saved.items():
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
@@ -212,17 +263,49 @@ def main(argv: list[str] | None = None) -> int:
     return sweep_ended()
 
 
+def stopped(stop: BaseException, argv: list[str]) -> int:
+    """An interrupted command's one line (with the command that resumes what it started) and exit status: 130 for
+    SIGINT, 143 for SIGTERM (also where adrop.interrupts turned it into a KeyboardInterrupt)."""
+    if isinstance(stop, KeyboardInterrupt) and interrupts.STOPS:
+        print(f"adrop train: interrupted ({interrupts.name()}); {resume_command(argv)}", file=sys.stderr)
+        return 128 + interrupts.STOPS[-1]
+    print(f"adrop train: {interruption(stop)}; {resume_command(argv)}", file=sys.stderr)
+    return getattr(stop, "exit_code", 130)
+
+
+def flag_error(argv: list[str]) -> str | None:
+    """What Hydra's argument parser would refuse in `argv` (an unknown --flag, a --cfg value it does not take), said
+    as argparse says it; None where it takes them (--version: Hydra prints it and exits, as it would)."""
+    from hydra._internal.utils import get_args_parser  # the parser hydra.main parses sys.argv with
+
+    if "--version" in argv:
+        return None
+    parser = get_args_parser()
+
+    def error(message):
+        raise ValueError(message)
+
+    parser.error = error
+    try:
+        parser.parse_args(argv)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
 def failed_jobs(ended: dict) -> list[str]:
-    """Every job that did not complete: failed, refused, interrupted, or still "running" (a killed worker)."""
-    return [status for status in ended.values() if status != "completed"]
+    """Every job that did not complete and was not refused or held: failed, interrupted, or still "running" (a
+    killed worker)."""
+    return [status for status in ended.values() if status not in ("completed", "refused", "held")]
 
 
-def untold(ended: dict) -> list[tuple[str, str]]:
+def untold(ended: dict, held: dict) -> list[tuple[str, str]]:
     """(folder, why) of each job that did not complete and ran in another process (joblib's workers, submitit's jobs:
-    their own output went to a log, not necessarily to this terminal), from its summary.json."""
+    their own output went to a log, not necessarily to this terminal), from its summary.json; not those another
+    command held (`held`: sweep_ended tells them)."""
     out = []
     for folder, status in sorted(ended.items()):
-        if status == "completed" or folder in sweep_outcomes.OUTCOMES:
+        if status in ("completed", "held") or folder in sweep_outcomes.OUTCOMES or folder in held:
             continue
         if folder in sweep_outcomes.RETURNED:  # the job's own words
             out.append((folder, sweep_outcomes.RETURNED[folder]))
@@ -236,24 +319,43 @@ def untold(ended: dict) -> list[tuple[str, str]]:
 
 
 def sweep_ended() -> int:
-    """The sweep's last line, from its jobs' own word whichever sweeper and launcher ran them: 1 when any failed."""
+    """The sweep's last line, from its jobs' own word whichever sweeper and launcher ran them: errors.FAILED when any
+    failed (also in another command that held it), else errors.REFUSED when any was refused, else 0 (a job that
+    another command holds and still trains is named, and that command reports it)."""
     ended = sweep_outcomes.outcomes()
+    elsewhere = sweep_outcomes.held_ends(ended)  # the held jobs as the commands that held them have left them
+    ended.update({folder: "held" if end["status"] == "training" else end["status"] for folder, end in elsewhere.items()})
     folder = sweep_outcomes.SWEEP["dir"]
     failures = failed_jobs(ended)
+    refused = [status for status in ended.values() if status == "refused"]
+    training = sorted(f for f, end in elsewhere.items() if end["status"] == "training")
     unmet = sweep_outcomes.SWEEP.get("unmet")  # lam_search: combinations it could not bring to the target
-    if failures:
-        for folder_of_job, line in untold(ended):
+    for folder_of_job, line in untold(ended, elsewhere):
+        if sweep_outcomes.first_time(line.split(": ", 1)[-1]):
             print(f"adrop train: error: {Path(folder_of_job).name}: {line}", file=sys.stderr)
-        refused = failures.count("refused")
-        why = ("each failed job's summary.json says why" if not refused else
-               "refused, as said above, with nothing written" if refused == len(failures) else
-               f"{refused} of them refused, as said above, with nothing written; the others' summary.json "
-               "says why")
-        print(f"adrop train: error: {len(failures)} of {len(ended)} jobs failed: see {folder} ({why})",
-              file=sys.stderr)
+    for folder_of_job, end in sorted(elsewhere.items()):
+        if end["status"] not in ("completed", "training"):
+            print(f"adrop train: error: {Path(folder_of_job).name}: held by another command, where it ended "
+                  f"{end['status']}: {end.get('error') or 'see its summary.json'}", file=sys.stderr)
+    for folder_of_job in training:
+        print(f"adrop train: {Path(folder_of_job).name}: held by another command (still training)")
+    if failures:
+        also = f" and {len(refused)} refused" if refused else ""
+        print(f"adrop train: error: {len(failures)} of {len(ended)} jobs failed{also}: see {folder} (each failed "
+              f"job's summary.json says why)", file=sys.stderr)
+    elif refused:
+        print(f"adrop train: error: {len(refused)} of {len(ended)} jobs refused (their settings, data or folder, "
+              f"as said above; nothing trained in them): see {folder}", file=sys.stderr)
     if unmet:
         print(f"adrop train: error: {unmet}", file=sys.stderr)
     if failures or unmet:
-        return 1
-    print(f"adrop train: {len(ended)} jobs done; files in {folder}")
+        return errors.FAILED
+    if refused:
+        return errors.REFUSED
+    done = len(ended) - len(training)
+    by_others = sum(end["status"] == "completed" for end in elsewhere.values())
+    others = f" ({by_others} of them by another command that held them)" if by_others else ""
+    still = (f", {len(training)} held by another command (still training: that command reports "
+             f"{'it' if len(training) == 1 else 'them'})" if training else "")
+    print(f"adrop train: {done} jobs done{others}{still}; files in {folder}")
     return 0

@@ -16,7 +16,7 @@ import torch
 
 from . import datasets
 from .datasets import DataError  # noqa: F401 (adrop.train.data.DataError: what loading raises)
-from .errors import brief
+from .errors import cannot_download
 
 
 @dataclass
@@ -243,7 +243,7 @@ def torchvision_split(dataset, data):
             cls(data.root, train=True, download=True)
             cls(data.root, train=False, download=True)
         except Exception as err:  # no network, a proxy, a mirror down: say what is missing and how to fix it
-            raise DataError(_missing_message(raw, missing, f"the download failed ({brief(err, 160)})")) from None
+            raise DataError(cannot_download(folder, data.root, missing, len(names), err)) from None
         missing = [name for name in names if not (raw / name).exists()]
     if missing:
         raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))

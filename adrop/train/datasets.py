@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import brief
+from .errors import brief, cannot_download, unreachable
 
 # torchvision classes' input shape, classes and usual normalisation (per-channel mean and std of the training set)
 KNOWN = {
@@ -209,6 +209,9 @@ def torchvision_set(dataset, data) -> Raw:
             else:
                 made = cls(**part, **options)
         except Exception as err:
+            if data.download and "root" in takes and unreachable(err):  # offline: where to point instead
+                raise DataError(cannot_download(f"torchvision.datasets.{dataset.name}", data.root, holding=(
+                    f"{dataset.name}'s files as torchvision stores them"))) from None
             hint = "" if data.download else " (data.download=false)"
             raise DataError(f"torchvision.datasets.{dataset.name} could not be loaded from {Path(data.root).absolute()}"
                             f"{hint}: {brief(err)}") from None

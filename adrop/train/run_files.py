@@ -32,11 +32,15 @@ A folder belongs to the first run that starts in it: `claim` says whether a run 
 completed) before anything in it is written; a folder that holds another run, or files adrop cannot read, is refused.
 While a command trains a run, it holds the folder (`Held`: an exclusive flock on the folder itself, no file added),
 so that a second command on the same folder, one that would resume the same run, is refused instead of training it
-a second time into the same files.
+a second time into the same files (FolderInUse: a sweep counts such a job as held by another command, `in_use`).
+
+A file or folder that cannot be written raises WriteFailed, in plain words: "cannot write <path>: permission denied",
+"... file too large (the file-size limit)", "... no space left on device" (`write_failed`).
 """
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
 from pathlib import Path
@@ -70,9 +74,60 @@ class FolderTaken(Exception):
     """A folder that this run may not use (it holds another run, or files that are not a readable run's)."""
 
 
+class FolderInUse(FolderTaken):
+    """A folder that another process holds (Held) right now: another command is training this very run there."""
+
+
 class WriteFailed(Exception):
-    """A run file that could not be written (a full disk, a file-size limit, a folder made read-only); the message
-    names the file, and the file as it was before stays."""
+    """A run file or folder that could not be written (a full disk, a file-size limit, a folder made read-only); the
+    message names it, and the file as it was before stays."""
+
+
+# what the operating system's refusals of a write mean, in the words a user acts on
+WRITE_REASONS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                 errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
+                 errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file too large (the file-size limit)"}
+WRITE_ERRNOS = {*WRITE_REASONS, errno.ENOTDIR}  # an OSError of these: a write refused, not a bug
+
+
+def os_error(err: BaseException) -> OSError | None:
+    """The OSError behind `err`: itself, or the one it was raised from or during (torch.save's RuntimeError while
+    writing to a file object carries the OSError that its write raised)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError) and err.errno is not None:
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def write_failed(path, err: BaseException, named: bool = True) -> WriteFailed:
+    """`err`, raised writing `path` (a file, or a folder to make), as one plain line: what could not be written and
+    why. `named`: say the path the error names where it names one (the folder of several that could not be made),
+    rather than `path` (a file written through a temporary one)."""
+    path = Path(os.path.abspath(path))
+    found = os_error(err)
+    if named and found is not None and found.filename:
+        path = Path(os.path.abspath(found.filename))
+    if found is not None and found.errno == errno.ENOTDIR:  # a file where a folder is needed
+        blocker = next((p for p in (path, *path.parents) if p.is_file()), None)
+        reason = f"{blocker} is a file, not a folder" if blocker else "a part of its path is not a folder"
+    elif found is not None:
+        reason = WRITE_REASONS.get(found.errno) or os.strerror(found.errno).lower()
+    else:
+        text = str(err).strip()
+        reason = (text.splitlines()[-1] if text else type(err).__name__)[:200]
+    return WriteFailed(f"cannot write {path}: {reason}")
+
+
+def plain(err: Exception) -> str:
+    """An error as one line: a write the system refused in plain words (write_failed, on the path it names),
+    anything else as it says itself."""
+    found = os_error(err)
+    if found is not None and found.filename and found.errno in WRITE_ERRNOS:
+        return str(write_failed(found.filename, found))
+    return str(err)
 
 
 def _atomic(path: Path, write) -> None:
@@ -85,9 +140,16 @@ def _atomic(path: Path, write) -> None:
     except BaseException as err:
         tmp.unlink(missing_ok=True)
         if isinstance(err, (OSError, RuntimeError)):  # torch.save reports a failed write as a RuntimeError
-            reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-            raise WriteFailed(f"cannot write {path}: {reason[:200]}") from None
+            raise write_failed(path, err, named=False) from None
         raise
+
+
+def make_folder(folder: Path) -> None:
+    """`folder` and its parents made where missing; WriteFailed (one plain line) where they cannot be."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise write_failed(folder, err) from None
 
 
 def write_csv(path: Path, columns, rows) -> None:
@@ -200,7 +262,7 @@ def write_config(folder: Path, config, hydra_config, overrides) -> None:
     from omegaconf import OmegaConf
 
     target = Path(folder) / HYDRA_DIR
-    target.mkdir(parents=True, exist_ok=True)
+    make_folder(target)
     for name, node in ((CONFIG, config), (HYDRA_CONFIG, hydra_config), (OVERRIDES, overrides)):
         if not (target / name).exists():
             _atomic(target / name, lambda tmp, node=node: OmegaConf.save(node, tmp))
@@ -255,20 +317,21 @@ def claim(folder: Path, identity: dict) -> str:
 
 class Held:
     """`folder` held by this process while it trains a run there: an exclusive, non-blocking flock on the folder
-    (made if missing), released by close() or when the process ends, however it ends. Raises FolderTaken when
-    another process holds it. On a network file system flock may not reach other machines."""
+    (made if missing: WriteFailed where it cannot be), released by close() or when the process ends, however it ends.
+    Raises FolderInUse when another process holds it. On a network file system flock may not reach other
+    machines."""
 
     def __init__(self, folder: Path):
         self.folder, self.fd = Path(folder), None
         if fcntl is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(self.folder)
         fd = os.open(self.folder, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise FolderTaken(f"{self.folder} is in use: another adrop command is training this run right now; "
+            raise FolderInUse(f"{self.folder} is in use: another adrop command is training this run right now; "
                               "rerun this one once that has stopped (the run resumes from its last checkpoint)") from None
         self.fd = fd
 
@@ -284,6 +347,20 @@ class Held:
         self.close()
 
 
+def in_use(folder: Path) -> bool:
+    """Whether another process holds `folder` (Held) right now: a shared flock tried and let go at once."""
+    if fcntl is None or not Path(folder).is_dir():
+        return False
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # and with it the shared lock
+    return False
+
+
 def describe(identity: dict, summary: dict | None) -> str:
     """A run in a few words: method, lam, lr, seed, epochs, and its status."""
     keys = ("method", "lam", "lr", "seed", "epochs")
@@ -295,7 +372,11 @@ def describe(identity: dict, summary: dict | None) -> str:
 def write_weights(folder: Path, state: dict) -> None:
     """weights.npz: one network's state_dict (its own keys; masks and deterministic gates folded into the weights)."""
     arrays = {key: (t.float() if t.is_floating_point() else t).cpu().numpy() for key, t in state.items()}
-    _atomic(Path(folder) / WEIGHTS, lambda tmp: np.savez(open(tmp, "wb"), **arrays))
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    _atomic(Path(folder) / WEIGHTS, write)
 
 
 def read_weights(source: Path) -> dict:
@@ -308,7 +389,11 @@ def read_weights(source: Path) -> dict:
 def save_checkpoint(folder: Path, state: dict) -> None:
     import torch  # here, not at the top: report and export read run folders without torch
 
-    _atomic(Path(folder) / CHECKPOINT, lambda tmp: torch.save(state, tmp))
+    def write(tmp):
+        with open(tmp, "wb") as fh:  # a file object, not a path: a failed write then carries its OSError (EFBIG)
+            torch.save(state, fh)
+
+    _atomic(Path(folder) / CHECKPOINT, write)
 
 
 def load_checkpoint(folder: Path, device) -> dict | None:

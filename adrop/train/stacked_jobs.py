@@ -2,7 +2,9 @@
 stacked_launcher.py). Every job gets what the basic launcher gives it: the same checks, the same refusal of a folder
 that holds another run, a finished job skipped, a failed one recorded in its folder; then the jobs that can train
 together (adrop.train.settings.stack_key, and the same epoch to resume from) train as stacks of at most max_stack, each
-through the engine (adrop.train.engine).
+through the engine (adrop.train.engine). A job whose values or data are refused says "refused", one whose folder
+another command holds, training the same run, "held" (the sweep counts it as that command leaves it,
+adrop.train.sweep_outcomes).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import errors, run_files
+from . import errors, run_files, sweep_outcomes
 from .engine import Engine
 from .runtime import Interrupted, device_type, interruption, sigterm_stops_training
 from .settings import TrainError, resolve, stack_key
@@ -97,10 +99,14 @@ def start_worker(threads: int, parent: int) -> None:
 
 def train_stack(jobs: list[Job], runs: list) -> list[dict]:
     """Train one stack (in this process or a worker's) and return its jobs' summaries; a failure is recorded in
-    each job's folder, never raised."""
+    each job's folder, never raised; a stack whose data or network is refused says so ("refused")."""
     try:
         with sigterm_stops_training():
-            return Engine(runs, [job.folder for job in jobs], multirun=True).fit()
+            try:
+                engine = Engine(runs, [job.folder for job in jobs], multirun=True)
+            except (TrainError, ValueError) as err:
+                return [record_failure(job, str(err), run.identity, refused=True) for job, run in zip(jobs, runs)]
+            return engine.fit()
     except (KeyboardInterrupt, Interrupted) as stop:  # the engine recorded it in the stack's folders
         if IN_WORKER:  # a worker stops here, rather than take the next stack from the queue
             os._exit(getattr(stop, "exit_code", 130))
@@ -112,17 +118,19 @@ def train_stack(jobs: list[Job], runs: list) -> list[dict]:
         return [record_failure(job, message, run.identity) for job, run in zip(jobs, runs)]
 
 
-def record_failure(job: Job, message: str, identity: dict | None = None) -> dict:
-    """The job failed: its folder says why (the launcher prints the one line). A job refused before its folder was
-    claimed (identity None) writes nothing into a folder that holds a run already; nor does a folder that cannot be
+def record_failure(job: Job, message: str, identity: dict | None = None, refused: bool = False) -> dict:
+    """The job failed, or was `refused` (its values or data): its folder says why (summary.json, status failed; the
+    launcher prints the one line), and what it returns says which. A job refused before its folder was claimed
+    (identity None) writes nothing into a folder that holds a run already; nor does a folder that cannot be
     written."""
-    failure = {"status": "failed", "error": message, "method": job.cfg.method.name}
+    status = "refused" if refused else "failed"
+    failure = {"status": status, "error": message, "method": job.cfg.method.name}
     if identity is None and (job.folder / run_files.SUMMARY).exists():
         return failure
     try:
-        job.folder.mkdir(parents=True, exist_ok=True)
+        run_files.make_folder(job.folder)
         run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
-        return run_files.mark_failed(job.folder, message, job.cfg.method.name, identity)
+        return {**run_files.mark_failed(job.folder, message, job.cfg.method.name, identity), "status": status}
     except (OSError, run_files.WriteFailed):
         return failure
 
@@ -150,18 +158,30 @@ def examine(jobs: list[Job], held: list | None = None) -> tuple[list, dict, dict
     groups: dict[tuple, list[int]] = {}
     runs = {}
     for i, job in enumerate(jobs):
+        hold = None
         try:
             runs[i] = resolve(job.cfg, job.method_choice)
+            # held first, then claimed: a folder that another command is setting up is in use, not "holds no run"
+            hold = run_files.Held(job.folder) if held is not None else None
             state = run_files.claim(job.folder, runs[i].identity)
-            if state != "completed" and held is not None:
-                held.append(run_files.Held(job.folder))
+            if state != "completed" and hold is not None:
+                held.append(hold)
                 run_files.begin(job.folder, runs[i].cfg, job.hydra_cfg, job.overrides, job.cfg.method.name,
                                 runs[i].identity)
+            elif hold is not None:
+                hold.close()
         except (TrainError, run_files.WriteFailed) as err:
             say_failed(job, err)
-            results[i] = record_failure(job, str(err), runs[i].identity if i in runs else None)
+            results[i] = record_failure(job, str(err), runs[i].identity if i in runs else None,
+                                        refused=isinstance(err, TrainError))
+            continue
+        except run_files.FolderInUse as err:  # another command trains this very run: counted as it ends there
+            print(f"adrop train: {job.folder.name}: {sweep_outcomes.HELD}", flush=True)
+            results[i] = {"status": "held", "error": str(err), "method": job.cfg.method.name}
             continue
         except run_files.FolderTaken as err:
+            if hold is not None:
+                hold.close()
             say_failed(job, err)
             results[i] = {"status": "refused", "error": str(err), "method": job.cfg.method.name}
             continue
@@ -264,4 +284,6 @@ def stack_problem(run) -> str | None:
 
 
 def say_failed(job: Job, why) -> None:
-    print(f"adrop train: error: {job.folder.name}: {why}", file=sys.stderr, flush=True)
+    """A job's one line on stderr; a reason that an earlier job of the sweep said already is said once."""
+    if sweep_outcomes.first_time(str(why)):
+        print(f"adrop train: error: {job.folder.name}: {why}", file=sys.stderr, flush=True)

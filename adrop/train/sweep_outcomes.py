@@ -10,6 +10,10 @@ How the jobs ended is read from the jobs themselves: those this process ran (the
 here (`record`); those that ran elsewhere (joblib's workers, a cluster) left summary.json files in their folders, read
 when the sweep ends: the folders adrop's sweepers launched (`launched`), or with another sweeper those written in the
 sweep folder since the sweep began. So `adrop train -m` exits non-zero, naming the failures, under any sweeper.
+
+A job is "refused" where its values, its data or its folder were (nothing trained: the command's exit status is then
+2 unless another job failed), and "held" where another command holds its folder, training the same run: when the
+sweep ends it counts as that command has left it (`held_ends`): completed, failed, or still training there.
 """
 from __future__ import annotations
 
@@ -21,9 +25,12 @@ from pathlib import Path
 
 OBJECTIVES = ("val_error", "nonzero_fraction", "nonzero", "sparse_macs", "csr_bytes", "wall_time_s")
 SWEEP: dict = {}      # this command's sweep: {"dir": its folder, "since": when it began}
-OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused" or "interrupted", for jobs run here
+OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused", "held" or "interrupted", for jobs
+#                       run here
 JOBS: set = set()     # the folders of every job this command launched, where its sweeper says (adrop's sweepers)
 RETURNED: dict = {}   # job folder -> why it did not complete, in its own words, for jobs that ran elsewhere
+SAID: set = set()     # the reasons this sweep's jobs have said on stderr: each is said once
+HELD = "held by another command, which is training it; this sweep counts how it ends there"  # a held job's line
 
 
 def objectives(objective) -> list[str]:
@@ -64,12 +71,23 @@ def returned(summary: dict, objective):
         return f"failed: {err}"
 
 
+def clear() -> None:
+    """No sweep: what a command starts from (a process may run several, the tests')."""
+    for state in (SWEEP, OUTCOMES, JOBS, RETURNED, SAID):
+        state.clear()
+
+
 def begin(sweep_dir) -> None:
-    SWEEP.clear()
+    clear()
     SWEEP.update(dir=os.path.abspath(sweep_dir), since=time.time())  # as Hydra writes job folders: no ".."
-    OUTCOMES.clear()
-    JOBS.clear()
-    RETURNED.clear()
+
+
+def first_time(reason: str) -> bool:
+    """Whether a job's reason for not completing is new to this sweep (then it is said, and remembered)."""
+    if reason in SAID:
+        return False
+    SAID.add(reason)
+    return True
 
 
 def folder_of(ret) -> Path:
@@ -88,6 +106,28 @@ def launched(returns) -> None:
         said = getattr(ret, "_return_value", None)
         if isinstance(said, str) and folder not in OUTCOMES:
             RETURNED[folder] = said
+
+
+def held_ends(ended: dict) -> dict:
+    """{folder: {"status": ..., "error": ...}} of each job that another command held (status "held"), as that
+    command has left it by now: "training" while a process still holds the folder, else its summary.json's status
+    and error ("failed" where there is none)."""
+    from . import run_files
+
+    out = {}
+    for folder, status in ended.items():
+        if status != "held":
+            continue
+        if run_files.in_use(Path(folder)):
+            out[folder] = {"status": "training"}
+            continue
+        try:
+            summary = run_files.read_summary(Path(folder)) or {}
+        except (OSError, ValueError):
+            summary = {}
+        out[folder] = {"status": summary.get("status") or "failed",
+                       "error": summary.get("error") or (None if summary else "no summary.json")}
+    return out
 
 
 def record(folder, status: str | None) -> None:
