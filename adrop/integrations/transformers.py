@@ -1,0 +1,126 @@
+"""sparsify_trainer: any adrop method in a Hugging Face Trainer's training; the model and the loss need no change.
+
+    trainer = Trainer(model=model, args=args, train_dataset=train)
+    sp = sparsify_trainer(trainer, method="logsum", lam=1e-4)   # converts trainer.model, installs SparsifyCallback
+    trainer.train()
+    sp.strip().save_pretrained(path)                            # plain nn.Linear again: from_pretrained reads it
+
+Why a function of the Trainer and not a callback alone: the model must be converted before the Trainer makes its
+optimizer (in train(), before any callback event but on_init_end, which cannot see the data that fixes the number of
+steps), and the callback that logs the sparsity must come before the reporting callbacks (TensorBoard, W&B, ...)
+for them to see it. sparsify_trainer converts trainer.model in place with adrop.sparsify (total_steps: the steps
+train() will take, from max_steps or the epochs and the training set's size), and puts a SparsifyCallback first:
+- on_train_begin: checks that the optimizer holds every parameter of the sparsified layers, attaches to it (the torch
+  optimizer inside accelerate's wrapper) and sets the step count to the Trainer's (a resumed run goes on from its
+  checkpoint's step);
+- before each optimizer step (the optimizer's step hook: the gradients accumulated, unscaled, clipped): adds the
+  penalty's gradient, so the step is that of loss + sp.penalty(), then the method's gradient work; after it, the
+  method's post-step work. The model's loss is a mean (per example for a classifier, per token for a language
+  model), which is what lam is per. max_grad_norm (default 1.0) clips the loss's gradient only: the penalty's joins
+  after, as a regulariser's proximal step would;
+- on_epoch_end: the method's end of epoch; on_log: sparsity/nonzero_fraction (with per_layer, sparsity/<module path>)
+  joins every log (the Trainer's log_history, the reporters, the console).
+
+What adrop converts: every nn.Linear (and nn.Conv2d): BERT's query, key, value and dense projections, its pooler and
+classifier; LLaMA's q/k/v/o_proj, gate/up/down_proj and lm_head. Not GPT-2's attention and MLP, which are
+transformers' Conv1D, nor embeddings or norms. A Linear whose weight is tied to another module (an lm_head tied to the
+input embeddings) is refused: conversion would untie it; pass exclude=["lm_head"]. With weight_decay > 0 the Trainer
+decays every parameter but biases and norms, the method's own (log_sigma2, log_a) too.
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+
+from torch import nn
+from transformers import Trainer, TrainerCallback
+
+import adrop
+from adrop.integrations import before_step, check_optimizer_holds, inner_optimizer, sparsity_metrics
+from adrop.sparsifier import Sparsifier, SparsifyError, sparse_kind
+
+
+class SparsifyCallback(TrainerCallback):
+    """The Trainer's events for a model sparsify_trainer converted (see the module's docstring)."""
+
+    def __init__(self, sparsifier: Sparsifier, per_layer: bool = False):
+        self.sparsifier, self.per_layer = sparsifier, per_layer
+        self._handle = None
+
+    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
+        sp = self.sparsifier
+        torch_optimizer = inner_optimizer(optimizer)
+        check_optimizer_holds(sp, torch_optimizer, "let the Trainer make its optimizer after sparsify_trainer "
+                                                   "converted the model")
+        sp.attach(torch_optimizer, pre_step=False)
+        self._remove_hook()
+        self._handle = torch_optimizer.register_step_pre_hook(lambda *_: before_step(sp, torch_optimizer))
+        if sp.needs_steps:
+            sp.steps = state.global_step
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        self.sparsifier.end_epoch()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        metrics = sparsity_metrics(self.sparsifier, self.per_layer)
+        logs.update(metrics)
+        if state.log_history:  # the Trainer appended this log's copy just before
+            state.log_history[-1].update(metrics)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.sparsifier.detach()
+        self._remove_hook()
+
+    def _remove_hook(self):
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+
+def sparsify_trainer(trainer: Trainer, method: str = "logsum", lam: float | None = None, per_layer: bool = False,
+                     **options) -> Sparsifier:
+    """Convert trainer.model for `method` before trainer.train() and install the SparsifyCallback; returns the
+    Sparsifier (stats(), strip()). options: as adrop.sparsify takes them (exclude, lam_scale, structure,
+    total_steps, the method's parameters)."""
+    if trainer.optimizer is not None:
+        raise SparsifyError("the Trainer was given its optimizer (optimizers=...), made from the model before "
+                            "conversion: let the Trainer make it, or call adrop.sparsify before making it yourself")
+    if trainer.model_init is not None:
+        raise SparsifyError("the Trainer makes a new model from model_init in train(), which would not be "
+                            "sparsified: give it the model itself")
+    refuse_tied(trainer.model, options.get("exclude", ()))
+    options.setdefault("total_steps", planned_steps(trainer))
+    sp = adrop.sparsify(trainer.model, method=method, lam=lam, **options)
+    trainer.callback_handler.callbacks.insert(0, SparsifyCallback(sp, per_layer))
+    return sp
+
+
+def planned_steps(trainer: Trainer) -> int | None:
+    """The optimizer steps train() will take, as the Trainer counts them: max_steps, or the epochs times the steps
+    of an epoch (its batches per process, gradient_accumulation_steps to a step); None for data without a length."""
+    args, data = trainer.args, trainer.train_dataset
+    if args.max_steps > 0:
+        return args.max_steps
+    if data is None or not hasattr(data, "__len__"):
+        return None
+    per_process = math.ceil(len(data) / args.world_size)
+    rounding = math.floor if args.dataloader_drop_last else math.ceil
+    batches = rounding(per_process / args.train_batch_size)
+    per_epoch = max(math.ceil(batches / args.gradient_accumulation_steps), 1)
+    return math.ceil(args.num_train_epochs * per_epoch)
+
+
+def refuse_tied(model: nn.Module, exclude) -> None:
+    """Refuse a layer to convert whose weight another module shares (tied embeddings): conversion would untie it."""
+    owners: dict[int, list[str]] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        for name, p in module.named_parameters(recurse=False, remove_duplicate=False):
+            owners.setdefault(id(p), []).append(path)
+    patterns = list(exclude)
+    for path, module in model.named_modules():
+        if sparse_kind(module) is None or any(fnmatch.fnmatchcase(path, p) for p in patterns):
+            continue
+        others = sorted(set(owners[id(module.weight)]) - {path})
+        if others:
+            raise SparsifyError(f"{path}'s weight is tied to {others[0]}'s: converting it would untie them; "
+                                f"pass exclude=[{path!r}]")
