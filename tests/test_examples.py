@@ -29,7 +29,7 @@ def test_plain_loop_trains_prints_the_sparsity_and_saves_a_plain_model(tmp_path)
     accuracy = float(re.search(r"test accuracy (\S+)", done.stdout)[1])
     assert accuracy > 0.5
     net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
-    net.load_state_dict(torch.load(tmp_path / "mlp.pt"))
+    net.load_state_dict(torch.load(tmp_path / "mlp.pt", weights_only=True))
     printed = nonzero_printed(done.stdout)
     assert printed == {"0": int((net[0].weight != 0).sum()), "2": int((net[2].weight != 0).sum())}
     assert printed["0"] < 128 * 64  # it prunes
@@ -51,7 +51,7 @@ def test_lightning_example_logs_the_sparsity_and_saves_the_plain_net(tmp_path):
     logged = (next((tmp_path / "out" / "logs").glob("version_*")) / "metrics.csv").read_text()
     assert "sparsity/nonzero_fraction" in logged.splitlines()[0]
     net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
-    net.load_state_dict(torch.load(tmp_path / "out" / "net.pt"))
+    net.load_state_dict(torch.load(tmp_path / "out" / "net.pt", weights_only=True))
     assert nonzero_printed(done.stdout) == {"net.0": int((net[0].weight != 0).sum()),
                                            "net.2": int((net[2].weight != 0).sum())}
 
@@ -66,3 +66,14 @@ def test_transformers_example_saves_a_model_from_pretrained_reads_back(tmp_path)
     assert done.stdout.rstrip().endswith("from_pretrained gives the same outputs: True")
     loaded = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "out" / "model")
     assert nonzero_printed(done.stdout)["classifier"] == int((loaded.classifier.weight != 0).sum())
+
+
+@pytest.mark.slow
+def test_the_loop_adrop_train_runs_written_with_the_library_follows_it(tmp_path):
+    done = run("same_as_adrop_train.py", "method=logsum", "dataset=digits", "model=mlp", "epochs=3", "lr=0.01",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    engine, loop = (re.search(rf"^{who}:\s+test error (\S+), nonzero (\S+)$", done.stdout, re.M).groups()
+                    for who in ("adrop train", "plain loop"))
+    assert abs(float(engine[0]) - float(loop[0])) <= 0.006 and abs(float(engine[1]) - float(loop[1])) <= 0.01
+    assert float(re.search(r"largest weight difference: (\S+)", done.stdout)[1]) < 1e-3

@@ -94,7 +94,7 @@ def test_lightning_trains_logs_the_sparsity_and_strips_to_a_plain_module(pl, tmp
     assert plain is module and [type(m) for m in module.net] == [nn.Linear, nn.ReLU, nn.Linear]
     torch.save(module.net.state_dict(), tmp_path / "net.pt")
     fresh = mlp(seed=1)
-    fresh.load_state_dict(torch.load(tmp_path / "net.pt"))
+    fresh.load_state_dict(torch.load(tmp_path / "net.pt", weights_only=True))
     with torch.no_grad():
         assert torch.equal(fresh(x), before)
     assert int((fresh[0].weight != 0).sum()) == stats.nonzero[0]
