@@ -206,7 +206,7 @@ def test_adaptive_dropout_trains_with_every_penalty_that_has_a_closed_form_eta_h
     from adrop.methods.eta_hat_layer import _trains
 
     assert _trains(penalty)
-    run = one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.05", "lr=1e-2",
+    run = one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.03", "lr=1e-2",
                         "epochs=2"), tmp_path)
     assert type(run.method.pen).name == penalty
     stepped = before_the_last_prox(run)
@@ -236,7 +236,7 @@ def test_a_numerical_eta_hat_is_tabulated_for_training(lam):
 
 def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tmp_path):
     run = one(synthetic("method=adaptive_dropout", "method.params.penalty=variational_dropout",
-                        "+method.params.penalty_params.lam=0.05", "lam=0.05", "lr=1e-2", "epochs=2"), tmp_path)
+                        "+method.params.penalty_params.lam=0.02", "lam=0.02", "lr=1e-2", "epochs=2"), tmp_path)
     assert run.method.pen.name == "variational_dropout"
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 1
@@ -279,7 +279,8 @@ def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_ru
 def test_unmasked_keeps_the_masks_and_gates_a_method_trains_with(synthetic, tmp_path, method):
     run = one(synthetic(f"method={method}", "epochs=2", "evaluate_unmasked=true",
                         *(["method.params.final_sparsity=0.5", "method.params.frequency=1"]
-                          if method == "magnitude_pruning" else ["method.params.init_drop=0.95"])), tmp_path / "run")
+                          if method == "magnitude_pruning" else ["method.params.init_drop=0.92", "lr=3e-2"])),
+              tmp_path / "run")
     summary = run.fit()[0]
     assert summary["nonzero"] < summary["total"]
     assert summary["test_error_unmasked"] == summary["test_error"]

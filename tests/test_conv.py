@@ -49,7 +49,7 @@ def test_each_method_trains_a_conv_net_and_its_files_agree(method, mnist, pruned
     for name, layer in summary["layers"].items():
         assert np.count_nonzero(arrays[f"{name}.weight"]) == layer["nonzero"]
     assert recompute_test_error(tmp_path, run.data.test) == pytest.approx(summary["test_error"], abs=1e-9)
-    assert "1,conv1,4x1x5x5," in (tmp_path / "layers.csv").read_text()
+    assert "1,conv1,method,4x1x5x5," in (tmp_path / "layers.csv").read_text()
 
 
 def test_lenet5_has_the_caffe_shapes(config):

@@ -24,7 +24,7 @@ def test_a_layers_lam_multiplies_its_penalty_keep_rule_and_prox(method, syntheti
 def test_a_heavier_first_layer_keeps_fewer_of_its_weights(method, synthetic, tmp_path):
     common = (f"method={method}", "lam=0.05", "lr=1e-2", "epochs=3")
     plain = train(synthetic(*common), tmp_path / "plain")
-    heavy = train(synthetic(*common, "+lam_scale.fc1=10"), tmp_path / "heavy")
+    heavy = train(synthetic(*common, "+lam_scale.fc1=4"), tmp_path / "heavy")
     fraction = {name: run["layers"]["fc1"]["fraction"] for name, run in (("plain", plain), ("heavy", heavy))}
     assert fraction["heavy"] < fraction["plain"], fraction
 

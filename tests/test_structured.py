@@ -15,7 +15,7 @@ from engines import one, stack, train
 from test_stacked import assert_follows, held_noise, three  # noqa: F401 (held_noise: a fixture)
 
 PER_WEIGHT = {"dense", "fixed_mask"}  # no group parameters: a unit dies only when all its weights are zero
-DROPS = {"logsum": 0.2, "adaprox": 0.2, "adatikhonov": 0.2, "adaptive_dropout": 0.05}  # lams that drop units quickly
+DROPS = {"logsum": 0.2, "adaprox": 0.1, "adatikhonov": 0.2, "adaptive_dropout": 0.05}  # lams that drop units quickly
 
 
 def neuron_run(synthetic, method, *extra):

@@ -9,6 +9,19 @@ In a stack of K configurations each one has its own mask and threshold (top-k al
 structure=neuron: whole groups are pruned by their root mean square ||w_g|| / sqrt(|g|) (comparable across layers
 whose groups differ in length), the sparsity still a fraction of weights: per layer, that fraction of its groups;
 globally, the smallest groups until their weights make that fraction of all weights.
+
+A floor, `min_kept` (default 1): a layer that the ranking would leave with fewer than min_kept weights (groups, with
+structure=neuron) keeps its min_kept largest. One global ranking can otherwise empty a whole layer, and with it every
+path from input to output: a layer whose weights are smaller than the rest's (LeNet-300-100's fc1 by groups, a
+ResNet's fc by weights), or, per layer, one whose few weights or groups all round away (round(0.98 * 20) = 20).
+A layer that keeps min_kept or more is left exactly as the ranking made it, so runs that never emptied a layer keep
+their masks; where the floor acts the run ends with a few more nonzeros than final_sparsity asks for.
+Why one: per group, one unit per layer makes a path through a chain of Linear layers (a kept input unit keeps its
+whole column, which reaches every unit of the next layer, one of which that layer keeps). Per weight, no floor short
+of one weight per unit lines the kept weights up into a path, and that one would keep every unit alive, changing the
+architectures unstructured pruning finds; nor does a floor line up a convolution's kept filters with the columns a
+Linear layer after it keeps. So the floor stops a layer from emptying; it does not by itself guarantee a path in
+every network. min_kept=0 switches the floor off.
 """
 from dataclasses import dataclass
 
@@ -25,6 +38,7 @@ class PruningParams:
     end: float = 0.5          # ... and reaches final_sparsity
     frequency: int = 100      # steps between mask updates
     scope: str = "global"     # "layer": each layer to the target; "global": one threshold over all layers
+    min_kept: int = 1         # each layer keeps at least its min_kept largest weights (groups); 0: no floor
 
     def __post_init__(self):
         if not 0 <= self.initial_sparsity <= self.final_sparsity < 1:
@@ -35,6 +49,8 @@ class PruningParams:
             raise ValueError(f"scope must be 'layer' or 'global', got {self.scope!r}")
         if self.frequency < 1:
             raise ValueError("frequency must be >= 1")
+        if self.min_kept < 0:
+            raise ValueError("min_kept must be >= 0")
 
 
 class Masked(Method):
@@ -64,6 +80,16 @@ def smallest(magnitudes: torch.Tensor, k: int) -> torch.Tensor:
     if k > 0:
         drop.scatter_(-1, torch.topk(magnitudes, k, largest=False).indices, True)
     return drop
+
+
+def with_floor(keep: torch.Tensor, magnitudes: torch.Tensor, least: int) -> torch.Tensor:
+    """keep, a boolean (rows, n), with each row that keeps fewer than `least` entries keeping its `least` largest
+    magnitudes too; a row that keeps enough is returned as it is."""
+    least = min(least, magnitudes.shape[1])
+    if least == 0:
+        return keep
+    largest = torch.zeros_like(keep).scatter_(1, torch.topk(magnitudes, least).indices, True)
+    return keep | (largest & (keep.sum(1, keepdim=True) < least))
 
 
 @register
@@ -104,20 +130,22 @@ class MagnitudePruning(Masked):
                 for layer in layers:
                     layer.mask.fill_(True)
                 return
-            cut = torch.kthvalue(magnitudes, k, dim=1).values
+            cut = torch.kthvalue(magnitudes, k, dim=1).values.unsqueeze(1)
             for layer in layers:
-                layer.mask.copy_(layer.weight.abs() > layer.per_config(cut))
+                flat = layer.weight.abs().reshape(rows, -1)
+                layer.mask.copy_(with_floor(flat > cut, flat, self.params.min_kept).view_as(layer.mask))
         else:
             for layer in layers:
                 flat = layer.weight.abs().reshape(rows, -1)
                 k = int(round(sparsity * flat.shape[1]))
-                layer.mask.copy_(~smallest(flat, k).view_as(layer.mask))
+                layer.mask.copy_(with_floor(~smallest(flat, k), flat, self.params.min_kept).view_as(layer.mask))
 
     def update_group_masks(self, layers, sparsity, rows):
         rms = [(layer.group_norm(layer.weight) / layer.group_size ** 0.5).reshape(rows, -1) for layer in layers]
         if self.params.scope == "layer":
             for layer, r in zip(layers, rms):
-                layer.mask.copy_(~smallest(r, int(round(sparsity * r.shape[1]))).view_as(layer.mask))
+                keep = ~smallest(r, int(round(sparsity * r.shape[1])))
+                layer.mask.copy_(with_floor(keep, r, self.params.min_kept).view_as(layer.mask))
             return
         magnitudes = torch.cat(rms, dim=1)
         sizes = torch.cat([torch.full((r.shape[1],), layer.group_size, device=r.device) for layer, r in zip(layers, rms)])
@@ -126,5 +154,6 @@ class MagnitudePruning(Masked):
         drop = torch.zeros_like(magnitudes, dtype=torch.bool).scatter_(1, order, dropped)
         start = 0
         for layer, r in zip(layers, rms):
-            layer.mask.copy_(~drop[:, start:start + r.shape[1]].view_as(layer.mask))
+            keep = ~drop[:, start:start + r.shape[1]]
+            layer.mask.copy_(with_floor(keep, r, self.params.min_kept).view_as(layer.mask))
             start += r.shape[1]
