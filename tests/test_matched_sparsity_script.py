@@ -59,7 +59,7 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     seeds = sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir())
     strict = matched(tmp_path, "data.train_limit=1024", "data.download=false", METHODS="logsum",
                      SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5", RESULTS=str(tmp_path / "strict_results"))
-    assert strict.returncode == 1 and "above max_val_error 0.5)" in strict.stderr
+    assert strict.returncode == 1 and "above max_val_error 0.5 at lam " in strict.stderr
     assert "logsum/seeds" not in strict.stdout and sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir()) == seeds
     missed = tmp_path / "strict_results" / "logsum"
     assert (missed / "search_missed").exists() and (missed / "results.csv").exists()
