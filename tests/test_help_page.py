@@ -34,7 +34,8 @@ def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", ["method.params.beta=abc", "method.params.final_sparsity=x"])
-def test_the_cached_params_are_typed_and_closed_as_the_methods_own(wrong):
+def test_the_cached_params_are_typed_and_closed_as_the_methods_own(wrong, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a cache of its own: no other test's help in it
     method = "hard_concrete" if "beta" in wrong else "magnitude_pruning"
     python(NO_TORCH.replace("assert not", "assert 1 or"), f"method={method}", "--help")  # the cache is there
     hydras = python(HYDRAS_HELP, f"method={method}", wrong, "--help")
