@@ -20,10 +20,29 @@ STOPS: list = []  # the signals that reached this command while recorded() was i
 SAID: list = []   # not empty once said() has said a stop: the process then ends at once (exit_now)
 
 
+DEFERRED: list = []  # not empty inside deferred(): a stop is remembered, and raised when the block ends
+
+
 def record(signum, frame) -> None:
     """The handler of SIGINT and SIGTERM: Python's own for SIGINT (KeyboardInterrupt), remembering which arrived."""
     STOPS.append(signum)
-    raise KeyboardInterrupt
+    if not DEFERRED:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def deferred():
+    """A stop inside the block is raised when the block ends, not where it lands. For torch's import: a
+    KeyboardInterrupt raised inside its C++ initialisers (pybind11) aborts the process (SIGABRT) instead of
+    unwinding. The stop waits for the import, a few seconds at most."""
+    before = len(STOPS)
+    DEFERRED.append(True)
+    try:
+        yield
+    finally:
+        DEFERRED.pop()
+    if len(STOPS) > before and not DEFERRED:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         shown = show_help(argv)
         if shown is not None:
             return shown
-    from adrop.train import app
+    with interrupts.deferred():  # torch imports here
+        from adrop.train import app
 
     return app.main(argv)
 

@@ -215,16 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     """The app on these arguments: Hydra reads sys.argv, so hand it ours; Hydra raises, we report one line. Returns
     the exit status (the table: adrop/commands/train.py)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    saved = {key: os.environ.get(key) for key in ("HYDRA_FULL_ERROR", errors.DEBUG)}
+    wrong = flag_error(argv)
+    if wrong is not None:  # argparse would print its usage block first: one line instead
+        print(f"adrop train: error: {wrong} (adrop train --help lists what it takes)", file=sys.stderr)
+        return errors.REFUSED
+    saved = {key: os.environ.get(key) for key in ("HYDRA_FULL_ERROR", errors.DEBUG)}  # restored on the way out
     debug = saved["HYDRA_FULL_ERROR"] == "1" or saved[errors.DEBUG] == "1"
     os.environ.update({"HYDRA_FULL_ERROR": "1", errors.DEBUG: "1" if debug else "0"})
     sys.argv = ["adrop train", *argv]
     sweep_outcomes.clear()
     STARTED.clear()
-    wrong = flag_error(argv)
-    if wrong is not None:  # argparse would print its usage block first: one line instead
-        print(f"adrop train: error: {wrong} (adrop train --help lists what it takes)", file=sys.stderr)
-        return errors.REFUSED
     try:
         with sigterm_stops_training():
             hydra_main()
