@@ -16,7 +16,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from adrop import interrupts
-from adrop.train import errors, run_files, schema, sweep_outcomes
+from adrop.train import collapse, errors, run_files, schema, sweep_outcomes
 from adrop.train.engine import Engine
 from adrop.train.hooks import CREATED, StartRefused
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
@@ -148,7 +148,10 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
         return failed(folder, cfg, str(err), multirun, identity)
     except Exception as err:
         return failed(folder, cfg, unexpected(err, folder), multirun, identity)
-    if summary["status"] == "failed":  # the engine recorded why in the folder (divergence)
+    if summary["status"] == "failed" and summary.get("collapsed") and multirun and collapse.searched(hc.sweeper):
+        print(collapse.probe_line(folder.name, summary), flush=True)
+        return summary
+    if summary["status"] == "failed":  # the engine recorded why in the folder (divergence, collapse)
         report(summary["error"], multirun, folder)
         if not multirun:
             sys.exit(errors.FAILED)
@@ -326,11 +329,12 @@ def sweep_ended() -> int:
     elsewhere = sweep_outcomes.held_ends(ended)  # the held jobs as the commands that held them have left them
     ended.update({folder: "held" if end["status"] == "training" else end["status"] for folder, end in elsewhere.items()})
     folder = sweep_outcomes.SWEEP["dir"]
-    failures = failed_jobs(ended)
+    probes = sweep_outcomes.SWEEP.get("collapsed", set())  # lam_search's collapsed trials: bracket ends, not failures
+    failures = failed_jobs({job: status for job, status in ended.items() if job not in probes})
     refused = [status for status in ended.values() if status == "refused"]
     training = sorted(f for f, end in elsewhere.items() if end["status"] == "training")
     unmet = sweep_outcomes.SWEEP.get("unmet")  # lam_search: combinations it could not bring to the target
-    for folder_of_job, line in untold(ended, elsewhere):
+    for folder_of_job, line in untold({job: status for job, status in ended.items() if job not in probes}, elsewhere):
         if sweep_outcomes.first_time(line.split(": ", 1)[-1]):
             print(f"adrop train: error: {Path(folder_of_job).name}: {line}", file=sys.stderr)
     for folder_of_job, end in sorted(elsewhere.items()):

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from . import data as data_mod
-from . import evaluate, network as network_mod, run_files, schedules, tracking
+from . import collapse, evaluate, network as network_mod, run_files, schedules, tracking
 from .optim import StackedAdam
 from .runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
 from .settings import Settings, TrainError, progress_mode, stack_key
@@ -269,11 +269,13 @@ class Engine:
                     f"a uniform guess's, {where}")
         return None
 
-    def fail(self, k: int, message: str) -> None:
-        """Configuration k stops (its last good checkpoint stays); the rest of the stack goes on."""
+    def fail(self, k: int, message: str, **extra) -> None:
+        """Configuration k stops (its last good checkpoint stays); the rest of the stack goes on. `extra`: more for
+        its summary.json."""
         self.failed[k] = message
         self.optimizer.freeze([k])
-        run_files.mark_failed(self.folders[k], message, self.cfg.method.name, self.runs[k].identity, stacked=self.K)
+        run_files.mark_failed(self.folders[k], message, self.cfg.method.name, self.runs[k].identity, stacked=self.K,
+                              **extra)
         log.info("%s failed: %s", self.folders[k], message)  # the launcher tells the user, in one line
 
     def fit(self, stop_after: int | None = None) -> list[dict]:
@@ -355,8 +357,15 @@ class Engine:
             print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
     def finish(self, k: int, weights, unmasked) -> dict:
-        """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json."""
+        """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json; or, where
+        its network collapsed (adrop.train.collapse), its failure."""
         cfg = self.runs[k].cfg
+        why = collapse.collapsed(self.single, weights, self.data.val.x, cfg.method.name)
+        if why is not None:  # its sparsity and last val error kept: a lam search brackets its target with it
+            _, nonzero, total = evaluate.sparsity(self.single.names, weights)
+            self.fail(k, why, collapsed=True, nonzero_fraction=nonzero / total,
+                      val_error=self.metrics[k][-1]["val_error"] if self.metrics[k] else None)
+            return run_files.read_summary(self.folders[k])
         test_error = evaluate.error(self.single.predict, weights, self.data.test, cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
         units, kept = evaluate.kept_units(self.single, weights)

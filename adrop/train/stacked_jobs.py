@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import errors, run_files, sweep_outcomes
+from . import collapse, errors, run_files, sweep_outcomes
 from .engine import Engine
 from .runtime import Interrupted, device_type, interruption, sigterm_stops_training
 from .settings import TrainError, resolve, stack_key
@@ -221,6 +221,8 @@ def tell(job: Job, summary: dict, where: str) -> None:
     if summary.get("status") == "completed":
         print(f"{job.folder.name}: test error {summary['test_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} "
               f"({where}, {summary['wall_time_s']:.1f} s)", flush=True)
+    elif summary.get("collapsed") and collapse.searched(job.hydra_cfg.hydra.sweeper):
+        print(collapse.probe_line(job.folder.name, summary), flush=True)
     elif summary.get("status") in ("failed", "interrupted", "refused"):
         say_failed(job, summary.get("error"))
 

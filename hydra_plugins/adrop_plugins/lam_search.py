@@ -28,7 +28,9 @@ run (a target_macs it refuses). A combination whose runs keep every weight at ev
 there and is named: a method that cannot prune in so few steps (eta-Trick, VarDrop and HardConcrete within 10 epochs)
 gains nothing from more lam. Every trial is an ordinary run folder (a rerun of the command into the same sweep folder
 skips finished ones and replays the search). The sweep folder gets search.csv (SEARCH_CSV: combination, round, epochs,
-lr, lam, nonzero_fraction, macs_fraction, val_error, test_error, wall_time_s, status, folder); the command prints, per
+lr, lam, nonzero_fraction, macs_fraction, val_error, test_error, wall_time_s, status, folder). A trial whose network
+collapsed (adrop.train.collapse: a lam far too large) counts as keeping nothing, status "collapsed": an end of the
+bracket, never the answer, and no failure of the command. The command prints, per
 combination, the full run closest to the target, the runs and the training seconds it took (or why it found none), and
 exits 1 naming in its last line the combinations not brought within tolerance, each with its closest full run and
 why the search stopped, and, where more runs would go on, the command that continues it (the same into the same sweep
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -276,10 +279,14 @@ class LamSearchSweeper(BasicSweeper):
                 plan, folder = plans[i], sweep_outcomes.folder_of(ret)
                 summary = read_summary(folder)
                 returned = ret._return_value  # (nonzero, val_error) when this job completed here; why not, else
-                if not isinstance(returned, tuple):  # failed, or refused (the folder holds another run): no result
+                collapsed = not isinstance(returned, tuple) and summary.get("collapsed") is True
+                if collapsed:  # a lam too large: its network keeps nothing of use, a bracket's end all the same
+                    summary = {**summary, "status": "collapsed"}
+                    sweep_outcomes.SWEEP.setdefault("collapsed", set()).add(os.path.abspath(folder))
+                elif not isinstance(returned, tuple):  # failed, or refused (the folder holds another run): no result
                     status = "refused" if summary.get("status") == "completed" else summary.get("status")
                     summary = {"lam": lam, "status": status, "wall_time_s": summary.get("wall_time_s")}
-                kept = self.measured(summary)
+                kept = 0.0 if collapsed else self.measured(summary)
                 short = phase == "short"
                 rows.append({"combination": " ".join(plan.combo), "round": round_,
                              "epochs": plan.short_epochs if short else plan.epochs,
@@ -288,7 +295,7 @@ class LamSearchSweeper(BasicSweeper):
                              "macs_fraction": macs_fraction(summary), "val_error": summary.get("val_error"),
                              "test_error": summary.get("test_error"), "wall_time_s": summary.get("wall_time_s"),
                              "status": summary.get("status") or "failed", "folder": str(folder)})
-                if summary.get("status") == "completed" and kept is not None:
+                if summary.get("status") in ("completed", "collapsed") and kept is not None:
                     (plan.short if short else plan.full).append((summary["lam"], kept, rows[-1]))
                 elif summary.get("status") == "completed":  # no compact network's multiply-adds (not a chain)
                     plan.unmeasured = True
@@ -314,9 +321,9 @@ class LamSearchSweeper(BasicSweeper):
             return []
         out = []
         for row in earlier:
-            if row["status"] != "completed" or not same_runs(row["combination"], plan.combo):
+            if row["status"] not in ("completed", "collapsed") or not same_runs(row["combination"], plan.combo):
                 continue
-            kept = row.get(self.column)
+            kept = 0.0 if row["status"] == "collapsed" else row.get(self.column)  # as the search took it
             if kept in (None, "") and self.measure == "macs":  # a table from before the column: the run's summary
                 kept = macs_fraction(read_summary(Path(row["folder"])))
             if kept in (None, ""):
@@ -333,7 +340,8 @@ class LamSearchSweeper(BasicSweeper):
             numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
                        for k in ("nonzero_fraction", "macs_fraction", "val_error", "test_error", "wall_time_s")}
             out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
-                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam, self.column: kept})
+                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam})
+            out[-1][self.column] = numbers[self.column] if row["status"] == "collapsed" else kept
             trials.append((lam, kept, out[-1]))
         return out
 
