@@ -8,7 +8,8 @@
 The regulariser is sum_j KL(alpha_j) with Molchanov's fit of the KL (adrop.penalties.variational_dropout, f = 2 KL)
 and lam = 1/N. Molchanov's alpha is lam / eta, so the keep probability eta / (eta + lam) is 1 / (1 + alpha): a
 weight counts as zero when log alpha > log(0.95 / 0.05) = 2.944. Evaluation uses theta with those weights zeroed.
-The means and variances are the layer's products (linear, or batched for a stack); the rest is elementwise.
+The means and variances are the layer's products (linear, or batched for a stack); the rest is elementwise. The
+KL's gradient is written out (kl_and_slope) rather than left to autograd, for speed.
 
 structure=neuron: one multiplicative noise per unit, z_g ~ N(mu_g, sigma_g^2) scaling all of a group's weights (a
 Linear layer's input unit, a Conv2d layer's filter), with Molchanov's KL of log alpha_g = log (sigma_g^2 / mu_g^2)
@@ -34,12 +35,67 @@ import torch
 from torch import nn
 
 from adrop.keep_rule import LOG_ALPHA_ZERO  # 2.944: alpha = 1 / (1 + alpha_Molchanov) < 0.05
-from adrop.penalties.variational_dropout import kl_approx_log
+from adrop.penalties.variational_dropout import K1, K2, K3, kl_approx_log
 
 from .base import Method, noise, register
 
 AUTHORS_INIT_STD = 0.02
 AUTHORS_LOG_SIGMA_MIN, AUTHORS_LOG_SIGMA_MAX = -10.0, 10.0
+
+
+def kl_and_slope(log_alpha, lo, hi, per_config):
+    """sum_j KL(clamp(log alpha_j, lo, hi)) with Molchanov's fit, k1 sigmoid(-k3 la - k2) + softplus(-la) / 2 (la the
+    clamped log alpha: kl_approx_log of log(eta / lam) = -la), per run (a scalar) or per configuration of a stack ((K,),
+    `per_config`); and its slope d KL / d log alpha per element, -(k1 k3 s1 (1 - s1) + (1 - s2) / 2) with s1 =
+    sigmoid(-k3 la - k2) and s2 = sigmoid(la), 0 outside (lo, hi) as clamp's gradient is. softplus(-la) is -log s2.
+    Written out, value and slope walk the weights half as often as autograd of the fit does, and with no softplus
+    (torch's CPU softplus costs more than a sigmoid and a log together): the same numbers to rounding."""
+    la = log_alpha.clamp(lo, hi)
+    s2 = torch.sigmoid(la)
+    s1 = la.mul_(-K3).sub_(K2).sigmoid_()
+    slope = torch.addcmul(s1, s1, s1, value=-1).mul_(-K1 * K3).add_(s2, alpha=0.5).sub_(0.5)
+    slope = torch.ops.aten.hardtanh_backward(slope, log_alpha, lo, hi)  # clamp's gradient: 0 unless lo < la < hi
+    total = (lambda t: t.flatten(1).sum(1)) if per_config else torch.sum
+    return K1 * total(s1) - 0.5 * total(s2.log_()), slope
+
+
+def per_element(grad_value, like):
+    """The KL's incoming gradient, a scalar or a stack's (K,), shaped to broadcast against (K, ...)."""
+    return grad_value.view(-1, *([1] * (like.dim() - 1))) if grad_value.dim() else grad_value
+
+
+class ClampedKL(torch.autograd.Function):
+    """kl_and_slope of a log alpha (vardrop_lr's and vardrop's parameter) as an autograd function."""
+
+    @staticmethod
+    def forward(ctx, log_alpha, lo, hi, per_config):
+        value, slope = kl_and_slope(log_alpha, lo, hi, per_config)
+        ctx.save_for_backward(slope)
+        return value
+
+    @staticmethod
+    def backward(ctx, grad_value):
+        (slope,) = ctx.saved_tensors
+        return slope * per_element(grad_value, slope), None, None, None
+
+
+class AdditiveKL(torch.autograd.Function):
+    """kl_and_slope of vardrop_lr_ar's log alpha = log sigma^2 - log(mu^2 + 1e-16), from mu (the weight, or a group's
+    scale) and log sigma^2: d log alpha / d mu = -2 mu / (mu^2 + 1e-16), d log alpha / d log sigma^2 = 1."""
+
+    @staticmethod
+    def forward(ctx, mu, log_sigma2, lo, hi, per_config):
+        q = (mu * mu).add_(1e-16)
+        d_mu = torch.div(mu, q).mul_(-2.0)
+        value, slope = kl_and_slope(torch.sub(log_sigma2, q.log_(), out=q), lo, hi, per_config)
+        ctx.save_for_backward(slope, d_mu)
+        return value
+
+    @staticmethod
+    def backward(ctx, grad_value):
+        slope, d_mu = ctx.saved_tensors
+        grad = slope * per_element(grad_value, slope)
+        return grad * d_mu, grad, None, None, None
 
 
 @dataclass
@@ -77,7 +133,10 @@ class VarDrop(Method):
         return layer.log_alpha_param.clamp(self.params.log_alpha_min, self.params.log_alpha_max)
 
     def layer_penalty(self, layer, lam):
-        return layer.total(kl_approx_log(-self.log_alpha(layer)))  # log(eta / lam) = -log alpha
+        if self.params.authors_clamp:  # the KL of the raw log alpha
+            return layer.total(kl_approx_log(-self.log_alpha(layer)))  # log(eta / lam) = -log alpha
+        return ClampedKL.apply(layer.log_alpha_param, self.params.log_alpha_min, self.params.log_alpha_max,
+                               layer.configs is not None)
 
     def keep_statistic(self, layer, lam):
         return "log_alpha", self.log_alpha(layer).detach()
@@ -103,6 +162,10 @@ class VarDropLRAR(VarDrop):
     def log_alpha(self, layer):
         mu = layer.unit_scale if layer.grouped else layer.weight
         return (layer.log_sigma2 - torch.log(mu * mu + 1e-16)).clamp(self.params.log_alpha_min, self.params.log_alpha_max)
+
+    def layer_penalty(self, layer, lam):  # clamped whatever authors_clamp says, as log_alpha
+        return AdditiveKL.apply(layer.unit_scale if layer.grouped else layer.weight, layer.log_sigma2,
+                                self.params.log_alpha_min, self.params.log_alpha_max, layer.configs is not None)
 
     def forward(self, layer, x):
         if layer.grouped:
