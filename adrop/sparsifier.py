@@ -1,6 +1,6 @@
 """adrop as a library: any method of adrop's in your own training loop, with your loss and your optimizer.
 
-    sp = adrop.sparsify(model, method="logsum", lam=1e-4)     # the model's Linear and Conv2d layers, in place
+    sp = adrop.sparsify(model, method="logsum", lam=1e-4)     # every weight of the model, in place
     sp.attach(optimizer)                                       # what runs around each optimizer step
     for x, y in loader:
         loss = F.cross_entropy(model(x), y) + sp.penalty()     # the regulariser, scaled as adrop train scales it
@@ -10,7 +10,12 @@
 
 `sparsify` replaces, in place, every nn.Linear and nn.Conv2d of the model (at any depth, named by module path; those
 `exclude` names or matches stay as they are) by the method's sparse layer with the module's own weights: the model
-stays the user's nn.Module (its other modules, its forward, its state_dict keys for them). In training mode each
+stays the user's nn.Module (its other modules, its forward, its state_dict keys for them). Every other weight a model
+has is trained through a parametrization of the tensor (adrop.methods.sparse_parameter): attention's projections
+(nn.MultiheadAttention's, and the Linear layers of torch's Transformer layers, whose fused fast paths read weights
+directly), embeddings, Conv1d, Conv3d, transposed convolutions, and any parameter `include` names (a class token, a
+positional embedding); named by module path (a tensor other than a module's `weight` by its own path, as
+`attn.in_proj_weight`). The rest (biases, norms, what `include` does not name) trains densely. In training mode each
 sparse layer runs the method's forward (noise, gates); in eval mode the weight evaluation uses (the keep rule and
 deterministic gates folded in). The method's elementwise math, its penalty and its hooks are adrop.methods', the same
 code `adrop train` runs: the runner converts its networks through `convert` here.
@@ -32,6 +37,14 @@ from torch import nn
 
 from adrop import cost, methods
 from adrop.methods.base import SPARSE_LAYERS, Method, SparseLayer
+from adrop.methods.sparse_parameter import SparseParameter
+
+# torch's modules whose forward (their fused fast paths) reads their submodules' weights directly: those weights are
+# parametrized, not swapped for a layer whose forward would be bypassed
+FUSED = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
+# modules with a weight and no layer of adrop's own: their `weight` is parametrized
+TENSOR_MODULES = (nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+                  nn.ConvTranspose3d)
 
 
 class SparsifyError(ValueError):
@@ -70,6 +83,45 @@ def convert(module: nn.Module, method: Method, configs: int | None = None, prefi
             out.append((path, layer))
         elif other is None or not other(module, path, child):
             out += convert(child, method, configs, path + ".", skip, other)
+    return out
+
+
+def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
+    """(name, module, tensor name) of every weight a SparseParameter trains by default: nn.MultiheadAttention's
+    projections (in_proj_weight, or q/k/v_proj_weight; `<path>.in_proj_weight`), the Linear and Conv2d layers inside
+    FUSED modules, and TENSOR_MODULES' weights (by module path)."""
+    out = []
+
+    def visit(module: nn.Module, prefix: str, fused: bool) -> None:
+        for name, child in module.named_children():
+            path = prefix + name
+            if isinstance(child, nn.MultiheadAttention):
+                out.extend((f"{path}.{t}", child, t) for t in ("in_proj_weight", "q_proj_weight", "k_proj_weight",
+                                                               "v_proj_weight")
+                           if isinstance(getattr(child, t, None), nn.Parameter))
+            elif (fused and sparse_kind(child) is not None) or isinstance(child, TENSOR_MODULES):
+                out.append((path, child, "weight"))
+            visit(child, path + ".", fused or isinstance(child, FUSED))
+
+    visit(model, "", False)
+    return out
+
+
+def included_tensors(model: nn.Module, patterns: list[str]) -> list[tuple[str, nn.Module, str]]:
+    """(path, module, tensor name) of each parameter whose path (as model.named_parameters gives it) an `include`
+    pattern names or matches; a pattern that matches none is refused, naming the parameters."""
+    params = dict(model.named_parameters())
+    out = []
+    for pattern in patterns:
+        hits = [path for path in params if path == pattern or fnmatch.fnmatchcase(path, pattern)]
+        if not hits:
+            raise SparsifyError(f"include={pattern!r} names no parameter of {type(model).__name__}; its parameters "
+                                f"outside sparsified layers: {', '.join(sorted(params)) or 'none'}")
+        for path in hits:
+            if params[path].dim() == 0:
+                raise SparsifyError(f"include={pattern!r}: {path} is a scalar; a method trains tensors with an axis")
+            parent, _, tensor = path.rpartition(".")
+            out.append((path, model.get_submodule(parent), tensor))
     return out
 
 
@@ -145,7 +197,8 @@ class Sparsifier:
         for layer in layers:
             layer.eval_lam = self.lam  # eval mode: the effective weight (keep rule and gates folded in)
         self._pre = model.register_forward_pre_hook(self._before_forward)
-        self._seen = [layer.register_forward_hook(self._count_positions(name)) for name, layer in zip(names, layers)]
+        self._seen = {name: layer.register_forward_hook(self._count_positions(name))  # a product's layers
+                      for name, layer in zip(names, layers) if not isinstance(layer, SparseParameter)}
         self.method.start(layers)
         self._versions = self.versions()
 
@@ -216,7 +269,7 @@ class Sparsifier:
         positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
         def hook(layer, inputs, out):
             self.positions[name] = out[0].numel() // layer.weight.shape[0]
-            self._seen[self.names.index(name)].remove()
+            self._seen[name].remove()
         return hook
 
     # -- what it did ------------------------------------------------------------------------------------------------
@@ -229,20 +282,24 @@ class Sparsifier:
     @torch.no_grad()
     def stats(self):
         """A pandas DataFrame, one row per sparse layer: name, shape, nonzero, total, fraction, the units kept on
-        each side (inputs: a Linear's columns, a conv's input channels; outputs: rows, filters), and the cost
-        (adrop.cost: compression, bytes dense and CSR, multiply-adds dense and sparse per example, the latter where a
-        forward pass has shown how often each layer acts): the numbers layers.csv holds."""
+        each side (inputs: a Linear's columns, a conv's input channels, a tensor's second axis; outputs: rows,
+        filters, an embedding's tokens; none for a tensor of one axis), and the cost (adrop.cost: compression, bytes
+        dense and CSR, multiply-adds dense and sparse per example, the latter where a forward pass has shown how often
+        a Linear or Conv2d layer acts): the numbers layers.csv holds."""
         import pandas as pd
 
         rows = []
         for name, layer, weight in zip(self.names, self.layers, self.effective().values()):
             nonzero = weight != 0
-            inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
-            outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
             shape, count = tuple(weight.shape), int(nonzero.sum())
+            units = {"units_in_kept": None, "units_in": None, "units_out_kept": None, "units_out": None}
+            if weight.dim() > 1:
+                inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
+                outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
+                units = {"units_in_kept": int(inputs.sum()), "units_in": len(inputs),
+                         "units_out_kept": int(outputs.sum()), "units_out": len(outputs)}
             row = {"layer": name, "shape": "x".join(map(str, shape)), "nonzero": count, "total": weight.numel(),
-                   "nonzero_fraction": count / weight.numel(), "units_in_kept": int(inputs.sum()),
-                   "units_in": len(inputs), "units_out_kept": int(outputs.sum()), "units_out": len(outputs),
+                   "nonzero_fraction": count / weight.numel(), **units,
                    **cost.layer_cost(shape, count, self.positions.get(name, 1), layer.bias is not None)}
             if name not in self.positions:
                 row["dense_macs"] = row["sparse_macs"] = None
@@ -298,7 +355,7 @@ class Sparsifier:
         """The model back as plain modules (see adrop.strip); the Sparsifier is done with it."""
         self.detach()
         self._pre.remove()
-        for handle in self._seen:
+        for handle in self._seen.values():
             handle.remove()
         return strip(self.model, self)
 
@@ -315,16 +372,20 @@ class InputColumns(nn.Module):
 
 
 def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None, structure: str = "weight",
-             exclude: Iterable[str] = (), lam_scale: dict | None = None, total_steps: int | None = None,
-             steps_per_epoch: int | None = None, **params) -> Sparsifier:
+             exclude: Iterable[str] = (), include: Iterable[str] = (), lam_scale: dict | None = None,
+             total_steps: int | None = None, steps_per_epoch: int | None = None, **params) -> Sparsifier:
     """Prepare `model` in place for `method` and return its Sparsifier.
 
     method: adrop's methods by name (logsum, adaprox, adatikhonov, adaptive_dropout, eta_trick, vardrop, vardrop_lr,
     vardrop_lr_ar, hard_concrete, magnitude_pruning, dense); its parameters as keywords (`method.params` of
     `adrop train`). lam: default the method's in `adrop train` (the paper's). structure: "weight", or "neuron" (whole
-    units: a Linear layer's inputs, a conv's filters). exclude: module paths or shell patterns ("head", "*.proj")
-    left dense. lam_scale: a multiplier of lam per module path. total_steps (and steps_per_epoch): what a schedule
-    counts (magnitude pruning's), the optimizer's steps over training."""
+    units: a Linear layer's inputs, a conv's filters, another tensor's rows). exclude: module or tensor paths or shell
+    patterns ("head", "*.proj", "*.in_proj_weight") left dense. include: parameter paths or patterns trained by the
+    method beside the model's weights ("cls", "pos_embed"). lam_scale: a multiplier of lam per sparsified name.
+    total_steps (and steps_per_epoch): what a schedule counts (magnitude pruning's), the optimizer's steps over
+    training."""
+    from torch.nn.utils import parametrize
+
     if not isinstance(model, nn.Module):
         raise SparsifyError(f"sparsify takes a torch.nn.Module, not {type(model).__name__}")
     if any(isinstance(m, SparseLayer) for m in model.modules()):
@@ -334,30 +395,54 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
     if overrides(runs, "after_step") and method == "magnitude_pruning" and not total_steps:
         raise SparsifyError("method 'magnitude_pruning' follows a schedule over training: give total_steps (the "
                             "optimizer steps it lasts)")
-    found = {path for path, m in model.named_modules() if sparse_kind(m) is not None}
-    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(path, p) or path == p for path in
-                                               (n for n, _ in model.named_modules() if n))]
+    fused = [path for path, m in model.named_modules() if isinstance(m, FUSED)]
+    under_fused = (lambda path: any(path.startswith(f + ".") for f in fused))
+    swapped = [path for path, m in model.named_modules() if sparse_kind(m) is not None and not under_fused(path)]
+    tensors = {name: (host, t) for name, host, t in weight_tensors(model)}
+    # each tensor's parameter path: a module's weight named by module path, another tensor by its own path
+    weight_of = {name: (name if name.endswith("." + t) else f"{name}.weight") for name, (host, t) in tensors.items()}
+    for path, host, t in included_tensors(model, list(include)):
+        if path in weight_of.values() or (path.endswith(".weight") and path[:-len(".weight")] in swapped):
+            continue  # selected already
+        tensors[path], weight_of[path] = (host, t), path
+    found = swapped + list(tensors)
+    paths = [n for n, _ in model.named_modules() if n] + [n for n, _ in model.named_parameters()]
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(path, p) or path == p for path in paths)]
     if unmatched:
-        raise SparsifyError(f"exclude={unmatched[0]!r} names no module of {type(model).__name__} (its Linear and "
-                            f"Conv2d layers: {', '.join(sorted(found)) or 'none'})")
-    skip = (lambda path: any(fnmatch.fnmatchcase(path, p) for p in patterns))
-    if not [p for p in found if not skip(p)]:
+        raise SparsifyError(f"exclude={unmatched[0]!r} names no module or tensor of {type(model).__name__} (its "
+                            f"weights: {', '.join(sorted(found)) or 'none'})")
+    skip = (lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns))
+    chosen = [p for p in found if not skip(p)]
+    if not chosen:
         raise SparsifyError(f"{type(model).__name__} has no nn.Linear or nn.Conv2d for a method to sparsify"
-                            + (" (exclude left none)" if found else ""))
-    from torch.nn.utils import parametrize
-
-    tied = [path for path, m in model.named_modules() if path in found and not skip(path)
-            and parametrize.is_parametrized(m)]
+                            + (" (exclude left none)" if found else " (nor another weight: include names one)"))
+    tied = [path for path in chosen if (parametrize.is_parametrized(model.get_submodule(path)) if path in swapped
+                                        else parametrize.is_parametrized(*tensors[path]))]
     if tied:
-        raise SparsifyError(f"{tied[0]} ({type(model.get_submodule(tied[0])).__name__}) has a parametrization "
-                            "(weight_norm, spectral_norm, ...): adrop trains a layer's own weight; exclude it "
-                            f"(exclude=[{tied[0]!r}]) or remove the parametrization")
+        where = model.get_submodule(tied[0]) if tied[0] in swapped else tensors[tied[0]][0]
+        raise SparsifyError(f"{tied[0]} ({type(where).__name__}) has a parametrization (weight_norm, spectral_norm, "
+                            f"...): adrop trains a layer's own weight; exclude it (exclude=[{tied[0]!r}]) or remove "
+                            "the parametrization")
+    owners: dict[int, list[str]] = {}  # a shared tensor (tied embeddings): each path it has
+    for path, p in model.named_parameters(remove_duplicate=False):
+        owners.setdefault(id(p), []).append(path)
+    tensor_path = {name: f"{name}.weight" if name in swapped else weight_of[name] for name in chosen}
+    for name in chosen:
+        others = [o for o in owners[id(model.get_parameter(tensor_path[name]))] if o != tensor_path[name]]
+        if others:
+            both = [name] + [c for c in chosen if c != name and tensor_path[c] in others]
+            raise SparsifyError(f"{name}'s weight is tied to {others[0].rpartition('.')[0] or others[0]}'s: "
+                                f"converting it would untie them; pass exclude={both!r}")
     scales = dict(lam_scale or {})
-    unknown = [name for name in scales if name not in found or skip(name)]
+    unknown = [name for name in scales if name not in chosen]
     if unknown:
         raise SparsifyError(f"lam_scale names {unknown[0]}, not a sparsified layer; they are: "
-                            f"{', '.join(sorted(p for p in found if not skip(p)))}")
-    converted = convert(model, runs, skip=skip)  # no partial conversion: every check above came first
+                            f"{', '.join(sorted(chosen))}")
+    order = {name: i for i, (name, _) in enumerate(model.named_parameters())}
+    # no partial conversion: every check above came first
+    converted = convert(model, runs, skip=lambda path: skip(path) or under_fused(path))
+    converted += [(name, SparseParameter(*tensors[name], runs).register()) for name in chosen if name in tensors]
+    converted.sort(key=lambda item: order[item[0] + ".weight" if item[0] in swapped else weight_of[item[0]]])
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
     device = next((p.device for p in model.parameters()), None)
@@ -371,7 +456,11 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
 def strip(model: nn.Module, sparsifier: Sparsifier | None = None) -> nn.Module:
     """The model with each sparse layer replaced, in place, by a plain nn.Linear or nn.Conv2d holding its effective
     weight (the keep rule and deterministic gates folded in: the tensors `adrop train`'s weights.npz holds) and
-    bias; the method's own tensors go. Returns the model."""
+    bias, and each parametrized tensor a plain parameter again holding its effective weight; the method's own
+    tensors go. Returns the model."""
+    for tensor in [m for m in model.modules() if isinstance(m, SparseParameter)]:
+        lam = tensor.eval_lam if tensor.eval_lam is not None else (sparsifier.lam if sparsifier else 0.0)
+        tensor.remove(tensor.method.effective_weight(tensor, lam).detach())
     for name, module in list(model.named_modules()):
         for child_name, child in list(module.named_children()):
             if not isinstance(child, SparseLayer):

@@ -289,7 +289,7 @@ def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path)
     assert sum(int((g != 0).sum()) for g in seen["loss"]) > 0
     for step, loss, penalty in zip(seen["step"], seen["loss"], seen["penalty"]):
         assert torch.allclose(step, loss if penalty is None else loss + penalty, atol=1e-7)
-    assert sum(p is not None and bool((p != 0).any()) for p in seen["penalty"]) == 8  # each sparsified weight
+    assert sum(p is not None and bool((p != 0).any()) for p in seen["penalty"]) == 11  # 8 Linear, 3 embeddings
 
 
 def test_transformers_optimizer_holds_the_method_parameters_the_conversion_creates(hf, tmp_path):

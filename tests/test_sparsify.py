@@ -147,7 +147,7 @@ def test_exclude_and_lam_scale_by_module_path():
     (lambda m: adrop.sparsify(m, method="logsun"), "unknown method 'logsun'; valid methods: "),
     (lambda m: adrop.sparsify(m, method="logsum", epsilon=1), "method 'logsum' has no parameter 'epsilon'"),
     (lambda m: adrop.sparsify(m, exclude=["0", "2"]), "has no nn.Linear or nn.Conv2d for a method to sparsify"),
-    (lambda m: adrop.sparsify(m, exclude=["head"]), "exclude='head' names no module of Sequential"),
+    (lambda m: adrop.sparsify(m, exclude=["head"]), "exclude='head' names no module or tensor of Sequential"),
     (lambda m: adrop.sparsify(m, lam_scale={"3": 2.0}), "lam_scale names 3, not a sparsified layer; they are: 0, 2"),
     (lambda m: adrop.sparsify(m, method="magnitude_pruning"), "give total_steps"),
     (lambda m: adrop.sparsify(nn.Sequential(nn.ReLU())), "has no nn.Linear or nn.Conv2d"),

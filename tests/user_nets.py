@@ -152,3 +152,44 @@ class GRUClassifier(nn.Module):
     def forward(self, x):
         out, _ = self.gru(x.reshape(-1, self.rows, self.width))
         return self.head(self.norm(out[:, -1]))
+
+class TinyViT(nn.Module):
+    """Patches of a (1, 8, 8) image, a class token, a positional embedding, torch's TransformerEncoder, a head."""
+
+    def __init__(self, classes=4, dim=16, heads=2, layers=1, patch=4, size=8):
+        super().__init__()
+        self.patch = nn.Conv2d(1, dim, patch, stride=patch)
+        n = (size // patch) ** 2
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, n + 1, dim))
+        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(len(x), -1, -1), x], 1) + self.pos
+        return self.head(self.norm(self.encoder(x)[:, 0]))
+
+
+class TinyGPT(nn.Module):
+    """Token and position embeddings, causal self-attention (nn.MultiheadAttention), an MLP, a head."""
+
+    def __init__(self, vocab=12, dim=16, heads=2, context=8):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(context, dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=idx.device), 1)
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        x = x + self.mlp(self.ln2(x))
+        return self.head(x)

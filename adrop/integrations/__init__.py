@@ -30,15 +30,19 @@ def inner_optimizer(optimizer) -> torch.optim.Optimizer:
 
 
 def trained_parameters(sp: Sparsifier) -> list[torch.nn.Parameter]:
-    """The sparse layers' trainable parameters: weights, biases and the method's own."""
-    return [p for layer in sp.layers for p in layer.parameters() if p.requires_grad]
+    """The sparse layers' trainable parameters: weights, biases and the method's own (a parametrized tensor's
+    weight is its module's, not the SparseParameter's: added here)."""
+    from adrop.methods.sparse_parameter import SparseParameter
+
+    return [p for layer in sp.layers for p in ([layer.weight] if isinstance(layer, SparseParameter) else [])
+            + list(layer.parameters()) if p.requires_grad]
 
 
 def check_optimizer_holds(sp: Sparsifier, optimizer: torch.optim.Optimizer, advice: str) -> None:
     """Refuse an optimizer made before the conversion: it would train tensors the model no longer uses."""
     held = {id(p) for group in optimizer.param_groups for p in group["params"]}
     names = {id(p): f"{layer_name}.{name}" for layer_name, layer in zip(sp.names, sp.layers)
-             for name, p in layer.named_parameters()}
+             for name, p in [("weight", layer.weight), *layer.named_parameters()]}
     missing = [names[id(p)] for p in trained_parameters(sp) if id(p) not in held]
     if missing:
         raise SparsifyError(f"the optimizer does not hold {missing[0]} ({len(missing)} of the sparsified layers' "

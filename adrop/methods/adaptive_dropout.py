@@ -80,13 +80,12 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
             s = (noise.uniform_like(alpha) < alpha) / safe
         return torch.where(alpha > 0, s, torch.zeros_like(s))
 
-    def forward(self, layer, x):
+    def weight_sample(self, layer):
         if self.lam is None:
             raise RuntimeError("adaptive_dropout needs this step's lam: the engine calls before_step(step, lam) first")
         w = layer.weight
         s = self.mask(self.mask_probability(layer))
-        noisy = w + (s - 1.0) * w.detach() if self.params.additive else s * w
-        return layer.product(x, noisy, layer.bias)
+        return w + (s - 1.0) * w.detach() if self.params.additive else s * w
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):

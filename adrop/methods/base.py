@@ -6,7 +6,8 @@ calls the layer's product. lam and the optimiser's step sizes reach the method f
 as copies: the engine's tensor of K values (K = 1 for a single run), or a float for a layer outside a stack, which
 `layer.per_config(lam)` shapes to broadcast against that layer's weights. The engine only ever calls:
 
-    layer(x)                                  training forward: method.forward(layer, x)
+    layer(x)                                  training forward: method.forward(layer, x), by default the layer's
+                                              product with method.weight_sample(layer)
     method.init_weights(layer)                as each configuration's network is built: its own initialisation
     method.start(layers)                      once, before the first step of a new run (not on resume)
     method.before_step(step, lam)             before every step's forward pass (adaptive dropout's masks need lam)
@@ -273,7 +274,14 @@ class Method:
         the method has a group form, per group (layer.group_shape, which is the weight's shape with structure=weight)."""
 
     def forward(self, layer: SparseLayer, x):
-        return layer.product(x, layer.weight, layer.bias)
+        return layer.product(x, self.weight_sample(layer), layer.bias)
+
+    def weight_sample(self, layer: SparseLayer) -> torch.Tensor:
+        """The weight one training step uses, noise and gates drawn (one draw per weight, or per group, each step):
+        the forward pass of a layer with a product, and the weight any other module reads (SparseParameter). A
+        method whose forward pass needs the product itself (VarDrop's local reparameterisation) overrides forward
+        there and keeps this weight-noise form for the rest."""
+        return layer.weight
 
     def layer_penalty(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight.new_zeros(() if layer.configs is None else (layer.configs,))

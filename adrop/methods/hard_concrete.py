@@ -48,9 +48,9 @@ class HardConcrete(Method):
     def clamped_log_a(self, layer):
         return layer.log_a.clamp(*self.bounds)
 
-    def forward(self, layer, x):
+    def weight_sample(self, layer):
         u = noise.uniform_like(layer.log_a).clamp(1e-6, 1 - 1e-6)
-        return layer.product(x, layer.weight * self.dist.sample(self.clamped_log_a(layer), u), layer.bias)
+        return layer.weight * self.dist.sample(self.clamped_log_a(layer), u)
 
     def layer_penalty(self, layer, lam):
         open_gates = layer.total(self.dist.p_nonzero(self.clamped_log_a(layer)))

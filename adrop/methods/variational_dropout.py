@@ -144,6 +144,13 @@ class VarDrop(Method):
     def keep_mask(self, layer, lam):
         return self.log_alpha(layer).detach() < LOG_ALPHA_ZERO
 
+    def weight_sample(self, layer):
+        """The weight-noise form, theta (1 + sqrt(alpha) eps), one eps per weight (or group) and step: vardrop's
+        forward pass, and the other two's on a weight with no product of their own (SparseParameter)."""
+        log_alpha = self.log_alpha(layer)
+        eps = noise.gaussian_like(log_alpha) * torch.exp(0.5 * log_alpha)  # per weight, or per group
+        return layer.weight * (1 + eps)
+
     def local_reparameterisation(self, layer, x, variance_weight):
         mean = layer.product(x, layer.weight, layer.bias)
         var = layer.product(x * x, variance_weight)
@@ -166,6 +173,13 @@ class VarDropLRAR(VarDrop):
     def layer_penalty(self, layer, lam):  # clamped whatever authors_clamp says, as log_alpha
         return AdditiveKL.apply(layer.unit_scale if layer.grouped else layer.weight, layer.log_sigma2,
                                 self.params.log_alpha_min, self.params.log_alpha_max, layer.configs is not None)
+
+    def weight_sample(self, layer):
+        """The additive weight-noise form, theta + sigma eps (a group's: theta (mu_g + sigma_g eps_g))."""
+        sigma = torch.exp(0.5 * layer.log_sigma2)
+        if layer.grouped:
+            return layer.weight * (layer.unit_scale + sigma * noise.gaussian_like(sigma))
+        return layer.weight + sigma * noise.gaussian_like(sigma)
 
     def forward(self, layer, x):
         if layer.grouped:
@@ -202,7 +216,4 @@ class VarDropLR(VarDrop):
 class VarDropPlain(VarDrop):
     name = "vardrop"
 
-    def forward(self, layer, x):
-        log_alpha = self.log_alpha(layer)
-        eps = noise.gaussian_like(log_alpha) * torch.exp(0.5 * log_alpha)  # per weight, or per group
-        return layer.product(x, layer.weight * (1 + eps), layer.bias)
+    # forward: Method's, the layer's product with weight_sample (the weight-noise form)
