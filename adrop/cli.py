@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import signal
 import sys
 
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"adrop {__version__}")
         return 0
     command, rest = argv[0], argv[1:]
+    if command in ("-sc", "--shell-completion"):  # Hydra's completion script asks the program itself: `adrop train`'s
+        command, rest = "train", argv
+        completing_train()
     if command not in COMMANDS:
         print(f"adrop: unknown command {command!r}; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
@@ -62,6 +66,18 @@ def main(argv: list[str] | None = None) -> int:
             if interrupts.STOPS or isinstance(err, KeyboardInterrupt):  # where a library turned it into another error
                 return interrupts.said(f"adrop {command}", "; nothing was trained" if command == "train" else "")
             raise
+
+
+def completing_train() -> None:
+    """The line Hydra's bash completion completes, as `adrop train`'s app reads it: without the word `train` (Hydra
+    takes the first word for the program and every other for an override)."""
+    line, point = os.environ.get("COMP_LINE"), os.environ.get("COMP_POINT")
+    words = (line or "").split(" ")
+    if len(words) > 1 and words[1] == "train":
+        cut = len(words[0]) + 1 + len("train ")
+        os.environ["COMP_LINE"] = words[0] + " " + line[cut:]
+        if point and point.isdigit():
+            os.environ["COMP_POINT"] = str(max(len(words[0]) + 1, int(point) - len("train ")))
 
 
 def entry() -> None:

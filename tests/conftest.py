@@ -4,7 +4,9 @@
 - `config(...)`, `synthetic(...)`, `mnist(...)`: `adrop train`'s configuration composed with Hydra's compose API
   (the same files the command reads), the latter two on small data on the CPU;
 - `adrop(...)`: the real command line in a subprocess, in the test's own folder;
-- `@pytest.mark.slow`: tests that start subprocesses or train on MNIST; `pytest -m "not slow"` is the fast loop.
+- `@pytest.mark.slow`: tests that start subprocesses or train on MNIST; `pytest -m "not slow"` is the fast loop;
+- MNIST where adrop finds it (`DATA`: $ADROP_DATA, else the checkout's data/); `needs_mnist()` skips a test without
+  it, naming where it looked, or fails it with ADROP_REQUIRE_MNIST=1 (CI: no test skips silently there).
 """
 import os
 import subprocess
@@ -23,7 +25,19 @@ settings.load_profile("adrop")
 schema.register()
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("ADROP_DATA") or ROOT / "data").resolve()  # data.root's default, as adrop train has it
+NEEDED = []  # the tests that needed MNIST and did not find it
+
+
+def needs_mnist() -> Path:
+    """The data root holding MNIST/raw/; a test without it is skipped (failed with ADROP_REQUIRE_MNIST=1)."""
+    if not (DATA / "MNIST" / "raw").exists():
+        why = f"MNIST not found under {DATA} (set ADROP_DATA to a folder holding MNIST/raw/)"
+        if os.environ.get("ADROP_REQUIRE_MNIST") == "1":
+            pytest.fail(why + "; ADROP_REQUIRE_MNIST=1 makes this a failure")
+        NEEDED.append(why)
+        pytest.skip(why)
+    return DATA
 
 
 def compose_config(*overrides):
@@ -54,9 +68,8 @@ def synthetic():
 
 @pytest.fixture(scope="session")
 def mnist():
-    """The first 1,024 MNIST training examples from ../shared/data (skipped where it is missing)."""
-    if not (DATA / "MNIST" / "raw").exists():
-        pytest.skip("MNIST not found at ../shared/data")
+    """The first 1,024 MNIST training examples (skipped where MNIST is missing: needs_mnist)."""
+    needs_mnist()
     return lambda *overrides: compose_config(f"data.root={DATA}", "data.train_limit=1024", "data.download=false",
                                              "device=cpu", "progress=never", *overrides)
 
@@ -78,3 +91,8 @@ def pytest_terminal_summary(terminalreporter):
     import torch
 
     terminalreporter.write_line(f"torch {torch.__version__}, CUDA {'yes' if torch.cuda.is_available() else 'no'}")
+    if NEEDED:
+        terminalreporter.write_line(f"{len(NEEDED)} tests skipped: {NEEDED[0]}")
+    else:
+        found = (DATA / "MNIST" / "raw").exists()
+        terminalreporter.write_line(f"MNIST: {DATA}" + ("" if found else " (not there; no test run needed it)"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, needs_mnist
 
 SCRIPT = ROOT / "scripts" / "bench_authors.py"
 sys.path.insert(0, str(SCRIPT.parent))  # the script imports bench_train beside it
@@ -60,8 +60,7 @@ def test_a_checkout_without_the_notebook_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_adrop_contenders_time_an_epoch_each(tmp_path):
-    if not (DATA / "MNIST" / "raw").exists():
-        pytest.skip("MNIST not found at ../shared/data")
+    needs_mnist()
     out = run("--data", str(DATA), "--train-limit", "256", "--rounds", "1", "--folder", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     rows = {line.split()[1]: line.split() for line in out.stdout.splitlines() if line.startswith("adrop ")}

@@ -15,10 +15,17 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import DATA
+from conftest import DATA, needs_mnist as mnist_or_skip
 
 SMALL = [f"data.root={DATA}", "data.download=false", "data.train_limit=256", "progress=never", "device=cpu"]
-needs_mnist = pytest.mark.skipif(not (DATA / "MNIST" / "raw").exists(), reason="MNIST not found at ../shared/data")
+
+
+@pytest.fixture
+def mnist_found():
+    mnist_or_skip()
+
+
+needs_mnist = pytest.mark.usefixtures("mnist_found")
 
 
 def launcher_installed(name):

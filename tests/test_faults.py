@@ -37,7 +37,7 @@ from adrop import cli, interrupts
 from adrop.train import app, run_files
 from adrop.train.settings import TrainError, resolve
 
-from conftest import DATA
+from conftest import DATA, needs_mnist
 from engines import one
 
 SMALL = ("dataset=synthetic", "model=mlp", "device=cpu")
@@ -147,8 +147,7 @@ def test_an_interrupted_stacked_sweep_marks_its_unfinished_jobs_and_no_other_fol
 
 
 def test_a_truncated_data_file_is_named(config, tmp_path):
-    if not (DATA / "MNIST" / "raw").exists():
-        pytest.skip("MNIST not found at ../shared/data")
+    needs_mnist()
     raw = tmp_path / "MNIST" / "raw"
     raw.mkdir(parents=True)
     for path in (DATA / "MNIST" / "raw").iterdir():

@@ -89,3 +89,20 @@ def test_the_cache_follows_the_sources(tmp_path, monkeypatch, cache_folder):
     written.write_text("{not json")
     assert help_page.method_params() == own and json.loads(written.read_text()) == help_page.described_params()
     assert [p.name for p in written.parent.iterdir()] == [written.name]  # no temporary file left
+
+
+@pytest.mark.slow
+def test_tab_completion_as_hydras_bash_script_installs_and_runs_it(tmp_path):
+    """`eval "$(adrop train -sc install=bash)"`, then the completion of a half-typed override: the script asks
+    `adrop -sc query=bash` about the line `adrop train method=lo`."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    script = ('eval "$(adrop train -sc install=bash)"; COMP_LINE="adrop train method=lo"; COMP_POINT=${#COMP_LINE}; '
+              'COMP_WORDS=(adrop train method=lo); COMP_CWORD=2; hydra_bash_completion; echo "${COMPREPLY[@]}"')
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert out.stdout.split() == ["method=logsum"], out.stderr

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import DATA, needs_mnist
 from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 
 
 def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -34,8 +34,7 @@ def test_search_overrides_other_than_the_sweepers_are_refused(tmp_path):
 
 @pytest.mark.slow
 def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path):
-    if not (DATA / "MNIST" / "raw").exists():
-        pytest.skip("MNIST not found at ../shared/data")
+    needs_mnist()
     # 1,024 examples: 10 epochs of 8 steps, a network that barely learns (MAX_VAL_ERROR=1 takes it); a wide tolerance
     # so that the search lands
     done = matched(tmp_path, "data.train_limit=1024", "data.download=false", MAX_VAL_ERROR="1",

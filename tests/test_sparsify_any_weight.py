@@ -177,3 +177,25 @@ def test_a_tied_weight_is_refused_before_anything_is_converted():
                                             r"pass exclude=\['1', '0'\]"):
         adrop.sparsify(tied, "logsum")
     assert type(tied[1]) is nn.Linear and not parametrize.is_parametrized(tied[0])
+
+
+@pytest.mark.slow
+def test_a_sparsified_vit_stripped_exports_to_onnx_with_its_logits():
+    """torch.onnx (torch.export, as adrop export uses it) of the stripped ViT; onnxruntime computes its logits."""
+    import warnings
+
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    net, sp = trained(TinyViT, "magnitude_pruning", include=["cls", "pos"], final_sparsity=0.5)
+    net.eval()
+    plain = adrop.strip(net)
+    assert 0 < float((plain.encoder.layers[0].self_attn.in_proj_weight == 0).float().mean()) < 1
+    x = torch.randn(5, 1, 8, 8, generator=torch.Generator().manual_seed(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(plain, (x,), input_names=["x"], output_names=["logits"],
+                                    dynamic_shapes={"x": {0: torch.export.Dim("n")}}, dynamo=True, verbose=False)
+    session = ort.InferenceSession(program.model_proto.SerializeToString())
+    with torch.no_grad():
+        expected = plain(x).numpy()
+    assert np.allclose(session.run(None, {"x": x.numpy()})[0], expected, atol=1e-5)

@@ -238,11 +238,10 @@ def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
 def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensors(config):
     """A sweep's jobs in one process decode MNIST once (adrop.train.data's cache); what a run changes in its own
     tensors does not reach the next run's."""
-    from conftest import DATA
+    from conftest import DATA, needs_mnist
     from adrop.train import data
 
-    if not (DATA / "MNIST" / "raw").exists():
-        pytest.skip("MNIST not found at ../shared/data")
+    needs_mnist()
     cfg = config(f"data.root={DATA}", "data.download=false")
     first = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
     tensors = lambda d: (d.train.x, d.val.x, d.test.x, d.train.y, d.val.y, d.test.y)  # noqa: E731
@@ -258,11 +257,10 @@ def test_the_idx_reader_reads_what_torchvision_reads():
     """adrop.train.data reads MNIST's idx files itself (torchvision only downloads): the same images and labels."""
     import torchvision
 
-    from conftest import DATA
+    from conftest import DATA, needs_mnist
     from adrop.train import data
 
-    if not (DATA / "MNIST" / "raw").exists():
-        pytest.skip("MNIST not found at ../shared/data")
+    needs_mnist()
     theirs = torchvision.datasets.MNIST(str(DATA), train=False, download=False)
     raw = DATA / "MNIST" / "raw"
     assert torch.equal(data.read_idx(raw / "t10k-images-idx3-ubyte"), theirs.data)

@@ -33,6 +33,10 @@ from .errors import brief
 from .stacking import Stacked, needs_stacking, owns_tensors
 
 
+IN_YOUR_LOOP = ("adrop.sparsify trains every weight of it (attention, embeddings, a class token) in your own loop: "
+                "docs/guide.md, \"Your loop\"")
+
+
 class NetworkError(ValueError):
     """A network that cannot be trained; the message names the cause (one line)."""
 
@@ -106,9 +110,9 @@ def convert(module: nn.Module, method, configs: int | None, prefix: str = "") ->
         inside = [p for p, m in child.named_modules() if p and (owns_tensors(m) or sparse_kind(m))]
         if inside:
             raise NetworkError(f"{path} ({type(child).__name__}) holds parameters of its own and modules with "
-                               f"their own ({path}.{inside[0]}): adrop trains only networks whose Linear and "
+                               f"their own ({path}.{inside[0]}): adrop train trains only networks whose Linear and "
                                "Conv2d layers are modules it can replace and whose other tensors sit in modules "
-                               "without such children")
+                               f"without such children; {IN_YOUR_LOOP}")
         if configs is not None:
             setattr(parent, path.rsplit(".", 1)[-1], Stacked(child, configs))
         return True
@@ -136,7 +140,8 @@ class Network:
         if owns_tensors(module):
             names = [n for n, _ in module.named_parameters(recurse=False)]
             raise NetworkError(f"{type(module).__name__} holds parameters of its own ({', '.join(names) or 'buffers'})"
-                               ": adrop trains networks whose tensors all sit in submodules (put them in one)")
+                               ": adrop train trains networks whose tensors all sit in submodules (put them in one); "
+                               + IN_YOUR_LOOP)
         sizes = {name: p.numel() for name, p in module.named_parameters()}  # the user's module, before conversion
         found = convert(module, method, configs)
         if not found:
