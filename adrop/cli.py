@@ -51,8 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command in ("-sc", "--shell-completion"):  # Hydra's completion script asks the program itself: `adrop train`'s
+        if not completing_train():  # the command's name being typed: the commands; another's arguments: nothing
+            words = (os.environ.get("COMP_LINE") or "").split(" ")
+            if len(words) == 2:
+                print(" ".join(c for c in COMMANDS if c.startswith(words[1])))
+            return 0
         command, rest = "train", argv
-        completing_train()
     if command not in COMMANDS:
         print(f"adrop: unknown command {command!r}; valid commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
@@ -68,16 +72,21 @@ def main(argv: list[str] | None = None) -> int:
             raise
 
 
-def completing_train() -> None:
-    """The line Hydra's bash completion completes, as `adrop train`'s app reads it: without the word `train` (Hydra
-    takes the first word for the program and every other for an override)."""
+def completing_train() -> bool:
+    """Whether Hydra's completion (-sc) is for `adrop train`: installing it, or completing a line `adrop train ...`,
+    then made what `adrop train`'s app reads, without the word `train` (Hydra takes the first word for the program
+    and every other for an override)."""
     line, point = os.environ.get("COMP_LINE"), os.environ.get("COMP_POINT")
-    words = (line or "").split(" ")
-    if len(words) > 1 and words[1] == "train":
-        cut = len(words[0]) + 1 + len("train ")
-        os.environ["COMP_LINE"] = words[0] + " " + line[cut:]
-        if point and point.isdigit():
-            os.environ["COMP_POINT"] = str(max(len(words[0]) + 1, int(point) - len("train ")))
+    if line is None:  # install=bash, uninstall=bash
+        return True
+    words = line.split(" ")
+    if len(words) < 3 or words[1] != "train":  # still typing the command's name, or another command's arguments
+        return False
+    cut = len(words[0]) + 1 + len("train ")
+    os.environ["COMP_LINE"] = words[0] + " " + line[cut:]
+    if point and point.isdigit():
+        os.environ["COMP_POINT"] = str(max(len(words[0]) + 1, int(point) - len("train ")))
+    return True
 
 
 def entry() -> None:

@@ -20,13 +20,13 @@ STOPS: list = []  # the signals that reached this command while recorded() was i
 SAID: list = []   # not empty once said() has said a stop: the process then ends at once (exit_now)
 
 
-DEFERRED: list = []  # not empty inside deferred(): a stop is remembered, and raised when the block ends
+DEFERRED: list = []  # inside deferred(): len(STOPS) as it began; a first stop is remembered, raised when it ends
 
 
 def record(signum, frame) -> None:
     """The handler of SIGINT and SIGTERM: Python's own for SIGINT (KeyboardInterrupt), remembering which arrived."""
     STOPS.append(signum)
-    if not DEFERRED:
+    if not DEFERRED or len(STOPS) - DEFERRED[-1] > 1:  # a second stop while deferred: at once (an import that hangs)
         raise KeyboardInterrupt
 
 
@@ -34,9 +34,9 @@ def record(signum, frame) -> None:
 def deferred():
     """A stop inside the block is raised when the block ends, not where it lands. For torch's import: a
     KeyboardInterrupt raised inside its C++ initialisers (pybind11) aborts the process (SIGABRT) instead of
-    unwinding. The stop waits for the import, a few seconds at most."""
+    unwinding. The stop waits for the import, a few seconds at most; a second stop does not wait."""
     before = len(STOPS)
-    DEFERRED.append(True)
+    DEFERRED.append(before)
     try:
         yield
     finally:

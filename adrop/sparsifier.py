@@ -197,6 +197,12 @@ class Sparsifier:
         for layer in layers:
             layer.eval_lam = self.lam  # eval mode: the effective weight (keep rule and gates folded in)
         self._pre = model.register_forward_pre_hook(self._before_forward)
+        self._caching = []  # parametrize.cached() contexts open during the model's forward
+        if any(isinstance(layer, SparseParameter) for layer in layers):  # one draw per forward, however often read
+            self._cache_hooks = [model.register_forward_pre_hook(self._open_cache),
+                                 model.register_forward_hook(self._close_cache, always_call=True)]
+        else:
+            self._cache_hooks = []
         self._seen = {name: layer.register_forward_hook(self._count_positions(name))  # a product's layers
                       for name, layer in zip(names, layers) if not isinstance(layer, SparseParameter)}
         self.method.start(layers)
@@ -263,6 +269,19 @@ class Sparsifier:
             raise SparsifyError(f"method {self.method.name!r} works around each optimizer step, and the weights "
                                 "changed without it: call sp.attach(optimizer) before training")
         self.method.before_step(self.steps, self.lam)
+
+    def _open_cache(self, module, args):
+        """A parametrized tensor read several times in one forward pass (torch's attention reads its projections
+        for its fast-path checks, then uses them) is computed once: one draw of the method's noise."""
+        from torch.nn.utils import parametrize
+
+        context = parametrize.cached()
+        context.__enter__()
+        self._caching.append(context)
+
+    def _close_cache(self, module, args, out):
+        if self._caching:
+            self._caching.pop().__exit__(None, None, None)
 
     def _count_positions(self, name: str):
         """A forward hook that records, once, how many times the layer's weights act per example (a conv's output
@@ -355,7 +374,7 @@ class Sparsifier:
         """The model back as plain modules (see adrop.strip); the Sparsifier is done with it."""
         self.detach()
         self._pre.remove()
-        for handle in self._seen.values():
+        for handle in [*self._cache_hooks, *self._seen.values()]:
             handle.remove()
         return strip(self.model, self)
 
@@ -397,13 +416,19 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
                             "optimizer steps it lasts)")
     fused = [path for path, m in model.named_modules() if isinstance(m, FUSED)]
     under_fused = (lambda path: any(path.startswith(f + ".") for f in fused))
-    swapped = [path for path, m in model.named_modules() if sparse_kind(m) is not None and not under_fused(path)]
+    # every path of a Linear or Conv2d (one module reachable at two is a tie, refused below)
+    swapped = [path for path, m in model.named_modules(remove_duplicate=False)
+               if sparse_kind(m) is not None and not under_fused(path)]
     tensors = {name: (host, t) for name, host, t in weight_tensors(model)}
     # each tensor's parameter path: a module's weight named by module path, another tensor by its own path
     weight_of = {name: (name if name.endswith("." + t) else f"{name}.weight") for name, (host, t) in tensors.items()}
     for path, host, t in included_tensors(model, list(include)):
         if path in weight_of.values() or (path.endswith(".weight") and path[:-len(".weight")] in swapped):
             continue  # selected already
+        if path.rpartition(".")[0] in swapped:
+            raise SparsifyError(f"include={path!r}: {path.rpartition('.')[0]} ({type(host).__name__}) becomes a "
+                                "sparse layer of its own, whose weight the method trains; include names other "
+                                "tensors (its bias trains densely)")
         tensors[path], weight_of[path] = (host, t), path
     found = swapped + list(tensors)
     paths = [n for n, _ in model.named_modules() if n] + [n for n, _ in model.named_parameters()]
@@ -411,7 +436,9 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
     if unmatched:
         raise SparsifyError(f"exclude={unmatched[0]!r} names no module or tensor of {type(model).__name__} (its "
                             f"weights: {', '.join(sorted(found)) or 'none'})")
-    skip = (lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns))
+    matches = (lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns))
+    # a name is excluded by its own path or its tensor's (`fc` or `fc.weight`, `attn.in_proj_weight`)
+    skip = (lambda name: matches(name) or matches(f"{name}.weight" if name in swapped else weight_of[name]))
     chosen = [p for p in found if not skip(p)]
     if not chosen:
         raise SparsifyError(f"{type(model).__name__} has no nn.Linear or nn.Conv2d for a method to sparsify"
@@ -440,7 +467,7 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
                             f"{', '.join(sorted(chosen))}")
     order = {name: i for i, (name, _) in enumerate(model.named_parameters())}
     # no partial conversion: every check above came first
-    converted = convert(model, runs, skip=lambda path: skip(path) or under_fused(path))
+    converted = convert(model, runs, skip=lambda path: under_fused(path) or matches(path) or matches(f"{path}.weight"))
     converted += [(name, SparseParameter(*tensors[name], runs).register()) for name in chosen if name in tensors]
     converted.sort(key=lambda item: order[item[0] + ".weight" if item[0] in swapped else weight_of[item[0]]])
     for name, layer in converted:

@@ -540,3 +540,28 @@ def test_exit_0_two_identical_sweeps_into_one_folder_share_the_jobs(tmp_path):
     assert re.search(r"seed_[01]: held by another command, which is training it", second.stdout), second.stdout
     summaries = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text()) for s in (0, 1)]
     assert [s["status"] for s in summaries] == ["completed", "completed"]
+
+
+def test_a_stop_while_torch_imports_waits_for_the_import_and_a_second_does_not():
+    def stop_during_the_block(stops):
+        reached_the_end = False
+        with interrupts.deferred():
+            for _ in range(stops):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs between bytecodes
+            reached_the_end = True
+        return reached_the_end
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's, as in a terminal
+    try:
+        with interrupts.recorded():
+            with pytest.raises(KeyboardInterrupt):
+                stop_during_the_block(1)
+            assert interrupts.STOPS == [signal.SIGINT]  # raised once the block (the import) ended
+        with interrupts.recorded():
+            ended = []
+            with pytest.raises(KeyboardInterrupt):
+                ended.append(stop_during_the_block(2))
+            assert ended == [] and interrupts.STOPS == [signal.SIGINT] * 2  # the second at once, inside the block
+    finally:
+        signal.signal(signal.SIGINT, before)

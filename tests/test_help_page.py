@@ -101,8 +101,16 @@ def test_tab_completion_as_hydras_bash_script_installs_and_runs_it(tmp_path):
 
     if shutil.which("bash") is None:
         pytest.skip("no bash")
-    script = ('eval "$(adrop train -sc install=bash)"; COMP_LINE="adrop train method=lo"; COMP_POINT=${#COMP_LINE}; '
-              'COMP_WORDS=(adrop train method=lo); COMP_CWORD=2; hydra_bash_completion; echo "${COMPREPLY[@]}"')
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+
+    def completed(line: str, word: int) -> subprocess.CompletedProcess:
+        script = (f'eval "$(adrop train -sc install=bash)"; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
+                  f'COMP_WORDS=({line}); COMP_CWORD={word}; hydra_bash_completion; echo "${{COMPREPLY[@]}}"')
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env,
+                              timeout=120)
+
+    out = completed("adrop train method=lo", 2)
     assert out.stdout.split() == ["method=logsum"], out.stderr
+    assert completed("adrop tr", 1).stdout.split() == ["train"]  # the command's name
+    other = completed("adrop report ru", 2)  # another command's arguments: nothing offered, nothing said
+    assert other.stdout.split() == [] and other.stderr == ""

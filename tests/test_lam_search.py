@@ -464,3 +464,15 @@ def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_pa
     collapsed = [r for r in own if r["status"] == "collapsed"]
     assert collapsed and all(float(r["lam"]) > 5 for r in collapsed) and "error" not in other.stderr
     assert "the network collapsed: layer" in other.stdout and "(lam_search takes it as keeping nothing)" in other.stdout
+
+
+@pytest.mark.slow
+def test_a_search_whose_full_runs_all_collapsed_says_so_in_its_last_line(adrop, tmp_path):
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.4",
+                "hydra.sweeper.lam_range=[6,50]", "hydra.sweeper.max_runs=4", "hydra.sweeper.short_epochs=1", *SMALL,
+                "method=logsum", "hydra.sweep.dir=sweep")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert {r["status"] for r in rows(tmp_path / "sweep")} == {"collapsed"}
+    assert out.stderr.strip().splitlines()[-1].endswith(
+        "(every full run's network collapsed (4, the lowest lam 6): the target lies below; search again with a "
+        f"lower lam_range (see search.csv)) (see {tmp_path / 'sweep'})")

@@ -199,3 +199,30 @@ def test_a_sparsified_vit_stripped_exports_to_onnx_with_its_logits():
     with torch.no_grad():
         expected = plain(x).numpy()
     assert np.allclose(session.run(None, {"x": x.numpy()})[0], expected, atol=1e-5)
+
+
+def test_exclude_by_tensor_path_include_inside_a_layer_and_a_module_at_two_paths():
+    torch.manual_seed(0)
+    net = TinyGPT()
+    sp = adrop.sparsify(net, "logsum", exclude=["head.weight", "tok.weight"])
+    assert "head" not in sp.names and "tok" not in sp.names and type(net.head) is nn.Linear
+    with pytest.raises(SparsifyError, match=r"^include='head.bias': head \(Linear\) becomes a sparse layer of its own"):
+        adrop.sparsify(TinyGPT(), "logsum", include=["head.bias"])
+    shared = nn.Linear(4, 4)
+    twice = nn.ModuleDict({"a": shared, "seq": nn.Sequential(shared, nn.ReLU())})
+    with pytest.raises(SparsifyError, match=r"^seq.0's weight is tied to a's: converting it would untie them"):
+        adrop.sparsify(twice, "logsum", exclude=["a"])
+    assert twice["seq"][0] is twice["a"] and type(shared) is nn.Linear  # nothing converted
+
+
+def test_one_draw_of_noise_per_forward_however_often_attention_reads_its_weights(monkeypatch):
+    torch.manual_seed(0)
+    net = TinyViT()
+    sp = adrop.sparsify(net, "hard_concrete")
+    draws = []
+    sample = type(sp.method).weight_sample
+    monkeypatch.setattr(type(sp.method), "weight_sample", lambda self, layer: draws.append(layer) or sample(self, layer))
+    x, _ = batch(net, 0)
+    first = net(x)
+    assert len(draws) == len(sp.layers) and len({id(layer) for layer in draws}) == len(sp.layers)
+    assert not torch.equal(net(x), first) and len(draws) == 2 * len(sp.layers)  # the next forward draws anew

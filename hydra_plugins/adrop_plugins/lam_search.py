@@ -279,7 +279,9 @@ class LamSearchSweeper(BasicSweeper):
                 plan, folder = plans[i], sweep_outcomes.folder_of(ret)
                 summary = read_summary(folder)
                 returned = ret._return_value  # (nonzero, val_error) when this job completed here; why not, else
-                collapsed = not isinstance(returned, tuple) and summary.get("collapsed") is True
+                # its own run failed as collapsed (not a job refused over a folder holding another collapsed run)
+                collapsed = (isinstance(returned, str) and returned.startswith("failed:")
+                             and summary.get("collapsed") is True)
                 if collapsed:  # a lam too large: its network keeps nothing of use, a bracket's end all the same
                     summary = {**summary, "status": "collapsed"}
                     sweep_outcomes.SWEEP.setdefault("collapsed", set()).add(os.path.abspath(folder))
@@ -356,7 +358,7 @@ class LamSearchSweeper(BasicSweeper):
             cost = (f"{len(runs)} runs ({len(runs) - len([r for r in runs if r['epochs'] == plan.epochs])} short), "
                     f"{seconds:.1f} s of training" + (f"; {len(every) - len(runs)} runs reused" if
                                                       len(every) > len(runs) else ""))
-            if not plan.full:
+            if not [t for t in plan.full if t[2].get("status") != "collapsed"]:  # none completed
                 why = self.why_no_full_run(plan, runs)
                 unmet.append(f"{name} ({why})")
                 budget |= why.endswith(("max_runs)", "rounds)"))
@@ -423,6 +425,10 @@ class LamSearchSweeper(BasicSweeper):
                     "adrop counts for chains of layers: model=mlp, lenet_300_100, lenet5 and the like); search "
                     "target_nonzero")
         full = [r for r in runs if r["epochs"] == plan.epochs]
+        if full and all(r["status"] == "collapsed" for r in full):
+            lowest = min(float(r["lam"]) for r in full)
+            return (f"every full run's network collapsed ({len(full)}, the lowest lam {lowest:.4g}): the target lies "
+                    f"below; search again with a lower lam_range (see {SEARCH_CSV})")
         if full:
             ended = sorted({str(r["status"]) for r in full})
             return f"no full run completed ({len(full)} launched: {', '.join(ended)}; see {SEARCH_CSV})"
