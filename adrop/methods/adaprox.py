@@ -31,8 +31,8 @@ from .eta_hat_layer import EtaHatMethod, PenaltyParams
 
 @dataclass
 class AdaProxParams(PenaltyParams):
-    authors_keep_rule: bool = False
-    authors_validation_prox: bool = False
+    authors_keep_rule: bool = False        # count kept weights as the authors' code does (alpha before the prox)
+    authors_validation_prox: bool = False  # repeat the prox once per validation batch after each epoch (theirs)
 
 
 @register

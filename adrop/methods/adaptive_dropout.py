@@ -39,8 +39,8 @@ MASKS = ("bernoulli", "gaussian")
 
 @dataclass
 class AdaptiveDropoutParams(PenaltyParams):
-    mask: str = "bernoulli"
-    additive: bool = True
+    mask: str = "bernoulli"   # bernoulli: s = Bernoulli(alpha) / alpha; gaussian: s ~ N(1, 1/alpha - 1)
+    additive: bool = True     # Algorithm 1: noise w + (s - 1) w.detach() and a Tikhonov prox; false: s * w
 
     def __post_init__(self):
         if self.mask not in MASKS:

@@ -21,7 +21,7 @@ AUTHORS_ALPHA_MIN = 1e-3
 
 @dataclass
 class AdaTikhonovParams(PenaltyParams):
-    authors_alpha_clamp: bool = False
+    authors_alpha_clamp: bool = False  # the authors' term: alpha clamped at 1e-3, starting at 1 (per weight only)
 
 
 @register

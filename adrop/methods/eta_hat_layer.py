@@ -21,7 +21,7 @@ from .base import Method
 
 @dataclass
 class PenaltyParams:
-    penalty: str = "logsum"
+    penalty: str = "logsum"   # the penalty Omega whose eta_hat the method uses (`adrop penalty --list`)
     penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
 
 

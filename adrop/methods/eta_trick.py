@@ -28,10 +28,10 @@ from .eta_hat_layer import PenaltyParams, group_lam, group_weight
 
 @dataclass
 class EtaTrickParams(PenaltyParams):
-    init_log_eta: float = 5.0
-    log_eta_weight: float = 1e-3
-    authors_dual: bool = False
-    authors_extra_term: bool = False
+    init_log_eta: float = 5.0          # log eta_bar at the start (eta = lam exp(log_eta_bar)), the paper's 5
+    log_eta_weight: float = 1e-3       # c, the pull lam c sum log(eta / lam) that makes eta follow w to sparsity
+    authors_dual: bool = False         # the authors' dual of LogSum (a weaker penalty than the paper's)
+    authors_extra_term: bool = False   # the authors' pull lam/2 c sum log eta_bar (the paper's: lam c ...)
 
 
 @register

@@ -23,11 +23,11 @@ from .base import Method, noise, register
 
 @dataclass
 class HardConcreteParams:
-    beta: float = 2.0 / 3.0
-    gamma: float = -0.1
-    zeta: float = 1.1
-    init_drop: float = 0.5
-    log_a_min: float = math.log(0.01)
+    beta: float = 2.0 / 3.0            # the gates' temperature (Louizos et al.)
+    gamma: float = -0.1                # the stretch's lower end
+    zeta: float = 1.1                  # the stretch's upper end
+    init_drop: float = 0.5             # the gates' drop rate at the start: log a = log((1 - p) / p)
+    log_a_min: float = math.log(0.01)  # log a clamped to [log_a_min, log_a_max], as in Louizos et al.'s code
     log_a_max: float = math.log(100.0)
 
 

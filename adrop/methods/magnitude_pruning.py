@@ -32,8 +32,8 @@ from .base import Method, register
 
 @dataclass
 class PruningParams:
-    final_sparsity: float = 0.98
-    initial_sparsity: float = 0.0
+    final_sparsity: float = 0.98   # the fraction of weights (of units' weights, structure=neuron) zeroed in the end
+    initial_sparsity: float = 0.0  # the cubic schedule's start
     start: float = 0.0        # fraction of training at which pruning starts
     end: float = 0.5          # ... and reaches final_sparsity
     frequency: int = 100      # steps between mask updates

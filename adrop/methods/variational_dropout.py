@@ -102,7 +102,7 @@ class AdditiveKL(torch.autograd.Function):
 class VarDropParams:
     init_log_alpha: float = -5.0       # log eta_bar = 5 as in the paper (vardrop_lr, vardrop)
     init_log_sigma2: float = -10.0     # Molchanov's initialisation (vardrop_lr_ar)
-    log_alpha_min: float = -10.0
+    log_alpha_min: float = -10.0       # log alpha clamped to [log_alpha_min, log_alpha_max] (Molchanov's [-8, 8])
     log_alpha_max: float = 10.0
     authors_clamp: bool = False        # the authors' clamps (module docstring)
     authors_init: bool = False         # the authors' initialisation: weights N(0, 0.02^2), biases 0

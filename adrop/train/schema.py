@@ -19,10 +19,10 @@ from omegaconf import MISSING, OmegaConf
 
 @dataclass
 class MethodConfig:
-    name: str = MISSING
+    name: str = MISSING       # the method (conf/method/<name>.yaml, adrop/methods/)
     lam: float = 0.0          # default lambda of this method (the paper's)
     lr: float = 1e-3          # default learning rate of this method (the paper's)
-    params: Dict[str, Any] = field(default_factory=dict)
+    params: Dict[str, Any] = field(default_factory=dict)  # the method's own parameters (below, per method)
 
 
 @dataclass
@@ -35,22 +35,22 @@ class DatasetConfig:
     # of the training examples (0 < val_size < 1) or a count (MNIST's 12000, the paper's split)
     val_size: Union[int, float] = 0.1
     test_size: int = 360      # digits: held out of its 1,797 images as the test set
-    split_seed: int = 42
+    split_seed: int = 42      # the random validation split's seed (the same split for every run's seed)
     mean: Any = None          # normalisation x = (x - mean) / std (x in [0, 1] for pixels): one number or one per
     std: Any = None           # channel; null: the data set's usual values, else computed on the training split
     classes: Optional[int] = None  # null: the labels' largest value + 1 (synthetic: how many to generate)
     augment: str = "none"     # crop_flip: random padded crops and horizontal flips of training images (CIFAR)
     # synthetic data only
-    features: int = 20
-    n_train: int = 2000
-    n_test: int = 500
-    separation: float = 2.0
+    features: int = 20        # input dimension
+    n_train: int = 2000       # training examples (validation taken from them)
+    n_test: int = 500         # test examples
+    separation: float = 2.0   # distance between the classes' means (larger: easier)
     image: Optional[List[int]] = None  # channels, height, width of image data (MNIST: [1, 28, 28]); null: flat vectors
 
 
 @dataclass
 class DataConfig:
-    root: str = "data"
+    root: str = "data"        # the folder holding the data (MNIST/raw/, ...): $ADROP_DATA, else data/
     train_limit: Optional[int] = None  # use only the first N training examples
     download: bool = True              # let torchvision download what is missing
 
@@ -74,7 +74,7 @@ class Config:
     lr: Optional[float] = None         # null: method.lr
     epochs: int = 10
     batch_size: int = 128
-    seed: int = 0
+    seed: int = 0                      # the network's initialisation, the noise and the batches' order
     device: str = "auto"               # auto | cpu | cuda | cuda:N
     schedule: str = "linear"           # linear: lr decays linearly to 0; constant; linear_per_epoch (the authors')
     decay_start: float = 0.0           # linear: the lr stays flat for this fraction of training, then decays to 0
@@ -82,7 +82,7 @@ class Config:
     #                                    weight in the loss is 0 before epoch a and ramps linearly to 1 at epoch b
     #                                    (the loss only: AdaProx's proximal step and the keep rules use the full lam)
     init_from: Optional[str] = None    # a finished run's folder (or weights.npz): start from its weights and biases
-    eval_batch_size: int = 8192
+    eval_batch_size: int = 8192        # examples per batch of evaluation (memory and speed)
     evaluate_unmasked: bool = False    # also record the final errors without the keep rule (test_error_unmasked,
     #                                    val_error_unmasked): how the authors' code evaluates all but VarDrop
     compile: bool = False              # torch.compile the training step's loss (optional; faster, not bitwise equal)
