@@ -26,7 +26,8 @@ COMMANDS = {
     "penalty": ("adrop.commands.penalty", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
     "train": ("adrop.commands.train", "train a network with a sparsification method (Hydra: key=value overrides, -m)"),
     "report": ("adrop.commands.report", "turn runs and sweeps into the paper's tables and figures"),
-    "export": ("adrop.commands.export", "a finished run's sparse network as CSR, a compact dense network or ONNX, checked"),
+    "export": ("adrop.commands.export",
+               "a finished run's sparse network as CSR, a compact dense network or ONNX, checked"),
     "bench-inference": ("adrop.commands.bench_inference", "measured inference speed of a run's dense and sparse forms"),
 }
 

@@ -90,8 +90,9 @@ def read(folder: Path) -> FinishedRun:
         weights = {n: (state[f"{n}.weight"].astype(np.float32),
                        state[f"{n}.bias"].astype(np.float32) if f"{n}.bias" in state else None) for n in names}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, or not an npz
-        raise ExportError(f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: "
-                          f"{str(err).splitlines()[0] if str(err) else 'truncated'}); the run must be trained again") from None
+        first = str(err).splitlines()[0] if str(err) else "truncated"
+        raise ExportError(f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: {first}); the run must "
+                          "be trained again") from None
     return FinishedRun(folder, summary, OmegaConf.load(config_path), names, weights, state)
 
 
@@ -303,7 +304,8 @@ def onnx_model(run: FinishedRun, image, compact: bool = True):
         last = i == len(names) - 1
         out = "logits" if last else f"{name}_out"
         if w.ndim == 4:
-            nodes += [helper.make_node("Conv", [x, const(f"{name}.weight", w), const(f"{name}.bias", b)], [f"{name}_c"]),
+            conv = [x, const(f"{name}.weight", w), const(f"{name}.bias", b)]
+            nodes += [helper.make_node("Conv", conv, [f"{name}_c"]),
                       helper.make_node("Relu", [f"{name}_c"], [f"{name}_r"]),
                       helper.make_node("MaxPool", [f"{name}_r"], [out], kernel_shape=[2, 2], strides=[2, 2])]
             x = out

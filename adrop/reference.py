@@ -177,10 +177,10 @@ def markdown() -> str:
     from adrop.train.schema import Config
 
     lines = ["# Reference", "",
-             "Generated from the code by `python -m adrop.reference > docs/reference.md` (a test checks it is current):",
-             "the keys of `adrop train` from its schema (adrop/train/schema.py), the options of each config group",
-             "from conf/, and each method's parameters from its Params dataclass (adrop/methods/). How to use them:",
-             "[the guide](guide.md).", "",
+             "Generated from the code by `python -m adrop.reference > docs/reference.md` (a test checks it is",
+             "current): the keys of `adrop train` from its schema (adrop/train/schema.py), the options of each",
+             "config group from conf/, and each method's parameters from its Params dataclass (adrop/methods/).",
+             "How to use them: [the guide](guide.md).", "",
              "## `adrop train` keys", "",
              "| key | type | default | meaning |", "|---|---|---|---|",
              *keys_table(Config, composed=composed_config()), "",

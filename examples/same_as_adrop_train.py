@@ -17,7 +17,8 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 import adrop
-from adrop.train import network as network_mod, schedules, schema
+from adrop.train import network as network_mod
+from adrop.train import schedules, schema
 from adrop.train.engine import Engine
 from adrop.train.runtime import reset_state
 from adrop.train.settings import resolve

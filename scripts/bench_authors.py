@@ -50,6 +50,7 @@ from torch.utils.data import Subset, TensorDataset
 
 from adrop.train.data import validation_split
 from adrop.train.settings import TrainError
+
 from bench_train import adrop_run  # scripts/ is on the path when this file runs
 
 BATCH = 128

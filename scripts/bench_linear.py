@@ -50,7 +50,8 @@ def main():
         print(f"{label:28s} {cpu:7.3f} {wall:7.3f} {int(r.history.iteration.iloc[-1]):6d} {np.count_nonzero(r.w):8d} "
               f"{cpu / sk_cpu:14.2f}")
         if name == "l1":
-            print(f"  l1: relative distance to scikit-learn's solution {np.linalg.norm(r.w - sk) / np.linalg.norm(sk):.1e}")
+            distance = np.linalg.norm(r.w - sk) / np.linalg.norm(sk)
+            print(f"  l1: relative distance to scikit-learn's solution {distance:.1e}")
 
 
 if __name__ == "__main__":

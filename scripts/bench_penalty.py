@@ -56,7 +56,8 @@ def main():
     t_quad = seconds(lambda: slow.omega_elementwise(x))
     agree = np.max(np.abs(vd.omega_elementwise(x) - slow.omega_elementwise(x)))
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
     print(f"import adrop.penalties            {import_s:8.3f} s")
     print(f"Figure 1 curves, cold (tables)    {cold:8.3f} s   ({len(table)} rows, {table.method.nunique()} methods)")
     print(f"Figure 1 curves, warm             {warm:8.3f} s")

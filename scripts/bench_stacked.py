@@ -18,9 +18,9 @@ and the ratios to `separate` (above 1: faster). Each measurement runs in its own
 median of --rounds timed epochs) so that its peak memory (resident set; CUDA: peak allocation) is its own. The
 training slice is the first --train-limit MNIST examples (the per-epoch times scale with it). --compile adds, for
 K = 1 and each K of --ks, the same stacks with compile=true (`stack K compiled`, `K x N compiled`: the loss, and
-Adam's update fused with the method's after_step, traced by torch.compile; its compilation in the warm-up epoch). A stack of conv nets
-(--model lenet5) computes each convolution as one grouped convolution (groups = K). --model custom --target
-<module.Class> measures a user's network (scripts/plain_networks.py holds LeNet-300-100 as an nn.Sequential).
+Adam's update fused with the method's after_step, traced by torch.compile; its compilation in the warm-up epoch). A
+stack of conv nets (--model lenet5) computes each convolution as one grouped convolution (groups = K). --model custom
+--target <module.Class> measures a user's network (scripts/plain_networks.py holds LeNet-300-100 as an nn.Sequential).
 With --previous REV every contender is also measured with the code of commit REV (a git worktree of it,
 scripts/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run of
 that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
@@ -138,7 +138,8 @@ def main():
         return
     cores = os.cpu_count() or 1
     print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
-          f"model {args.model}{' ' + args.target if args.target else ''}, batch 128, first {args.train_limit} MNIST examples, median of {args.rounds} epochs "
+          f"model {args.model}{' ' + args.target if args.target else ''}, batch 128, first {args.train_limit} MNIST "
+          f"examples, median of {args.rounds} epochs "
           "after a warm-up")
     header = f"{'method':<18}{'contender':<26}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)

@@ -25,10 +25,11 @@ With --neuron, each method also trains with structure=neuron (`adrop <m> (neuron
 gate or noise per unit), beside its per-weight form.
 With --model lenet5 the network is LeNet-5-Caffe for adrop and for the usual loop (nn.Sequential of Conv2d,
 ReLU, MaxPool2d, Linear); the matmul floor and the arithmetic limit are then not printed (they count LeNet-300-100's
-products). With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the warm-up).
+products). With --compile, each method also runs with compile=true (torch.compile; its compile time falls in the
+warm-up).
 Also printed: the FLOPs of an epoch (FLOPS_PER_EXAMPLE * 48,000: forward and weight gradient of the three matmuls,
-and the input gradients of the second and third layer; the first layer's input gradient is never computed), the rate of a
-large float32 matrix product on the same device, the fraction of that rate each contender reaches, the time of one
+and the input gradients of the second and third layer; the first layer's input gradient is never computed), the rate
+of a large float32 matrix product on the same device, the fraction of that rate each contender reaches, the time of one
 masked evaluation of the 12k validation set, and memory (CUDA: each contender's peak allocation; CPU: its training
 state, i.e. parameters, gradients, Adam's two moments and buffers; the data, 188 MB of float32 for all MNIST, is
 shared by all and the same for the usual loop's decoded dataset).
@@ -46,11 +47,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import previous_tree  # scripts/ is on the path when this file runs
 import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_module
-
-import previous_tree  # scripts/ is on the path when this file runs
 
 BATCH = 128
 LAYERS = [(784, 300), (300, 100), (100, 10)]
@@ -136,9 +136,9 @@ class LibraryLoop:
     (LambdaLR), the method's penalty added to the loss and its hooks attached to the optimizer."""
 
     def __init__(self, run):
-        import adrop
         from omegaconf import OmegaConf
 
+        import adrop
         from adrop.train import network as network_mod
 
         cfg, self.data = run.cfg, run.data
@@ -363,7 +363,8 @@ def main():
     limit = flops / rate if lenet300 else float("nan")
     med = {name: statistics.median(v) for name, v in times.items()}
     dense_s, usual_s = med["adrop dense"], med["usual loop"]
-    name_dev = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    name_dev = (torch.cuda.get_device_name(device) if device.type == "cuda"
+                else (platform.processor() or platform.machine()))
     print(f"device: {device} ({name_dev}), {os.cpu_count()} CPU cores, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}")
     if lenet300:
@@ -371,12 +372,14 @@ def main():
               f"{rate / 1e9:.1f} GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch")
     else:
         print(f"epoch: 48,000 examples, batch {BATCH}, model {args.model} (no arithmetic limit computed)")
-    print(f"{'contender':32s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  memory")
+    print(f"{'contender':32s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  "
+          "memory")
     for name in contenders:
         s = med[name]
         vs_limit = f"{s / limit:8.2f} {100 * limit / s:8.1f}%" if lenet300 else f"{'-':>8s} {'-':>9s}"
         print(f"{name:32s} {s:8.3f} {s / dense_s:8.2f} {s / usual_s:8.3f} {vs_limit}  {memory[name]}")
-    print(f"masked evaluation of the 12k validation set: {eval_s:.3f} s ({100 * eval_s / dense_s:.1f}% of a dense epoch)")
+    print(f"masked evaluation of the 12k validation set: {eval_s:.3f} s "
+          f"({100 * eval_s / dense_s:.1f}% of a dense epoch)")
     for m in sparsify_ms:
         ratio = med[f"library {m}"] / med[f"adrop {m}"]
         print(f"library {m}: {ratio:.3f} x adrop's epoch; adrop.sparsify on {args.model}: {sparsify_ms[m]:.1f} ms")

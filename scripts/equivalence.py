@@ -21,9 +21,10 @@ existing files):
                    |A and B| / |A or B|, and the overlap two independent draws of those sizes would have on average
                    (pa pb / (pa + pb - pa pb)), for scale
 
-Prints the page's two tables in markdown (mean ± std over seeds). The margin is in test error (0.001 is 0.1 points). --pool adds the per-seed rows of an earlier --out folder (its
-differences.csv and jaccard.csv) to the new runs' before the tests, so seeds trained in separate batches (whose run
-folders are gone) are tested together; a seed of a group found twice is refused.
+Prints the page's two tables in markdown (mean ± std over seeds). The margin is in test error (0.001 is 0.1 points).
+--pool adds the per-seed rows of an earlier --out folder (its differences.csv and jaccard.csv) to the new runs' before
+the tests, so seeds trained in separate batches (whose run folders are gone) are tested together; a seed of a group
+found twice is refused.
 """
 from __future__ import annotations
 
@@ -165,7 +166,8 @@ def markdown(differences: pd.DataFrame, summary: pd.DataFrame, overlaps: pd.Data
     for _, r in summary.iterrows():
         d = differences[differences.group == r.group]
         lines.append(f"| {r.group} | {r.n} | {pm(d.test_error_other, 100)} | {pm(d.test_error_reference, 100)} | "
-                     f"{100 * r['mean']:+.2f} ± {100 * r['std']:.2f} | [{100 * r.ci95_low:+.2f}, {100 * r.ci95_high:+.2f}] "
+                     f"{100 * r['mean']:+.2f} ± {100 * r['std']:.2f} | "
+                     f"[{100 * r.ci95_low:+.2f}, {100 * r.ci95_high:+.2f}] "
                      f"| [{100 * r.ci90_low:+.2f}, {100 * r.ci90_high:+.2f}] | {r.p_tost:.3f} | "
                      f"{100 * r.smallest_margin:.2f} |")
     layers = sorted(set(overlaps.layer))
@@ -185,7 +187,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sweeps", type=Path, nargs="+")
     parser.add_argument("--reference", required=True, help="the label (or method) of the reference group")
-    parser.add_argument("--margin", type=float, default=0.001, help="equivalence margin in test error (0.001: 0.1 points)")
+    parser.add_argument("--margin", type=float, default=0.001,
+                        help="equivalence margin in test error (0.001: 0.1 points)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--pool", type=Path, action="append", default=[], metavar="EARLIER_OUT",
                         help="an earlier --out folder whose per-seed rows join the new runs' (repeatable)")

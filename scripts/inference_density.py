@@ -44,7 +44,8 @@ def main():
     runs = []
     for density in (float(d) for d in args.densities.split(",")):
         with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-            cfg = compose("config", overrides=["method=magnitude_pruning", f"method.params.final_sparsity={1 - density}",
+            cfg = compose("config", overrides=["method=magnitude_pruning",
+                                               f"method.params.final_sparsity={1 - density}",
                                                f"epochs={args.epochs}", f"data.root={args.data}", "progress=never",
                                                "device=cpu", "data.download=false"])
         folder = root / f"density={density}"

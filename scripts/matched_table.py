@@ -17,8 +17,8 @@ reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number
 A method whose search brought no run within tolerance, or only one erring above --max-val-error on validation
 (matched_sparsity.sh's MAX_VAL_ERROR: a network that failed at that sparsity), has no row: a line below the table
 names it with its closest full run. Then each method against the one of least mean error: Welch's t-test on the
-test errors (optimistic for the others, as the best is chosen after seeing the errors). Prints a markdown table; --out writes the same as CSV
-(never over an existing file).
+test errors (optimistic for the others, as the best is chosen after seeing the errors). Prints a markdown table; --out
+writes the same as CSV (never over an existing file).
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from adrop import methods
+
 from engines import assert_stack_near_its_singles, one, train
 
 
@@ -373,7 +374,8 @@ def test_authors_clamp_of_vardrop_lr_clamps_log_sigma_in_the_noise_only():
     k1, k2, k3 = 0.63576, 1.8732, 1.48695  # the authors' kl_reg
     la = layer.log_alpha_param.detach()
     authors_kl = -torch.sum(k1 * torch.sigmoid(k2 + k3 * la) - 0.5 * torch.log1p(torch.exp(-la)))
-    assert float(penalty.detach()) == pytest.approx(float(authors_kl) + 3 * k1, rel=1e-5)  # adrop's KL is 0 at alpha -> inf
+    # adrop's KL is 0 at alpha -> inf
+    assert float(penalty.detach()) == pytest.approx(float(authors_kl) + 3 * k1, rel=1e-5)
     penalty.backward()
     assert layer.log_alpha_param.grad[0, 0] != 0  # beyond 10, still moving
     paper, player = method_and_layer("vardrop_lr", w)

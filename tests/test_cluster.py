@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import DATA, needs_mnist as mnist_or_skip
+from conftest import DATA
+from conftest import needs_mnist as mnist_or_skip
 
 SMALL = [f"data.root={DATA}", "data.download=false", "data.train_limit=256", "progress=never", "device=cpu"]
 
@@ -220,9 +221,9 @@ def test_a_slurm_launcher_without_slurm_fails_in_one_line_and_leaves_no_folder(a
 @needs_submitit
 @pytest.mark.parametrize("launcher", ["slurm", "stacked_slurm"])
 def test_the_slurm_configs_let_a_timed_out_job_be_requeued(launcher):
-    import adrop.train.app  # noqa: F401  (registers adrop's launchers)
-
     from hydra import compose, initialize_config_module
+
+    import adrop.train.app  # noqa: F401  (registers adrop's launchers)
 
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)

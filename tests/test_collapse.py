@@ -8,7 +8,8 @@ import torch
 from adrop.methods import get
 from adrop.methods.base import SparseLinear
 from adrop.methods.magnitude_pruning import MagnitudePruning, PruningParams
-from adrop.train import collapse, network as network_mod
+from adrop.train import collapse
+from adrop.train import network as network_mod
 
 import user_nets
 from engines import stack, train

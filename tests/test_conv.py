@@ -12,7 +12,6 @@ from adrop import methods
 from adrop.train.settings import TrainError, resolve
 
 from engines import one, stack, train
-
 from test_stacked import assert_follows, held_noise  # noqa: F401  (a helper and a fixture shared with the stack tests)
 
 SMALL = ("model=conv_small", "epochs=1", "batch_size=64", "data.train_limit=512")
@@ -55,7 +54,8 @@ def test_each_method_trains_a_conv_net_and_its_files_agree(method, mnist, pruned
 def test_lenet5_has_the_caffe_shapes(config):
     from adrop.train import network
 
-    net = network.build(config("model=lenet5").model, (1, 28, 28), 10, methods.get("dense")(methods.get("dense").Params(), 1, 1))
+    dense = methods.get("dense")
+    net = network.build(config("model=lenet5").model, (1, 28, 28), 10, dense(dense.Params(), 1, 1))
     shapes = [tuple(layer.weight.shape) for layer in net.layers]
     assert shapes == [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)] and net.names == ["conv1", "conv2",
                                                                                                  "fc1", "fc2"]
@@ -64,8 +64,9 @@ def test_lenet5_has_the_caffe_shapes(config):
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["model=lenet5", "dataset=synthetic"], "model=lenet5 (adrop.train.networks.ConvNet) could not be made: ValueError: "
-                                            "a conv net needs images (channels, height, width); the data gives flat"),
+    (["model=lenet5", "dataset=synthetic"],
+     "model=lenet5 (adrop.train.networks.ConvNet) could not be made: ValueError: a conv net needs images (channels, "
+     "height, width); the data gives flat"),
     (["model=lenet5", "model.conv=[[20,5],[50,12]]"], "does not fit 1x28x28 images: a 12x12 convolution meets a 12x12"),
     (["model=mlp", "+model.conv=[[4,5]]"], "model=mlp (adrop.train.networks.MLP) could not be made: TypeError: "
                                            "MLP.__init__() got an unexpected keyword argument 'conv'"),

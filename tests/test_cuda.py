@@ -3,15 +3,16 @@ them on a lent GPU machine). Not bitwise (other kernels, other reduction orders)
 fixed ends where its CPU run ends as far as float32 rounding allows after the first steps (test_stacked.assert_follows),
 a stack on the GPU follows its single GPU runs, and a conv net trains there."""
 
-STEPS = 7  # an epoch of the synthetic data's 1,600 training examples at batch 256
 import numpy as np
 import pytest
 import torch
 
 from adrop import methods
+
 from engines import stack, train
 from test_stacked import assert_follows, held_noise, pruned, three  # noqa: F401  (fixtures and helpers shared)
 
+STEPS = 7  # an epoch of the synthetic data's 1,600 training examples at batch 256
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA on this machine")
 
 

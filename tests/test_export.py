@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from adrop import export
 from adrop.commands import export as export_command
 from adrop.train import run_files
+
 from engines import train
 
 

@@ -104,7 +104,8 @@ def start_and_wait_for(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_exit_130_and_143_an_interrupted_run_says_so_in_one_line_and_resumes(start_and_wait_for, tmp_path, signum, code):
+def test_exit_130_and_143_an_interrupted_run_says_so_in_one_line_and_resumes(start_and_wait_for, tmp_path, signum,
+                                                                             code):
     process = start_and_wait_for("epoch 2/", "stderr", "method=logsum", "hydra.run.dir=run")  # no terminal:
     #                                                                                         a line per epoch
     process.send_signal(signum)
@@ -251,7 +252,9 @@ def test_reports_say_when_runs_trained_on_part_of_the_data(synthetic, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_an_out_that_cannot_be_written_is_one_line(synthetic, tmp_path, capsys):
-    from adrop.commands import export as export_command, penalty as penalty_command, report as report_command
+    from adrop.commands import export as export_command
+    from adrop.commands import penalty as penalty_command
+    from adrop.commands import report as report_command
 
     (run,) = finished_runs(synthetic, tmp_path / "sweep", 1)
     locked = tmp_path / "locked"
@@ -265,7 +268,9 @@ def test_an_out_that_cannot_be_written_is_one_line(synthetic, tmp_path, capsys):
 
 def test_an_out_under_a_file_is_one_line(synthetic, tmp_path, capsys):
     """What root meets too: --out inside a path that is a file, not a folder."""
-    from adrop.commands import export as export_command, penalty as penalty_command, report as report_command
+    from adrop.commands import export as export_command
+    from adrop.commands import penalty as penalty_command
+    from adrop.commands import report as report_command
 
     (run,) = finished_runs(synthetic, tmp_path / "sweep", 1)
     afile = tmp_path / "a_file"
@@ -350,7 +355,8 @@ def test_exit_0_a_job_another_command_still_trains_is_named(train_here, tmp_path
 
 def test_exit_1_a_job_held_by_another_command_that_failed_it_there(train_here, tmp_path, monkeypatch):
     folder = tmp_path / "sweep" / "seed_0"
-    the_other_command_ends_with(monkeypatch, run_files.Held(folder), {"status": "failed", "error": "the loss became nan"})
+    the_other_command_ends_with(monkeypatch, run_files.Held(folder),
+                                {"status": "failed", "error": "the loss became nan"})
     code, out, err = train_here(*HELD_SWEEP, "seed=0")
     assert code == 1
     assert err == ["adrop train: error: seed_0: held by another command, where it ended failed: the loss became nan",

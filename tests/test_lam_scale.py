@@ -5,6 +5,7 @@ import torch
 
 from adrop.methods.eta_hat_layer import group_lam
 from adrop.train.settings import TrainError, resolve
+
 from engines import assert_stack_near_its_singles, one, train
 
 
@@ -45,7 +46,8 @@ def test_lam_scale_enters_the_identity_only_when_set(synthetic):
     (("method=logsum", "+lam_scale.fc1=0"), "lam_scale's multipliers must be positive"),
     (("method=dense", "+lam_scale.fc1=2"), "lam_scale multiplies lam, and method=dense trains with lam 0"),
     (("method=logsum", "lam_cost=flops"), "lam_cost must be one of weights, macs, got 'flops'"),
-    (("method=dense", "lam_cost=macs"), "lam_cost=macs prices lam in multiply-adds, and method=dense trains with lam 0"),
+    (("method=dense", "lam_cost=macs"),
+     "lam_cost=macs prices lam in multiply-adds, and method=dense trains with lam 0"),
 ])
 def test_a_wrong_lam_scale_is_refused_in_one_line(overrides, message, synthetic, tmp_path):
     with pytest.raises((TrainError, ValueError), match=message) as caught:

@@ -55,7 +55,8 @@ def test_a_round_is_one_launch_so_the_stacked_launcher_stacks_it(adrop, tmp_path
     assert last.startswith("adrop train: error: lam_search brought 0 of 1 combinations within 0.05 of nonzero 0.5: "
                            "not dataset=synthetic model=mlp epochs=2 device=cpu method=logsum (closest: lam ")
     # the closest run, why the search stopped, and the command that goes on from its runs
-    assert f"; its 1 round (hydra.sweeper.rounds) spent) (see {tmp_path / 'sweep'}); continue with: adrop train " in last
+    spent = f"; its 1 round (hydra.sweeper.rounds) spent) (see {tmp_path / 'sweep'}); continue with: adrop train "
+    assert spent in last
     assert last.endswith(f"method=logsum hydra.sweep.dir={tmp_path / 'sweep'} hydra.sweeper.max_runs=48")
     assert "hydra.sweeper.rounds=1" not in last.split("continue with:")[1]
 
@@ -222,7 +223,7 @@ def test_the_search_leaves_lam_range_only_where_the_runs_respond():
     assert next_lams([(1e-6, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-7, 1e-8])
 
 
-# -- a round's jobs, from made-up results (no training) -----------------------------------------------------------------
+# -- a round's jobs, from made-up results (no training) ---------------------------------------------------------
 
 def lam_search():
     """The plugin module as it is now: Hydra's plugin scan re-executes plugin modules (and BasicSweeper's), so a

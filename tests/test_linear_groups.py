@@ -8,8 +8,14 @@ from scipy.optimize import minimize_scalar
 
 from adrop import keep_rule, penalties
 from adrop.linear import Problem
-from adrop.linear.groups import (Groups, group_adaptive_dropout, group_irls, group_objective,
-                                 orthonormalise_groups, planted_groups)
+from adrop.linear.groups import (
+    Groups,
+    group_adaptive_dropout,
+    group_irls,
+    group_objective,
+    orthonormalise_groups,
+    planted_groups,
+)
 from adrop.penalties.group import GroupPenalty
 
 SIZES = [3] * 10 + [5] * 4
@@ -53,7 +59,8 @@ def test_group_dropout_is_group_tikhonov_exactly(grouped):
     assert np.isclose(expected, tikhonov, rtol=1e-12)
 
 
-@pytest.mark.filterwarnings("ignore:'@' is faster on contiguous arrays")  # numba's note that a product would be faster contiguous
+# numba's note that a product would be faster on contiguous arrays
+@pytest.mark.filterwarnings("ignore:'@' is faster on contiguous arrays")
 def test_the_group_lasso_agrees_with_skglm(grouped):
     """Omega = |.| makes the group penalty the group lasso, lam sum_g sqrt(|g|) ||w_g||: IRLS on the eta-trick and
     skglm's GroupBCD (WeightedGroupL2) reach the same solution and objective. skglm comes with the test extra; the
@@ -101,7 +108,9 @@ def test_the_group_penalty_is_its_eta_trick(name):
         e = float(group.eta_hat(np.array([r]))[0])
         attained = r * r / (2 * e) + float(group.f_elementwise(np.array([e]))[0]) / 2
         assert np.isclose(attained, float(group.omega_elementwise(np.array([r]))[0]), rtol=1e-9)
-        best = minimize_scalar(lambda x: r * r / (2 * np.exp(x)) + float(group.f_elementwise(np.array([np.exp(x)]))[0]) / 2,
+        objective = (lambda x: r * r / (2 * np.exp(x))
+                     + float(group.f_elementwise(np.array([np.exp(x)]))[0]) / 2)
+        best = minimize_scalar(objective,
                                bounds=(-12, 8), method="bounded", options={"xatol": 1e-10})
         assert attained <= best.fun + 1e-9
 

@@ -99,7 +99,8 @@ def test_dropout_is_tikhonov_by_monte_carlo(small, mask):
     # with standardised columns the dropout term is lam/2 sum w^2/eta for alpha = eta/(eta + lam)
     lam = 0.3
     eta = lam * alpha / (1 - alpha)
-    assert np.isclose(expected_dropout_loss(small.problem, w, alpha), small.problem.loss(w) + lam / 2 * np.sum(w**2 / eta))
+    assert np.isclose(expected_dropout_loss(small.problem, w, alpha),
+                      small.problem.loss(w) + lam / 2 * np.sum(w**2 / eta))
 
 
 @pytest.mark.parametrize("mask", ["gaussian", "bernoulli"])

@@ -1,5 +1,6 @@
 """scripts/matched_sparsity.sh end to end on 1,024 MNIST examples: the search on seed 0, seeds 1 and 2 at the lam of
-its full run closest to the target, the report and search tables in RESULTS; magnitude pruning at the target directly."""
+its full run closest to the target, the report and search tables in RESULTS; magnitude pruning at the target
+directly."""
 import csv
 import os
 import subprocess
@@ -9,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import DATA, needs_mnist
 from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
+
+from conftest import DATA, needs_mnist
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +54,8 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     logsum = pd.read_csv(tmp_path / "results" / "logsum" / "results.csv")
     assert set(logsum[logsum["run"].str.startswith("seeds/")]["lam"]) == {float(answer["lam"])}
     pruned = pd.read_csv(tmp_path / "results" / "magnitude_pruning" / "results.csv")
-    assert pruned[pruned["run"].str.startswith("seeds/")]["nonzero_fraction"].round(3).eq(0.3).all()  # the target, taken directly
+    seeds = pruned[pruned["run"].str.startswith("seeds/")]
+    assert seeds["nonzero_fraction"].round(3).eq(0.3).all()  # the target, taken directly
     # under the default bound (val error 0.5) the same search, replayed, has no answer: exit 1, no seeds trained, the
     # search reported all the same (marked: a search that did not land)
     seeds = sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir())

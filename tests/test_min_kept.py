@@ -3,10 +3,8 @@ each layer (its largest); min_kept=0 is the old ranking."""
 import pytest
 import torch
 
-from adrop.methods import get
 from adrop.methods.base import SparseLinear
 from adrop.methods.magnitude_pruning import MagnitudePruning, PruningParams
-
 
 
 def pruned_masks(structure, scope, sparsity, weights, min_kept=1):

@@ -13,6 +13,7 @@ import pytest
 
 from adrop.train.data import DataError, validation_count
 from adrop.train.settings import TrainError
+
 from engines import one
 
 ROOT = Path(__file__).resolve().parents[1]

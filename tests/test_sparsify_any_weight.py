@@ -221,7 +221,8 @@ def test_one_draw_of_noise_per_forward_however_often_attention_reads_its_weights
     sp = adrop.sparsify(net, "hard_concrete")
     draws = []
     sample = type(sp.method).weight_sample
-    monkeypatch.setattr(type(sp.method), "weight_sample", lambda self, layer: draws.append(layer) or sample(self, layer))
+    monkeypatch.setattr(type(sp.method), "weight_sample",
+                        lambda self, layer: draws.append(layer) or sample(self, layer))
     x, _ = batch(net, 0)
     first = net(x)
     assert len(draws) == len(sp.layers) and len({id(layer) for layer in draws}) == len(sp.layers)

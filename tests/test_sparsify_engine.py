@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 import adrop
 from adrop import methods
 from adrop.train import network as network_mod
+
 from engines import one
 
 # the example's loop, as a user would copy it (examples/same_as_adrop_train.py)

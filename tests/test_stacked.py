@@ -14,6 +14,7 @@ import torch
 
 import adrop.methods.base as method_base
 from adrop import methods
+
 from engines import one, stack, train
 
 NOISY = {"vardrop_lr_ar", "vardrop_lr", "vardrop", "hard_concrete"}
@@ -248,10 +249,12 @@ def test_the_basic_and_the_stacked_launcher_train_a_run_bit_for_bit_alike(adrop,
     basic = adrop("train", "-m", *small, "hydra.sweep.dir=basic")
     assert stacked.returncode == basic.returncode == 0, stacked.stderr + basic.stderr
     jobs = sorted(p.name for p in (tmp_path / "basic").iterdir() if p.is_dir())
-    assert len(jobs) == len(methods.names()) - 1 and jobs == sorted(p.name for p in (tmp_path / "stacked").iterdir() if p.is_dir())
+    assert len(jobs) == len(methods.names()) - 1
+    assert jobs == sorted(p.name for p in (tmp_path / "stacked").iterdir() if p.is_dir())
     for job in jobs:
         assert_same_files(tmp_path / "basic" / job, tmp_path / "stacked" / job)
-        summaries = [json.loads((tmp_path / sweep / job / "summary.json").read_text()) for sweep in ("basic", "stacked")]
+        summaries = [json.loads((tmp_path / sweep / job / "summary.json").read_text())
+                     for sweep in ("basic", "stacked")]
         assert [s["stacked"] for s in summaries] == [1, 1]
 
 

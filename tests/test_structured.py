@@ -11,6 +11,7 @@ from torch import nn
 import adrop.methods.base as method_base
 from adrop import methods
 from adrop.methods.base import SparseConv2d, SparseLinear
+
 from engines import one, stack, train
 from test_stacked import assert_follows, held_noise, three  # noqa: F401 (held_noise: a fixture)
 

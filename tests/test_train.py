@@ -127,7 +127,8 @@ def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
         one(config("dataset=synthetic", "model=mlp", "device=cuda"), tmp_path)
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
+@pytest.mark.parametrize("name", sorted(p.stem for p in
+                                         (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
 def test_every_experiment_config_passes_the_start_checks(config, name):
     """Every experiment file composes into a configuration that `adrop train` would start (its keys, method, method
     parameters, model and values all valid, its network run on a batch of zeros), on the data its recipe names:
@@ -144,7 +145,8 @@ def test_every_experiment_config_passes_the_start_checks(config, name):
 
 
 def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):
-    """The stage-1 runs in docs/results/beyond_the_paper.md ran as experiment=sparse_vd_recipe lam=2.5e-05: the same configuration."""
+    """The stage-1 runs in docs/results/beyond_the_paper.md ran as experiment=sparse_vd_recipe lam=2.5e-05: the same
+    configuration."""
     assert config("experiment=sparse_vd_recipe_sparser") == config("experiment=sparse_vd_recipe", "lam=2.5e-05")
 
 
@@ -180,8 +182,9 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    
-    cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2", "logger=tensorboard")
+
+    cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2",
+                 "logger=tensorboard")
     train(cfg, tmp_path / "single")
     other = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2",
                    "logger=tensorboard", "seed=1")
@@ -194,7 +197,8 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
             events.Tags()["histograms"])
         layers = pd.read_csv(tmp_path / folder / "layers.csv")
         for name in ("fc1", "fc2"):  # the units (filters) each layer keeps, per epoch
-            assert [e.value for e in events.Scalars(f"units/{name}")] == list(layers[layers.layer == name].units_out_kept)
+            kept = list(layers[layers.layer == name].units_out_kept)
+            assert [e.value for e in events.Scalars(f"units/{name}")] == kept
 
 
 def test_an_unknown_or_missing_logger_fails_at_start(config):
@@ -238,8 +242,9 @@ def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
 def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensors(config):
     """A sweep's jobs in one process decode MNIST once (adrop.train.data's cache); what a run changes in its own
     tensors does not reach the next run's."""
-    from conftest import DATA, needs_mnist
     from adrop.train import data
+
+    from conftest import DATA, needs_mnist
 
     needs_mnist()
     cfg = config(f"data.root={DATA}", "data.download=false")
@@ -257,8 +262,9 @@ def test_the_idx_reader_reads_what_torchvision_reads():
     """adrop.train.data reads MNIST's idx files itself (torchvision only downloads): the same images and labels."""
     import torchvision
 
-    from conftest import DATA, needs_mnist
     from adrop.train import data
+
+    from conftest import DATA, needs_mnist
 
     needs_mnist()
     theirs = torchvision.datasets.MNIST(str(DATA), train=False, download=False)

@@ -10,9 +10,10 @@ import pytest
 import torch
 from hydra.utils import instantiate
 
-import user_nets
 from adrop import methods
 from adrop.train.settings import TrainError, resolve
+
+import user_nets
 from engines import one, stack, train
 from test_stacked import assert_follows, held_noise  # noqa: F401  (a helper and a fixture shared with the stack tests)
 
@@ -226,7 +227,8 @@ def test_a_torchvision_dataset_loads_from_its_local_layout(config, tmp_path):
     for split, n in (("train", 300), ("t10k", 50)):
         write_idx(raw / f"{split}-images-idx3-ubyte", g.integers(0, 256, (n, 28, 28)))
         write_idx(raw / f"{split}-labels-idx1-ubyte", np.arange(n) % 10)
-    run = one(config("dataset=torchvision", "dataset.name=KMNIST", "dataset.val_size=50", f"data.root={tmp_path / 'data'}",
+    run = one(config("dataset=torchvision", "dataset.name=KMNIST", "dataset.val_size=50",
+                     f"data.root={tmp_path / 'data'}",
                      "data.download=false", "model=conv_small", "device=cpu", "progress=never", "epochs=1"),
               tmp_path / "run")
     assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (250, 50, 50, (1, 28, 28))

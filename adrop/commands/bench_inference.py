@@ -24,7 +24,6 @@ import numpy as np
 
 from adrop.commands import one_line
 
-
 ROUNDS = 5  # contenders take turns, so that a drift in the machine's speed reaches all of them alike
 
 

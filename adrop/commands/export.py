@@ -2,7 +2,8 @@
 
     adrop export outputs/runs/<time>                          csr: <run>/export/network.csr.npz
     adrop export outputs/runs/<time> --format compact         the smaller dense network, its architecture printed
-    adrop export outputs/runs/<time> --format onnx            an ONNX model onnxruntime runs (pip install -e '.[export]')
+    adrop export outputs/runs/<time> --format onnx            an ONNX model onnxruntime runs
+                                                              (pip install -e '.[export]')
     adrop export outputs/runs/<time> --out model.npz --data data
 
 Each export recomputes the run's test error from the exported arrays alone and is written only if it equals the run's
@@ -51,7 +52,8 @@ def run(args) -> str:
         if finished.built_in:
             logits = export.csr_predict(arrays, x, image)
         else:  # a fresh instance of the user's module, loaded from the file's arrays alone
-            logits = export.module_predict(export.module_of(finished, export.csr_state(arrays), shape, classes), x, shape)
+            module = export.module_of(finished, export.csr_state(arrays), shape, classes)
+            logits = export.module_predict(module, x, shape)
         error = export.check(finished, logits, y, "csr")
     elif args.format == "compact":
         arrays, note = export.compact(finished, image)

@@ -22,8 +22,8 @@ import pandas as pd
 
 from adrop import penalties
 from adrop.commands import one_line
-from adrop.penalties import figure1
 from adrop.outputs import claim, new_folder
+from adrop.penalties import figure1
 
 PARAMETERS = {  # option -> (type, help)
     "lam": (float, "lambda of the dropout penalties; the scale of SCAD and MCP"),

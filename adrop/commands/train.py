@@ -36,8 +36,8 @@ from adrop.train import errors, help_page
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point for the dispatcher. The help is composed without torch (adrop.train.help_page); everything else is the
-    Hydra app (adrop.train.app), imported only then."""
+    """Entry point for the dispatcher. The help is composed without torch (adrop.train.help_page); everything else is
+    the Hydra app (adrop.train.app), imported only then."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if help_page.requested(argv):
         shown = show_help(argv)

@@ -18,7 +18,6 @@ import numpy as np
 from adrop import keep_rule
 
 
-
 class Recorder:
     """Iteration history: objective L + lam Omega, relative change, nonzeros, and the paper's alpha >= 0.05 count."""
 

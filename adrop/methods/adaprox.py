@@ -60,7 +60,8 @@ class AdaProx(EtaHatMethod):
         if not self.params.authors_keep_rule:
             self.prox(layer, lam, rho)
             return
-        layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight), rho * layer.layer_lam(lam)))
+        layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight),
+                                                             rho * layer.layer_lam(lam)))
         layer.weight.mul_(layer.authors_alpha)  # the authors' prox: w <- alpha w
 
     @torch.no_grad()

@@ -1,7 +1,7 @@
 """AdaTikhonov: gradient descent on data + lam/2 sum_j w_j^2 / eta_j with eta = eta_hat(w) held fixed (no gradient
 through eta), i.e. the adaptive Tikhonov term of the eta-trick (paper Sec. 5). Its gradient lam w / eta_hat(w) is
-that of lam Omega (eq. 6), so it tracks LogSum closely, as the paper observes. structure=neuron: sqrt(|g|)/2 ||w_g||^2 / eta_hat(||w_g||)
-per group, whose gradient is that of sqrt(|g|) Omega(||w_g||).
+that of lam Omega (eq. 6), so it tracks LogSum closely, as the paper observes. structure=neuron: sqrt(|g|)/2
+||w_g||^2 / eta_hat(||w_g||) per group, whose gradient is that of sqrt(|g|) Omega(||w_g||).
 
 authors_alpha_clamp (off by default) follows the authors' AdaptiveTikhonovNet (github dlej/adaptive-dropout,
 dropout/nn.py): the term is 1/2 sum w^2 / eta_lamda with eta_lamda = alpha / (1 - alpha), alpha = eta_hat(w) /

@@ -1,10 +1,11 @@
 """What a sparsification method is to the training engine, and the registry that finds one by name.
 
 The split: a layer (`SparseLinear`, `SparseConv2d`) holds the parameters and owns the product (a linear map or a
-convolution, or K of them batched when K configurations train stacked); the method owns the elementwise math (noise, gates, penalty, keep mask) and
-calls the layer's product. lam and the optimiser's step sizes reach the method from the engine, as arguments, never
-as copies: the engine's tensor of K values (K = 1 for a single run), or a float for a layer outside a stack, which
-`layer.per_config(lam)` shapes to broadcast against that layer's weights. The engine only ever calls:
+convolution, or K of them batched when K configurations train stacked); the method owns the elementwise math (noise,
+gates, penalty, keep mask) and calls the layer's product. lam and the optimiser's step sizes reach the method from the
+engine, as arguments, never as copies: the engine's tensor of K values (K = 1 for a single run), or a float for a
+layer outside a stack, which `layer.per_config(lam)` shapes to broadcast against that layer's weights. The engine only
+ever calls:
 
     layer(x)                                  training forward: method.forward(layer, x), by default the layer's
                                               product with method.weight_sample(layer)
@@ -85,7 +86,7 @@ class SparseLayer(nn.Module):
     (`unit_axes`, counted from the end)."""
 
     unit_axes: tuple = ()
-    lam_scale: float = 1.0  # this layer's lam multiplier (lam_scale in the configuration; adrop.train.network.scale_lam)
+    lam_scale: float = 1.0  # this layer's lam multiplier (lam_scale; adrop.train.network.scale_lam)
     # the library's eval mode (adrop.sparsify): the product with the effective weight at this lam; None, the engine's:
     # the plain product with `weight`, which its evaluation sets to the effective one
     eval_lam: float | None = None
@@ -271,7 +272,7 @@ class Method:
 
     def add_parameters(self, layer: SparseLayer) -> None:
         """Create the method's own parameters and buffers on the layer: per weight (layer.weight's shape) or, where
-        the method has a group form, per group (layer.group_shape, which is the weight's shape with structure=weight)."""
+        the method has a group form, per group (layer.group_shape, the weight's shape with structure=weight)."""
 
     def forward(self, layer: SparseLayer, x):
         return layer.product(x, self.weight_sample(layer), layer.bias)
@@ -331,7 +332,8 @@ class Method:
         """Called after every optimiser step (step counts from 1); step_size(p) is the step the optimiser just took
         for each coordinate of parameter p (for Adam, lr / (sqrt(v_hat) + eps))."""
 
-    def end_epoch(self, layers, lam, step_size: Callable[[torch.Tensor], torch.Tensor], validation_batches: int) -> None:
+    def end_epoch(self, layers, lam, step_size: Callable[[torch.Tensor], torch.Tensor],
+                  validation_batches: int) -> None:
         """Called after an epoch's last step, before it is evaluated (and checkpointed); validation_batches is how
         many batches the validation set makes at the run's batch size. Nothing by default: only a method that
         follows a training loop's work between epochs (AdaProx's authors_validation_prox) uses it."""

@@ -7,9 +7,8 @@ scaling (Yuan & Lin 2006): the penalty is sum_g sqrt(|g|) Omega(||w_g||), so tha
 meet one lam on an equal footing (||w_g|| grows like sqrt(|g|))."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import math
+from dataclasses import dataclass, field
 
 import torch
 

@@ -64,7 +64,8 @@ class EtaTrick(Method):
         if layer.group_size == 1:
             return 0.5 * layer.total(w * w / eta + self.dual(eta)) + self.c * layer.total(layer.log_eta_bar)
         # per group: ||w_g||^2 / eta_g + f(eta_g), weighted sqrt(|g|) with the pull
-        eta_trick = 0.5 * (layer.total(w * w / eta) + layer.total(self.dual(eta))) + self.c * layer.total(layer.log_eta_bar)
+        eta_trick = (0.5 * (layer.total(w * w / eta) + layer.total(self.dual(eta)))
+                     + self.c * layer.total(layer.log_eta_bar))
         return group_weight(layer) * eta_trick
 
     def keep_probability(self, layer):

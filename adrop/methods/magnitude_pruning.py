@@ -148,7 +148,8 @@ class MagnitudePruning(Masked):
                 layer.mask.copy_(with_floor(keep, r, self.params.min_kept).view_as(layer.mask))
             return
         magnitudes = torch.cat(rms, dim=1)
-        sizes = torch.cat([torch.full((r.shape[1],), layer.group_size, device=r.device) for layer, r in zip(layers, rms)])
+        sizes = torch.cat([torch.full((r.shape[1],), layer.group_size, device=r.device)
+                           for layer, r in zip(layers, rms)])
         order = torch.argsort(magnitudes, dim=1, stable=True)
         dropped = torch.cumsum(sizes[order], dim=1) <= sparsity * sizes.sum()  # the smallest groups, by weights
         drop = torch.zeros_like(magnitudes, dtype=torch.bool).scatter_(1, order, dropped)

@@ -168,7 +168,8 @@ class VarDropLRAR(VarDrop):
 
     def log_alpha(self, layer):
         mu = layer.unit_scale if layer.grouped else layer.weight
-        return (layer.log_sigma2 - torch.log(mu * mu + 1e-16)).clamp(self.params.log_alpha_min, self.params.log_alpha_max)
+        return (layer.log_sigma2 - torch.log(mu * mu + 1e-16)).clamp(self.params.log_alpha_min,
+                                                                      self.params.log_alpha_max)
 
     def layer_penalty(self, layer, lam):  # clamped whatever authors_clamp says, as log_alpha
         return AdditiveKL.apply(layer.unit_scale if layer.grouped else layer.weight, layer.log_sigma2,
@@ -208,7 +209,8 @@ class VarDropLR(VarDrop):
 
     def forward(self, layer, x):
         if layer.grouped:
-            return layer.product_with_unit_noise(x, layer.weight, layer.bias, 1.0, torch.exp(0.5 * self.log_alpha(layer)))
+            return layer.product_with_unit_noise(x, layer.weight, layer.bias, 1.0,
+                                                 torch.exp(0.5 * self.log_alpha(layer)))
         return self.local_reparameterisation(layer, x, self.variance_weight(layer))
 
 

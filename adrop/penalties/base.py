@@ -135,8 +135,9 @@ class Penalty:
     def _closed(self, piece: str):
         """The closed-form `piece` for torch tensors (training); the numerical routes are NumPy only."""
         if getattr(type(self), piece) is getattr(Penalty, piece):
+            closed = ", ".join(n for n, c in REGISTRY.items() if c.separable and c.closed_form)
             raise TypeError(f"penalty {self.name} has no closed-form {piece.strip('_')}: torch tensors need one "
-                            f"(closed forms: {', '.join(n for n, c in REGISTRY.items() if c.separable and c.closed_form)})")
+                            f"(closed forms: {closed})")
         return getattr(self, piece)
 
     # The generic routes, public so that any closed form can be checked against them.

@@ -18,7 +18,8 @@ from .array_ops import is_tensor, ops
 from .base import Penalty, positive, register, require
 from .quadrature import gauss_legendre_rule
 
-LOG_A_SPAN = 80.0  # the dual curve is searched over log a in [-80, 80]; its ends are eta~ = 0, f = 0 and eta~ = inf, f = 2
+# the dual curve is searched over log a in [-80, 80]; its ends are eta~ = 0, f = 0 and eta~ = inf, f = 2
+LOG_A_SPAN = 80.0
 
 
 @register

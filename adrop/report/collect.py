@@ -6,7 +6,8 @@ running (it may also have been interrupted: rerun it to resume). Figures and tab
 
 An earlier report's folder (its results.csv, and histories.csv where there is one, with no run folder under it) is
 read as the runs it reported, so that runs whose folders are gone (a committed table) join new ones in one table. A run
-found twice (in its folder and in a report, or in two reports) is counted once, its folder's row kept (adrop.report.repeats).
+found twice (in its folder and in a report, or in two reports) is counted once, its folder's row kept
+(adrop.report.repeats).
 """
 from __future__ import annotations
 

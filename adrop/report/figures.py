@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from .collect import groups, labels as run_labels  # noqa: E402
-
+from .collect import groups  # noqa: E402
+from .collect import labels as run_labels
 
 MARKERS = "osD^vP"   # past 20 labels the colours come round again, each time with the next marker and line style
 LINES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1))]

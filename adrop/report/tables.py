@@ -72,7 +72,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     units = lost_units(done)
     if units and "compact_macs" in done:
         costs.append("compact_macs")
-    unmasked = ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
+    unmasked = (["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any()
+                else [])
     # the whole network's nonzero fraction where modules other than the sparse layers train densely (a GRU, norms)
     network = (["network_nonzero_fraction"] if "dense_module_parameters" in done
                and (pd.to_numeric(done.dense_module_parameters) > 0).any() else [])

@@ -43,8 +43,8 @@ def one_line(summary: dict) -> str:
     unmasked = (f" (unmasked {summary['test_error_unmasked']:.4f})"
                 if summary.get("test_error_unmasked") is not None else "")
     return (f"{summary['method']}: test error {summary['test_error']:.4f}{unmasked}, "
-            f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} ({summary['nonzero']}/{summary['total']}"
-            f"{whole_network(summary)}), "
+            f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} "
+            f"({summary['nonzero']}/{summary['total']}{whole_network(summary)}), "
             f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
 
 
@@ -156,8 +156,8 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
         if not multirun:
             sys.exit(errors.FAILED)
         return summary
-    print(f"{one_line(summary)}; files in {folder.absolute()}" if not multirun else f"{folder.name}: {one_line(summary)}",
-          flush=True)
+    print(f"{one_line(summary)}; files in {folder.absolute()}" if not multirun
+          else f"{folder.name}: {one_line(summary)}", flush=True)
     log.info(one_line(summary))
     return summary
 
@@ -327,7 +327,8 @@ def sweep_ended() -> int:
     another command holds and still trains is named, and that command reports it)."""
     ended = sweep_outcomes.outcomes()
     elsewhere = sweep_outcomes.held_ends(ended)  # the held jobs as the commands that held them have left them
-    ended.update({folder: "held" if end["status"] == "training" else end["status"] for folder, end in elsewhere.items()})
+    ended.update({folder: "held" if end["status"] == "training" else end["status"]
+                  for folder, end in elsewhere.items()})
     folder = sweep_outcomes.SWEEP["dir"]
     probes = sweep_outcomes.SWEEP.get("collapsed", set())  # lam_search's collapsed trials: bracket ends, not failures
     failures = failed_jobs({job: status for job, status in ended.items() if job not in probes})

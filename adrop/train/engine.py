@@ -33,8 +33,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from . import collapse, evaluate, run_files, schedules, tracking
 from . import data as data_mod
-from . import collapse, evaluate, network as network_mod, run_files, schedules, tracking
+from . import network as network_mod
 from .optim import StackedAdam
 from .runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
 from .settings import Settings, TrainError, progress_mode, stack_key
@@ -98,7 +99,8 @@ class Engine:
         self.black = (-torch.tensor(self.data.mean) / torch.tensor(self.data.std)).to(self.device) \
             if self.data.mean is not None else None  # a black pixel, normalised: crop_flip's padding
         try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
-            self.single = network_mod.build(base.model, self.input_shape, self.data.classes, self.method).to(self.device)
+            self.single = network_mod.build(base.model, self.input_shape, self.data.classes,
+                                            self.method).to(self.device)
             network_mod.check_output(self.single, self.data.train.x[:2])
             self.single.eval()
             self.model = self.stack_models()

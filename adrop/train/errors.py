@@ -88,8 +88,8 @@ def one_line(err: BaseException) -> str:
         found = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
         if found:
             group, name = found.groups()
-            extra = (" (joblib, submitit_local, submitit_slurm, slurm, stacked_submitit_local and stacked_slurm come with pip install -e '.[launchers]')"
-                     if group == "hydra/launcher" else "")
+            extra = (" (joblib, submitit_local, submitit_slurm, slurm, stacked_submitit_local and stacked_slurm come "
+                     "with pip install -e '.[launchers]')" if group == "hydra/launcher" else "")
             return f"unknown {group} {name!r}; valid {group} options: {', '.join(err.options)}{extra}"
     found = re.match(r"Could not override '([^']+)'", text)
     if found and "not in" in str(err.__cause__ or ""):

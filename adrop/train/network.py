@@ -32,7 +32,6 @@ from . import networks
 from .errors import brief
 from .stacking import Stacked, needs_stacking, owns_tensors
 
-
 IN_YOUR_LOOP = ("adrop.sparsify trains every weight of it (attention, embeddings, a class token) in your own loop: "
                 "docs/guide.md, \"Your loop\"")
 
@@ -51,7 +50,8 @@ def target_of(model_cfg) -> str:
 
 def instantiate(model_cfg, input_shape, classes: int) -> nn.Module:
     """The plain module a model config asks for (NetworkError naming the class when it cannot be made)."""
-    from hydra.utils import get_object, instantiate as hydra_instantiate
+    from hydra.utils import get_object
+    from hydra.utils import instantiate as hydra_instantiate
 
     target = target_of(model_cfg)
     cwd = on_import_path()
@@ -172,7 +172,8 @@ class Network:
         """What the method trains and what trains densely, parameters counted: the run's opening words."""
         weights = sum(layer.weight.numel() for layer in self.layers) // (self.configs or 1)
         shown = ", ".join(self.names[:4]) + (f" and {len(self.names) - 4} more" if len(self.names) > 4 else "")
-        what = f"{method_name} trains {weights:,} weights of {len(self.names)} layer{'s' if len(self.names) > 1 else ''} ({shown})"
+        plural = "s" if len(self.names) > 1 else ""
+        what = f"{method_name} trains {weights:,} weights of {len(self.names)} layer{plural} ({shown})"
         if structure != "weight":
             what += f" as {structure}s"
         owners = self.dense_owners()
@@ -288,8 +289,8 @@ def check_output(network: Network, x: torch.Tensor) -> None:
         with torch.no_grad():
             out = network.net(x.reshape(-1, *network.input_shape))
     except Exception as err:
-        raise NetworkError(f"{what} fails on a batch of the data, shape {list(x.reshape(-1, *network.input_shape).shape)}"
-                           f" ({brief(err)})") from None
+        shape = list(x.reshape(-1, *network.input_shape).shape)
+        raise NetworkError(f"{what} fails on a batch of the data, shape {shape} ({brief(err)})") from None
     finally:
         network.train()
     shape = list(getattr(out, "shape", []))

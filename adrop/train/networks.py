@@ -104,7 +104,8 @@ def check_hidden(model_cfg) -> None:
     if any(h < 1 for h in hidden):
         raise ValueError(f"model.hidden must be positive widths, got {hidden}")
     if name == "linear" and hidden:
-        raise ValueError(f"model=linear has no hidden layer, got model.hidden={hidden}; use model=mlp for hidden layers")
+        raise ValueError(f"model=linear has no hidden layer, got model.hidden={hidden}; use model=mlp for hidden "
+                         "layers")
     if name in ("mlp", "lenet_300_100") and not hidden:
         raise ValueError(f"model={name} with model.hidden=[] has no hidden layer; ask for model=linear by name")
     if name == "lenet_300_100" and hidden != [300, 100]:

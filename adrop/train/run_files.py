@@ -3,8 +3,8 @@
     metrics.csv    one row per epoch: epoch, train_loss, data_term, penalty_term, val_error, nonzero_fraction, lr,
                    seconds
     layers.csv     one row per epoch and layer: epoch, layer, trained (method; dense: a module whose parameters
-                   train densely, counted with its float32 bytes), shape, nonzero, total, nonzero_fraction, the units kept
-                   on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
+                   train densely, counted with its float32 bytes), shape, nonzero, total, nonzero_fraction, the units
+                   kept on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
                    units_out_kept of units_out: its outputs or filters; adrop.train.evaluate.kept_units), and the cost
                    (adrop.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
@@ -14,8 +14,9 @@
                    code (the git commit that ran, or the installed version), model and architecture, cost
                    (totals; per layer inside layers; compact_macs: the compact network's multiply-adds),
                    kept_architecture (adrop's built-in networks: the units the compact network keeps, input first,
-                   e.g. 784-212-64-10 or 1x28x28-c6-c14-120-38-10; adrop.compact), input_normalisation (the mean and std, one or one per channel
-                   or feature, the inputs were normalised with: x = (x - mean) / std, pixels in [0, 1]),
+                   e.g. 784-212-64-10 or 1x28x28-c6-c14-120-38-10; adrop.compact), input_normalisation (the mean and
+                   std, one or one per channel or feature, the inputs were normalised with: x = (x - mean) / std,
+                   pixels in [0, 1]),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run),
                    parameters (the whole network: total, nonzero, nonzero_fraction over every parameter; sparsified:
                    the weights the method trains, what nonzero_fraction counts; dense: the rest, biases included,
@@ -52,9 +53,8 @@ try:
 except ImportError:  # Windows: no flock; folders are not held there
     fcntl = None
 
-from adrop.provenance import code_version
-
 from adrop import cost
+from adrop.provenance import code_version
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
 UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units
@@ -332,7 +332,8 @@ class Held:
         except BlockingIOError:
             os.close(fd)
             raise FolderInUse(f"{self.folder} is in use: another adrop command is training this run right now; "
-                              "rerun this one once that has stopped (the run resumes from its last checkpoint)") from None
+                              "rerun this one once that has stopped (the run resumes from its last checkpoint)"
+                              ) from None
         self.fd = fd
 
     def close(self) -> None:

@@ -9,9 +9,8 @@ import dataclasses
 import difflib
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Union
-
 from importlib import resources
+from typing import Any, Dict, List, Optional, Union
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -27,7 +26,8 @@ class MethodConfig:
 
 @dataclass
 class DatasetConfig:
-    name: str = MISSING       # mnist | fashion_mnist | synthetic | digits | npz | a torchvision class (source: torchvision)
+    name: str = MISSING       # mnist | fashion_mnist | synthetic | digits | npz | a torchvision class
+    #                           (source: torchvision)
     source: str = "adrop"     # adrop: the datasets above; torchvision: torchvision.datasets.<name> under data.root
     path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val)
     options: Dict[str, Any] = field(default_factory=dict)  # torchvision: more arguments of the dataset class
@@ -64,10 +64,12 @@ class Config:
     model: Dict[str, Any] = field(default_factory=dict)
     data: DataConfig = field(default_factory=DataConfig)
     structure: str = "weight"         # weight: each weight its own group; neuron: whole units (a Linear layer's input
-    #                                    units, a Conv2d layer's filters), so that networks lose units (adrop.methods.base)
+    #                                    units, a Conv2d layer's filters), so that networks lose units
+    #                                    (adrop.methods.base)
     lam: Optional[float] = None        # null: method.lam
-    lam_scale: Dict[str, float] = field(default_factory=dict)  # lam times this in the named layers (+lam_scale.fc1=3; the
-    #                                    others 1): their penalty, keep rule and prox (adrop.methods.base.layer_lam)
+    # lam times this in the named layers (+lam_scale.fc1=3; the others 1): their penalty, keep rule and prox
+    # (adrop.methods.base.layer_lam)
+    lam_scale: Dict[str, float] = field(default_factory=dict)
     lam_cost: str = "weights"          # weights | macs: lam prices a weight (group), or each multiply-add it does per
     #                                    example: a layer's lam times its weights' uses per example (a conv layer's
     #                                    output positions, a Linear on vectors 1), times lam_scale

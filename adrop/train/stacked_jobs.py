@@ -28,9 +28,9 @@ from .runtime import Interrupted, device_type, interruption, sigterm_stops_train
 from .settings import TrainError, resolve, stack_key
 
 log = logging.getLogger("adrop.train")
-# The default stack size on a CPU, per method (scripts/bench_stacked.py, docs/results/stacked_speed.md): a stack shares the
-# matrix products' overhead but multiplies the working set of every per-weight pass, which then leaves the caches; so
-# stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack per core;
+# The default stack size on a CPU, per method (scripts/bench_stacked.py, docs/results/stacked_speed.md): a stack shares
+# the matrix products' overhead but multiplies the working set of every per-weight pass, which then leaves the caches;
+# so stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack per core;
 # magnitude pruning and fixed_mask, dense plus a gradient mask, 1.57x), stacks of one for the rest. On a GPU, where a
 # LeNet-300-100 step is mostly launch overhead, GPU_STACK: an expectation, not measured.
 CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4}
@@ -70,8 +70,9 @@ def split(members: list, size: int, workers: int) -> list[list]:
 def default_n_jobs(cfg) -> int:
     """Worker processes when the user gives none: on a CPU one per core (one thread each, as the joblib launcher
     runs jobs: measured faster than one process with all threads, docs/results/stacked_speed.md); on a GPU one."""
-    return 1 if device_type(cfg.device) != "cpu" else max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                         else os.cpu_count() or 1)
+    if device_type(cfg.device) != "cpu":
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 def threads_per(workers: int) -> int:

@@ -64,7 +64,8 @@ def check(name: str) -> None:
         try:
             __import__(PACKAGES[name])
         except ImportError:
-            raise ValueError(f"logger={name} needs the {PACKAGES[name]} package: pip install -e '.[tracking]'") from None
+            raise ValueError(f"logger={name} needs the {PACKAGES[name]} package: pip install -e '.[tracking]'"
+                             ) from None
 
 
 class MLflow(Tracker):

@@ -64,12 +64,29 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adrop.train import run_files, sweep_outcomes
 
-from .lam_guess import (FULL_OVER_SHORT, NOMINAL_SLOPE, around, closest_sides, crossing, estimate, in_bracket,
-                        log_spaced, narrowed, next_lams, rounded)
-from .search_table import (COLUMNS, MEASURES, SEARCH_CSV, closest_full_run, failed, read_search_tables,
-                           write_search_table)
+from .lam_guess import (
+    FULL_OVER_SHORT,
+    NOMINAL_SLOPE,
+    around,
+    closest_sides,
+    crossing,
+    estimate,
+    in_bracket,
+    log_spaced,
+    narrowed,
+    next_lams,
+    rounded,
+)
+from .search_table import (
+    COLUMNS,
+    MEASURES,
+    SEARCH_CSV,
+    closest_full_run,
+    failed,
+    read_search_tables,
+    write_search_table,
+)
 from .sweeper import Record, launched
-
 
 
 def without(combo: list[str], keys: tuple[str, ...]) -> list[str]:
@@ -172,9 +189,9 @@ class LamSearchSweeper(BasicSweeper):
         short = max(1, round(epochs * self.short_fraction))
         direct = config.method.name == "magnitude_pruning"
         if direct and self.measure != "nonzero":
-            raise ValueError(f"method=magnitude_pruning sets its fraction of weights directly (final_sparsity), not "
-                             f"its multiply-adds: use hydra.sweeper.target_nonzero, or sweep "
-                             f"method.params.final_sparsity")
+            raise ValueError("method=magnitude_pruning sets its fraction of weights directly (final_sparsity), not "
+                             "its multiply-adds: use hydra.sweeper.target_nonzero, or sweep "
+                             "method.params.final_sparsity")
         return Plan(combo, direct, epochs, lr,
                     short if short < epochs and self.short_rounds > 0 else None, list(config.penalty_warmup))
 
@@ -436,8 +453,9 @@ class LamSearchSweeper(BasicSweeper):
             return f"no run completed (see {SEARCH_CSV})"
         kept = [t[1] for t in plan.short]
         if min(kept) > self.target:
+            epochs = f"{plan.short_epochs} epoch{'s' if plan.short_epochs > 1 else ''}"
             return (f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} in "
-                    f"{plan.short_epochs} epoch{'s' if plan.short_epochs > 1 else ''} at lr {plan.short_lr:.3g}: the method cannot prune in so few steps "
+                    f"{epochs} at lr {plan.short_lr:.3g}: the method cannot prune in so few steps "
                     f"(train longer or at a larger lr), or widen hydra.sweeper.lam_range")
         if max(kept) <= 0:
             nothing = "no weight" if self.measure == "nonzero" else "no multiply-add"

@@ -3,8 +3,9 @@
 Jobs that differ only in per-configuration numbers (seed, lam, lr, decay_start, penalty_warmup) train together as
 one vectorised training (adrop.train.engine); the others form separate stacks, run one after another. Each job
 keeps its own folder with a single run's files. `hydra.launcher.max_stack` caps a stack's size (null: the
-measured default for the device and method, adrop.train.stacked_jobs.default_max_stack); `hydra.launcher.n_jobs` is how many
-stacks train at once, each in its own worker process (null: one per core on a CPU, one thread each; one on a GPU).
+measured default for the device and method, adrop.train.stacked_jobs.default_max_stack); `hydra.launcher.n_jobs` is
+how many stacks train at once, each in its own worker process (null: one per core on a CPU, one thread each; one on a
+GPU).
 
 This module only does Hydra's part (composing each job's configuration and folder, as Hydra's basic launcher does);
 adrop.train.stacked_jobs does the rest.
