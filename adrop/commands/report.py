@@ -4,6 +4,8 @@
     adrop report outputs/multirun/... --paper --out docs/results  with the paper's numbers beside ours
     adrop report outputs/multirun/sweep_a outputs/multirun/sweep_b   two sweeps in one table
     adrop report docs/results_x outputs/multirun/more    an earlier report's runs (their folders gone) and new ones
+    adrop report --compare OLD NEW                      two sets of runs of the same configurations: do they land
+                                                        in the same place (Welch's and the paired t-test per method)
 
 Writes into --out (default: a new folder outputs/reports/<time>/ here), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
@@ -15,6 +17,8 @@ Writes into --out (default: a new folder outputs/reports/<time>/ here), never ov
   pareto.png     final test error against fraction nonzero
   layers.png     per-layer fraction nonzero over epochs
   units.png      the units (filters) each layer keeps over epochs
+With --compare, comparison.csv instead (adrop.report.compare: per method and metric the means, standard deviations,
+difference, Welch's p and, over shared seeds, the paired p), also printed; OLD and NEW are folders or results.csv files.
 Unfinished sweeps are fine: running and failed jobs are reported as such. A DIR holding an earlier report
 (results.csv, histories.csv where kept, no run folder under it) brings in the runs it reported, named under it.
 """
@@ -28,23 +32,48 @@ from adrop.commands import one_line
 from adrop.outputs import claim, new_folder
 from adrop.report import FILES, HISTORIES_CSV, RESULTS_CSV
 
+COMPARISON_CSV = "comparison.csv"
+
 
 def parser():
     p = one_line.Parser(prog="adrop report", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
     p.add_argument("dir", type=Path, nargs="+",
-                   help="run folders, sweep folders, any folders above runs, or an earlier report's folder")
+                   help="run folders, sweep folders, any folders above runs, or an earlier report's folder (with "
+                        "--compare: two, each also a results.csv)")
     p.add_argument("--out", type=Path, help="output folder (default: outputs/reports/<time>/)")
     p.add_argument("--paper", action="store_true",
                    help="set the published numbers beside ours: the paper's LeNet-300-100 rows; in the figure also "
                         "Sparse VD's point, and for LeNet-5 runs the Sparse VD paper's Table 1")
+    p.add_argument("--compare", action="store_true",
+                   help="compare two sets of runs (OLD NEW) per method: Welch's and the paired t-test")
     return p
+
+
+def compared(args) -> list[Path]:
+    from adrop.report import compare
+
+    if len(args.dir) != 2:
+        raise ValueError(f"--compare takes two sets of runs, OLD and NEW, got {len(args.dir)}")
+    for source in args.dir:
+        if not (source.is_dir() or (source.suffix == ".csv" and source.is_file())):
+            raise FileNotFoundError(f"{source} is neither a folder nor a results.csv")
+    old, new = (compare.completed(source) for source in args.dir)
+    table = compare.compare(old, new)
+    if table.empty:
+        raise ValueError(f"no method has completed runs in both {args.dir[0]} and {args.dir[1]}")
+    out = claim(args.out, [COMPARISON_CSV]) if args.out else new_folder("reports")
+    table.to_csv(out / COMPARISON_CSV, index=False)
+    print(compare.printed(table))
+    return [out / COMPARISON_CSV]
 
 
 def run(args) -> list[Path]:
     from adrop.report import collect, figures, paper, tables
 
+    if args.compare:
+        return compared(args)
     for folder in args.dir:
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder} is not a folder")

@@ -1,0 +1,45 @@
+"""`adrop report --compare OLD NEW` (adrop.report.compare): Welch's and the paired t-test per method and metric."""
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from adrop.commands import report as report_command
+from adrop.report.compare import compare
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def runs(method, seeds, test_errors, nonzero=0.5):
+    return pd.DataFrame({"method": method, "seed": seeds, "status": "completed", "test_error": test_errors,
+                         "val_error": test_errors, "nonzero_fraction": nonzero})
+
+
+def test_welch_over_all_runs_and_the_paired_test_over_shared_seeds():
+    from scipy import stats
+
+    old = runs("logsum", [0, 1, 2, 3], [0.020, 0.022, 0.019, 0.024])
+    new = runs("logsum", [1, 2, 3, 4], [0.023, 0.021, 0.026, 0.030])
+    row = compare(old, new).set_index("metric").loc["test_error"]
+    assert row.runs_old == row.runs_new == 4 and row.pairs == 3
+    assert row.welch_p == pytest.approx(stats.ttest_ind(new.test_error, old.test_error, equal_var=False).pvalue)
+    assert row.paired_p == pytest.approx(stats.ttest_rel([0.023, 0.021, 0.026], [0.022, 0.019, 0.024]).pvalue)
+    flat = compare(old, new).set_index("metric").loc["nonzero_fraction"]
+    assert math.isnan(flat.welch_p) and math.isnan(flat.paired_p)  # no spread on either side: no test
+    assert compare(old, runs("adaprox", [0], [0.02])).empty  # no method on both sides
+
+
+def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
+    pages = ROOT / "docs" / "results" / "vardrop_kl"
+    args = ["--compare", str(pages / "before.csv"), str(pages / "after.csv"), "--out", str(tmp_path / "cmp")]
+    assert report_command.main(args) == 0
+    table = pd.read_csv(tmp_path / "cmp" / "comparison.csv").set_index(["method", "metric"])
+    committed = pd.read_csv(pages / "comparison.csv").set_index(["method", "metric"])
+    assert table.welch_p.round(4).equals(committed.welch_p.round(4))  # what the results page quotes
+    assert table.loc[("vardrop_lr_ar", "nonzero_fraction"), "pairs"] == 3
+    assert "paired_p" in capsys.readouterr().out
+    assert report_command.main(args) == 2  # comparison.csv is there: refused
+    assert "never overwrites" in capsys.readouterr().err
+    assert report_command.main(["--compare", str(pages / "before.csv")]) == 2
+    assert capsys.readouterr().err.strip() == "adrop report: error: --compare takes two sets of runs, OLD and NEW, got 1"
