@@ -42,4 +42,5 @@ def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
     assert report_command.main(args) == 2  # comparison.csv is there: refused
     assert "never overwrites" in capsys.readouterr().err
     assert report_command.main(["--compare", str(pages / "before.csv")]) == 2
-    assert capsys.readouterr().err.strip() == "adrop report: error: --compare takes two sets of runs, OLD and NEW, got 1"
+    said = capsys.readouterr().err.strip()
+    assert said == "adrop report: error: --compare takes two sets of runs, OLD and NEW, got 1"
