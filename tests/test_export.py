@@ -139,3 +139,27 @@ def test_every_method_exports_in_every_format_with_its_test_error(method, pruned
     for fmt in ("csr", "compact", "onnx"):
         assert export_command.main([str(folder), "--format", fmt, "--out", str(tmp_path / f"net.{fmt}")]) == 0, fmt
         assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
+
+
+def test_check_exports_every_completed_run_under_the_folders(pruned, synthetic, tmp_path, capsys):
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(pruned, sweep / "good")
+    train(synthetic("epochs=3"), sweep / "unfinished", stop_after=1)
+    assert export_command.main(["--check", str(sweep)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith(f"{sweep / 'good'}: exported (onnx, ") and out[0].endswith("as the run's")
+    assert out[-1] == ("1 completed runs checked (onnx), 1 not completed skipped: each export reproduces its run's "
+                       "test error")
+    shutil.copytree(pruned, sweep / "broken")
+    data = (sweep / "broken" / "weights.npz").read_bytes()
+    (sweep / "broken" / "weights.npz").write_bytes(data[: len(data) // 2])
+    assert export_command.main(["--check", str(sweep), "--format", "csr"]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith(f"{sweep / 'broken'}: FAILED: ") for line in out)
+    assert out[-1].endswith("1 exports FAILED") and not list((sweep / "good").glob("export/*"))  # nothing written
+    assert export_command.main(["--check", str(tmp_path / "empty_or_missing")]) == 2
+    assert capsys.readouterr().err.startswith("adrop export: error: no completed run under ")
+    assert export_command.main([str(pruned), str(pruned)]) == 2  # one run without --check
+    assert "takes one run folder, got 2" in capsys.readouterr().err

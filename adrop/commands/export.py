@@ -5,10 +5,13 @@
     adrop export outputs/runs/<time> --format onnx            an ONNX model onnxruntime runs
                                                               (pip install -e '.[export]')
     adrop export outputs/runs/<time> --out model.npz --data data
+    adrop export --check outputs/multirun/<time> [DIR ...]    every completed run under the DIRs exported (in --format,
+                                                              here onnx by default) into a temporary folder: checked
 
 Each export recomputes the run's test error from the exported arrays alone and is written only if it equals the run's
 summary.json test_error. A run that is not finished, a folder that is not a run, an output file that exists, or an
-export that does not reproduce its run: one line on stderr, exit 2.
+export that does not reproduce its run: one line on stderr, exit 2. --check says one line per run and a last line;
+it exits 1 where any export failed, 2 where the DIRs hold no completed run.
 """
 from __future__ import annotations
 
@@ -28,18 +31,25 @@ def parser() -> argparse.ArgumentParser:
     p = one_line.Parser(prog="adrop export", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
-    p.add_argument("run", type=Path, help="a finished run's folder")
-    p.add_argument("--format", choices=FORMATS, default="csr")
+    p.add_argument("run", type=Path, nargs="+", help="a finished run's folder (with --check: folders of runs)")
+    p.add_argument("--format", choices=FORMATS, help="csr (the default), compact or onnx (--check's default)")
     p.add_argument("--out", type=Path, help="output file (default: <run>/export/network.<format>.npz); never replaced")
     p.add_argument("--data", help="the folder that holds MNIST/raw/ (default: the run's data.root)")
+    p.add_argument("--check", action="store_true",
+                   help="export every completed run under the folders into a temporary folder: does each reproduce "
+                        "its test error?")
     return p
 
 
 def run(args) -> str:
     from adrop import export
 
-    finished = export.read(args.run)
-    out = args.out or args.run / "export" / f"network.{SUFFIX[args.format]}"
+    args.format = args.format or "csr"
+    if len(args.run) != 1:
+        raise export.ExportError(f"adrop export takes one run folder, got {len(args.run)} (--check takes several)")
+    run_dir = args.run[0]
+    finished = export.read(run_dir)
+    out = args.out or run_dir / "export" / f"network.{SUFFIX[args.format]}"
     if out.exists():
         raise FileExistsError(f"{out} exists; adrop never overwrites: choose another --out")
     if args.format == "compact":
@@ -76,10 +86,52 @@ def run(args) -> str:
     return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); test error {error:.4f}, as the run's"
 
 
+def check(args) -> int:
+    """--check: each completed run under the folders exported into a temporary folder; one line each."""
+    import json
+    import tempfile
+
+    from adrop.export import ExportError
+
+    summaries = sorted(p for folder in args.run for p in Path(folder).rglob("summary.json"))
+    completed, skipped, failed = [], 0, 0
+    for path in summaries:
+        try:
+            done = json.loads(path.read_text()).get("status") == "completed"
+        except (OSError, ValueError):
+            done = False
+        if done:
+            completed.append(path.parent)
+        else:
+            skipped += 1
+    if not completed:
+        print(f"adrop export: error: no completed run under {', '.join(map(str, args.run))}", file=sys.stderr)
+        return 2
+    fmt = args.format or "onnx"
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, folder in enumerate(completed):
+            out = Path(tmp) / f"{i}.{SUFFIX[fmt]}"
+            try:
+                said = run(argparse.Namespace(run=[folder], format=fmt, out=out, data=args.data))
+                print(f"{folder}: {said.replace(f'wrote {out} ', 'exported ')}", flush=True)
+            except (ExportError, OSError) as err:
+                failed += 1
+                print(f"{folder}: FAILED: {one_line.said(err)}", flush=True)
+    verdict = ("each export reproduces its run's test error" if not failed else
+               f"{failed} exports FAILED")
+    print(f"{len(completed)} completed runs checked ({fmt}), {skipped} not completed skipped: {verdict}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from adrop.export import ExportError
 
+    if args.check:
+        if args.out is not None:
+            print("adrop export: error: --check writes into a temporary folder; it takes no --out", file=sys.stderr)
+            return 2
+        return check(args)
     try:
         print(run(args))
     except (ExportError, OSError) as err:  # also an --out that cannot be written
