@@ -1,19 +1,15 @@
-"""scripts/equivalence.py: the two one-sided tests, the Jaccard overlap, and the script on a tiny sweep."""
-import importlib.util
+"""adrop report --equivalence (adrop.report.equivalence): the two one-sided tests, the Jaccard overlap, and the
+command on a tiny sweep."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "equivalence.py"
-spec = importlib.util.spec_from_file_location("equivalence", SCRIPT)
-equivalence = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(equivalence)
+from adrop.report import equivalence
 
 
 def test_tost_is_two_one_sided_t_tests_and_the_90_percent_interval():
@@ -74,7 +70,7 @@ def test_pool_joins_earlier_seeds_and_refuses_one_seed_twice(tmp_path):
 
 
 @pytest.mark.slow
-def test_script_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
+def test_the_command_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
     run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
                           "device=cpu", "method=logsum,adaptive_dropout", "lam=0.01", "seed=0,1,2",
                           "hydra.sweep.dir=sweep"], check=False, capture_output=True, text=True, cwd=tmp_path,
@@ -94,3 +90,11 @@ def test_script_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
     assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--out", str(out)]) == 2  # taken
     assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--pool", str(out)]) == 2  # seeds twice
     assert equivalence.main([str(tmp_path / "sweep"), "--reference", "vardrop"]) == 2  # no such group
+    # the same through the command: adrop report --equivalence
+    from adrop.commands import report as report_command
+
+    again = tmp_path / "eq_command"
+    assert report_command.main([str(tmp_path / "sweep"), "--equivalence", "logsum", "--margin", "0.5",
+                                "--out", str(again)]) == 0
+    assert pd.read_csv(again / "tost.csv").equals(summary)
+    assert report_command.main([str(tmp_path / "sweep"), "--equivalence", "vardrop", "--out", str(tmp_path / "x")]) == 2

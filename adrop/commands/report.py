@@ -6,6 +6,8 @@
     adrop report docs/results_x outputs/multirun/more    an earlier report's runs (their folders gone) and new ones
     adrop report --compare OLD NEW                      two sets of runs of the same configurations: do they land
                                                         in the same place (Welch's and the paired t-test per method)
+    adrop report --equivalence logsum SWEEP [SWEEP ...]  each other group against logsum's, paired by seed: two
+                                                        one-sided tests within --margin, the kept weights' overlap
 
 Writes into --out (default: a new folder outputs/reports/<time>/ here), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
@@ -19,6 +21,7 @@ Writes into --out (default: a new folder outputs/reports/<time>/ here), never ov
   units.png      the units (filters) each layer keeps over epochs
 With --compare, comparison.csv instead (adrop.report.compare: per method and metric the means, standard deviations,
 difference, Welch's p and, over shared seeds, the paired p), also printed; OLD and NEW are folders or results.csv files.
+With --equivalence REFERENCE, differences.csv, tost.csv and jaccard.csv instead (adrop.report.equivalence).
 Unfinished sweeps are fine: running and failed jobs are reported as such. A DIR holding an earlier report
 (results.csv, histories.csv where kept, no run folder under it) brings in the runs it reported, named under it.
 """
@@ -48,7 +51,30 @@ def parser():
                         "Sparse VD's point, and for LeNet-5 runs the Sparse VD paper's Table 1")
     p.add_argument("--compare", action="store_true",
                    help="compare two sets of runs (OLD NEW) per method: Welch's and the paired t-test")
+    p.add_argument("--equivalence", metavar="REFERENCE",
+                   help="each other group against this one (a report label, or a method with one group), paired by "
+                        "seed: two one-sided tests of test error within --margin, and the kept weights' overlap")
+    p.add_argument("--margin", type=float, default=0.001,
+                   help="--equivalence: the margin in test error (default 0.001: 0.1 points)")
+    p.add_argument("--pool", type=Path, action="append", default=[], metavar="EARLIER_OUT",
+                   help="--equivalence: an earlier output folder whose per-seed rows join the new runs' (repeatable)")
     return p
+
+
+def equivalent(args) -> list[Path]:
+    from adrop.report import equivalence
+
+    if args.compare:
+        raise ValueError("--compare and --equivalence are two reports: ask for one")
+    out = args.out or new_folder("reports")
+    try:
+        text, written = equivalence.run(args.dir, args.equivalence, args.margin, out, args.pool)
+    except equivalence.ERRORS as err:
+        if args.out is None:
+            out.rmdir()  # the new folder, still empty
+        raise ValueError(str(err)) from None
+    print(text)
+    return written
 
 
 def compared(args) -> list[Path]:
@@ -72,6 +98,8 @@ def compared(args) -> list[Path]:
 def run(args) -> list[Path]:
     from adrop.report import collect, figures, paper, tables
 
+    if args.equivalence is not None:
+        return equivalent(args)
     if args.compare:
         return compared(args)
     for folder in args.dir:
