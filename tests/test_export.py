@@ -159,7 +159,23 @@ def test_check_exports_every_completed_run_under_the_folders(pruned, synthetic, 
     out = capsys.readouterr().out.strip().splitlines()
     assert any(line.startswith(f"{sweep / 'broken'}: FAILED: ") for line in out)
     assert out[-1].endswith("1 exports FAILED") and not list((sweep / "good").glob("export/*"))  # nothing written
-    assert export_command.main(["--check", str(tmp_path / "empty_or_missing")]) == 2
+    (tmp_path / "empty").mkdir()
+    assert export_command.main(["--check", str(tmp_path / "empty")]) == 2
     assert capsys.readouterr().err.startswith("adrop export: error: no completed run under ")
     assert export_command.main([str(pruned), str(pruned)]) == 2  # one run without --check
     assert "takes one run folder, got 2" in capsys.readouterr().err
+
+
+def test_check_counts_a_run_it_cannot_read_and_refuses_a_missing_folder(pruned, tmp_path, capsys):
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(pruned, sweep / "good")
+    shutil.copytree(pruned, sweep / "bad_config")
+    (sweep / "bad_config" / ".hydra" / "config.yaml").write_text("model: [unclosed\n")
+    assert export_command.main(["--check", str(sweep), "--format", "csr"]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith(f"{sweep / 'bad_config'}: FAILED: ") for line in out)
+    assert any(line.startswith(f"{sweep / 'good'}: exported (csr") for line in out)  # the others checked all the same
+    assert export_command.main(["--check", str(sweep), str(tmp_path / "typo")]) == 2
+    assert capsys.readouterr().err.strip() == f"adrop export: error: {tmp_path / 'typo'} is not a folder"

@@ -28,6 +28,11 @@ def test_welch_over_all_runs_and_the_paired_test_over_shared_seeds():
     flat = compare(old, new).set_index("metric").loc["nonzero_fraction"]
     assert math.isnan(flat.welch_p) and math.isnan(flat.paired_p)  # no spread on either side: no test
     assert compare(old, runs("adaprox", [0], [0.02])).empty  # no method on both sides
+    same = compare(old, old).set_index("metric").loc["test_error"]
+    assert same.paired_p == 1.0 and same.welch_p == pytest.approx(1.0)  # not one pair differs
+    two_lams = pd.concat([old, old.assign(test_error=old.test_error + 0.1)])  # two settings per seed
+    swapped = compare(two_lams, two_lams.iloc[::-1]).set_index("metric").loc["test_error"]
+    assert swapped.pairs == 0 and math.isnan(swapped.paired_p)  # which run pairs with which is unknown: none
 
 
 def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
@@ -44,3 +49,12 @@ def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
     assert report_command.main(["--compare", str(pages / "before.csv")]) == 2
     said = capsys.readouterr().err.strip()
     assert said == "adrop report: error: --compare takes two sets of runs, OLD and NEW, got 1"
+
+
+def test_options_of_another_report_are_refused(capsys):
+    pages = ROOT / "docs" / "results" / "vardrop_kl"
+    for argv, said in [(["--compare", "--paper", "a", "b"], "--paper belongs to the report of runs"),
+                       ([str(pages), "--margin", "0.01"], "--margin and --pool belong to --equivalence")]:
+        with pytest.raises(SystemExit) as stop:
+            report_command.main(argv)
+        assert stop.value.code == 2 and said in capsys.readouterr().err

@@ -93,6 +93,10 @@ def check(args) -> int:
 
     from adrop.export import ExportError
 
+    missing = [str(folder) for folder in args.run if not Path(folder).is_dir()]
+    if missing:
+        print(f"adrop export: error: {missing[0]} is not a folder", file=sys.stderr)
+        return 2
     summaries = sorted(p for folder in args.run for p in Path(folder).rglob("summary.json"))
     completed, skipped, failed = [], 0, 0
     for path in summaries:
@@ -114,9 +118,10 @@ def check(args) -> int:
             try:
                 said = run(argparse.Namespace(run=[folder], format=fmt, out=out, data=args.data))
                 print(f"{folder}: {said.replace(f'wrote {out} ', 'exported ')}", flush=True)
-            except (ExportError, OSError) as err:
+            except Exception as err:  # any run that cannot be exported is counted; the others are checked all the same
                 failed += 1
-                print(f"{folder}: FAILED: {one_line.said(err)}", flush=True)
+                said = one_line.said(err) if isinstance(err, (ExportError, OSError)) else f"{type(err).__name__}: {err}"
+                print(f"{folder}: FAILED: {' '.join(said.split())[:300]}", flush=True)
     verdict = ("each export reproduces its run's test error" if not failed else
                f"{failed} exports FAILED")
     print(f"{len(completed)} completed runs checked ({fmt}), {skipped} not completed skipped: {verdict}")

@@ -66,12 +66,12 @@ def equivalent(args) -> list[Path]:
 
     if args.compare:
         raise ValueError("--compare and --equivalence are two reports: ask for one")
-    out = args.out or new_folder("reports")
-    try:
-        text, written = equivalence.run(args.dir, args.equivalence, args.margin, out, args.pool)
+    try:  # computed first, written into a folder made only then
+        if args.out is not None:
+            claim(args.out, equivalence.FILES)  # --out taken: refused before the work
+        text, frames = equivalence.compute(args.dir, args.equivalence, args.margin, args.pool)
+        written = equivalence.write(args.out or new_folder("reports"), frames)
     except equivalence.ERRORS as err:
-        if args.out is None:
-            out.rmdir()  # the new folder, still empty
         raise ValueError(str(err)) from None
     print(text)
     return written
@@ -132,6 +132,10 @@ def run(args) -> list[Path]:
 def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.paper and (args.compare or args.equivalence is not None):
+        p.error("--paper belongs to the report of runs, not to --compare or --equivalence")
+    if args.equivalence is None and (args.margin != 0.001 or args.pool):
+        p.error("--margin and --pool belong to --equivalence")
     try:
         written = run(args)
     except (OSError, ValueError) as err:  # a missing folder, an --out taken or not writable

@@ -3,7 +3,8 @@
 For each method with completed runs on both sides (any number of seeds each): the mean and standard deviation of
 test_error, val_error and nonzero_fraction on each side, their difference (new - old), Welch's two-sided p-value
 (scipy.stats.ttest_ind, equal_var=False) and, where the two sides share seeds, the paired t-test's over those seeds
-(scipy.stats.ttest_rel: the same seed's runs, one change apart). A p-value is NaN where neither side has spread.
+(scipy.stats.ttest_rel: the same seed's runs, one change apart; 1 where no pair differs; none where a side has a
+seed twice, several settings of a method, which cannot be paired). A p-value is NaN where neither side has spread.
 Either side is a sweep or run folder (its runs) or a results.csv (`adrop report`'s, its runs' folders gone). Used to
 show that a change of the reference engine moved no result (docs/results/).
 """
@@ -39,14 +40,19 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     for method in sorted(set(old.method) & set(new.method)):
         a, b = old[old.method == method], new[new.method == method]
         seeds = sorted(set(a.seed.dropna()) & set(b.seed.dropna())) if "seed" in a and "seed" in b else []
-        pa = a.drop_duplicates("seed").set_index("seed").loc[seeds] if seeds else None
-        pb = b.drop_duplicates("seed").set_index("seed").loc[seeds] if seeds else None
+        if a.seed.duplicated().any() or b.seed.duplicated().any():  # several settings per seed: no pairs to make
+            seeds = []
+        pa = a.set_index("seed").loc[seeds] if seeds else None
+        pb = b.set_index("seed").loc[seeds] if seeds else None
         for metric in METRICS:
             x, y = a[metric].astype(float), b[metric].astype(float)
             paired = math.nan
             if len(seeds) > 1:
                 px, py = pa[metric].astype(float), pb[metric].astype(float)
-                paired = p_value(stats.ttest_rel, px, py) if (py - px).abs().sum() > 0 else math.nan
+                if (py - px).abs().sum() > 0:
+                    paired = p_value(stats.ttest_rel, px, py)
+                elif px.std() > 0:  # the runs vary, and not one pair differs
+                    paired = 1.0
             rows.append({"method": method, "metric": metric, "runs_old": len(x), "runs_new": len(y),
                          "mean_old": x.mean(), "std_old": x.std(), "mean_new": y.mean(), "std_new": y.std(),
                          "difference": y.mean() - x.mean(),

@@ -183,19 +183,29 @@ def markdown(differences: pd.DataFrame, summary: pd.DataFrame, overlaps: pd.Data
     return "\n".join(lines)
 
 
-def run(sweeps: list[Path], reference: str, margin: float, out: Path | None, pools: list[Path]) -> tuple[str, list]:
-    """The tables in markdown, and the files written into `out` (none where it is None); OSError, ValueError,
-    KeyError or zipfile.BadZipFile where a folder, a weights.npz or `out` cannot serve."""
+def compute(sweeps: list[Path], reference: str, margin: float, pools: list[Path]) -> tuple[str, tuple]:
+    """The tables in markdown, and the frames of FILES; OSError, ValueError, KeyError or zipfile.BadZipFile where a
+    folder or a weights.npz cannot serve."""
     table = collect.results(sweeps)
     differences, overlaps = pool(*pair_runs(table, collect.base(sweeps), reference), pools)
     summary = summarise(differences, margin)
-    folder = claim(out, FILES) if out else None
-    written = []
-    if folder is not None:
-        for name, frame in zip(FILES, (differences, summary, overlaps)):
-            frame.to_csv(folder / name, index=False)
-            written.append(folder / name)
-    return markdown(differences, summary, overlaps), written
+    return markdown(differences, summary, overlaps), (differences, summary, overlaps)
+
+
+def write(folder: Path, frames: tuple) -> list[Path]:
+    """FILES into `folder` (FileExistsError where one is there already)."""
+    folder = claim(folder, FILES)
+    for name, frame in zip(FILES, frames):
+        frame.to_csv(folder / name, index=False)
+    return [folder / name for name in FILES]
+
+
+def run(sweeps: list[Path], reference: str, margin: float, out: Path | None, pools: list[Path]) -> tuple[str, list]:
+    """The tables in markdown, and the files written into `out` (none where it is None)."""
+    if out is not None:
+        claim(out, FILES)  # taken: refused before the work
+    text, frames = compute(sweeps, reference, margin, pools)
+    return text, write(out, frames) if out is not None else []
 
 
 ERRORS = (OSError, ValueError, KeyError, zipfile.BadZipFile)  # a folder, a weights.npz, --out
