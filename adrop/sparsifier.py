@@ -18,7 +18,7 @@ positional embedding); named by module path (a tensor other than a module's `wei
 `attn.in_proj_weight`). The rest (biases, norms, what `include` does not name) trains densely. In training mode each
 sparse layer runs the method's forward (noise, gates); in eval mode the weight evaluation uses (the keep rule and
 deterministic gates folded in). The method's elementwise math, its penalty and its hooks are adrop.methods', the same
-code `adrop train` runs: the runner converts its networks through `convert` here.
+code `adrop train` runs: the runner converts its networks through adrop.selection.convert, as this does.
 
 The step size a method needs around a step (AdaProx's proximal step, adaptive dropout's alpha update) comes from the
 attached optimizer: Adam and AdamW per coordinate, lr / (sqrt(v_hat) + eps), from their state (as the authors'
@@ -28,7 +28,6 @@ a method that needs a step size.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import math
 from typing import Callable, Iterable
 
@@ -36,93 +35,9 @@ import torch
 from torch import nn
 
 from adrop import cost, methods
-from adrop.methods.base import SPARSE_LAYERS, Method, SparseLayer
+from adrop.methods.base import Method, SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter
-
-# torch's modules whose forward (their fused fast paths) reads their submodules' weights directly: those weights are
-# parametrized, not swapped for a layer whose forward would be bypassed
-FUSED = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
-# modules with a weight and no layer of adrop's own: their `weight` is parametrized
-TENSOR_MODULES = (nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
-                  nn.ConvTranspose3d)
-
-
-class SparsifyError(ValueError):
-    """A model, method or setting `sparsify` cannot use; the message names the module path and what to do."""
-
-
-def sparse_kind(module: nn.Module):
-    """The sparse layer that replaces this module, or None: nn.Linear and nn.Conv2d and subclasses that keep their
-    forward (a subclass with its own forward may not compute what the layer's product does)."""
-    for base, layer in SPARSE_LAYERS.items():
-        if isinstance(module, base) and type(module).forward is base.forward:
-            return layer
-    return None
-
-
-def convert(module: nn.Module, method: Method, configs: int | None = None, prefix: str = "",
-            skip: Callable[[str], bool] = lambda path: False,
-            other: Callable[[nn.Module, str, nn.Module], bool] | None = None) -> list[tuple[str, SparseLayer]]:
-    """Replace, in place, every Linear and Conv2d under `module` (but those whose path `skip` names) by the method's
-    sparse layer with its weights (K copies with configs=K); the sparse layers by module path, in order. `other`
-    (parent, path, child) sees each other child first and returns True where it took care of it (the runner's
-    stacks put a dense module's K copies there); the rest are searched for layers in turn."""
-    from torch.nn.utils import parametrize
-
-    out = []
-    for name, child in list(module.named_children()):
-        path = prefix + name
-        kind = None if skip(path) else sparse_kind(child)
-        if kind is not None and parametrize.is_parametrized(child):
-            raise SparsifyError(f"{path} ({type(child).__name__}) has a parametrization (weight_norm, spectral_norm, "
-                                "...): adrop trains a Linear or Conv2d layer's own weight, so it cannot train this "
-                                "one")
-        if kind is not None:
-            layer = kind.like(child, method, configs)
-            setattr(module, name, layer)
-            out.append((path, layer))
-        elif other is None or not other(module, path, child):
-            out += convert(child, method, configs, path + ".", skip, other)
-    return out
-
-
-def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
-    """(name, module, tensor name) of every weight a SparseParameter trains by default: nn.MultiheadAttention's
-    projections (in_proj_weight, or q/k/v_proj_weight; `<path>.in_proj_weight`), the Linear and Conv2d layers inside
-    FUSED modules, and TENSOR_MODULES' weights (by module path)."""
-    out = []
-
-    def visit(module: nn.Module, prefix: str, fused: bool) -> None:
-        for name, child in module.named_children():
-            path = prefix + name
-            if isinstance(child, nn.MultiheadAttention):
-                out.extend((f"{path}.{t}", child, t) for t in ("in_proj_weight", "q_proj_weight", "k_proj_weight",
-                                                               "v_proj_weight")
-                           if isinstance(getattr(child, t, None), nn.Parameter))
-            elif (fused and sparse_kind(child) is not None) or isinstance(child, TENSOR_MODULES):
-                out.append((path, child, "weight"))
-            visit(child, path + ".", fused or isinstance(child, FUSED))
-
-    visit(model, "", False)
-    return out
-
-
-def included_tensors(model: nn.Module, patterns: list[str]) -> list[tuple[str, nn.Module, str]]:
-    """(path, module, tensor name) of each parameter whose path (as model.named_parameters gives it) an `include`
-    pattern names or matches; a pattern that matches none is refused, naming the parameters."""
-    params = dict(model.named_parameters())
-    out = []
-    for pattern in patterns:
-        hits = [path for path in params if path == pattern or fnmatch.fnmatchcase(path, pattern)]
-        if not hits:
-            raise SparsifyError(f"include={pattern!r} names no parameter of {type(model).__name__}; its parameters "
-                                f"outside sparsified layers: {', '.join(sorted(params)) or 'none'}")
-        for path in hits:
-            if params[path].dim() == 0:
-                raise SparsifyError(f"include={pattern!r}: {path} is a scalar; a method trains tensors with an axis")
-            parent, _, tensor = path.rpartition(".")
-            out.append((path, model.get_submodule(parent), tensor))
-    return out
+from adrop.selection import SparsifyError, select
 
 
 def default_lam(name: str) -> float:
@@ -403,73 +318,21 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
     method beside the model's weights ("cls", "pos_embed"). lam_scale: a multiplier of lam per sparsified name.
     total_steps (and steps_per_epoch): what a schedule counts (magnitude pruning's), the optimizer's steps over
     training."""
-    from torch.nn.utils import parametrize
-
     if not isinstance(model, nn.Module):
         raise SparsifyError(f"sparsify takes a torch.nn.Module, not {type(model).__name__}")
     if any(isinstance(m, SparseLayer) for m in model.modules()):
         raise SparsifyError(f"{type(model).__name__} is sparsified already (adrop.strip gives the plain model back)")
-    patterns = list(exclude)
     runs = make_method(method, params, total_steps, steps_per_epoch, structure)
     if overrides(runs, "after_step") and method == "magnitude_pruning" and not total_steps:
         raise SparsifyError("method 'magnitude_pruning' follows a schedule over training: give total_steps (the "
                             "optimizer steps it lasts)")
-    fused = [path for path, m in model.named_modules() if isinstance(m, FUSED)]
-    under_fused = (lambda path: any(path.startswith(f + ".") for f in fused))
-    # every path of a Linear or Conv2d (one module reachable at two is a tie, refused below)
-    swapped = [path for path, m in model.named_modules(remove_duplicate=False)
-               if sparse_kind(m) is not None and not under_fused(path)]
-    tensors = {name: (host, t) for name, host, t in weight_tensors(model)}
-    # each tensor's parameter path: a module's weight named by module path, another tensor by its own path
-    weight_of = {name: (name if name.endswith("." + t) else f"{name}.weight") for name, (host, t) in tensors.items()}
-    for path, host, t in included_tensors(model, list(include)):
-        if path in weight_of.values() or (path.endswith(".weight") and path[:-len(".weight")] in swapped):
-            continue  # selected already
-        if path.rpartition(".")[0] in swapped:
-            raise SparsifyError(f"include={path!r}: {path.rpartition('.')[0]} ({type(host).__name__}) becomes a "
-                                "sparse layer of its own, whose weight the method trains; include names other "
-                                "tensors (its bias trains densely)")
-        tensors[path], weight_of[path] = (host, t), path
-    found = swapped + list(tensors)
-    paths = [n for n, _ in model.named_modules() if n] + [n for n, _ in model.named_parameters()]
-    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(path, p) or path == p for path in paths)]
-    if unmatched:
-        raise SparsifyError(f"exclude={unmatched[0]!r} names no module or tensor of {type(model).__name__} (its "
-                            f"weights: {', '.join(sorted(found)) or 'none'})")
-    matches = (lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns))
-    # a name is excluded by its own path or its tensor's (`fc` or `fc.weight`, `attn.in_proj_weight`)
-    skip = (lambda name: matches(name) or matches(f"{name}.weight" if name in swapped else weight_of[name]))
-    chosen = [p for p in found if not skip(p)]
-    if not chosen:
-        raise SparsifyError(f"{type(model).__name__} has no nn.Linear or nn.Conv2d for a method to sparsify"
-                            + (" (exclude left none)" if found else " (nor another weight: include names one)"))
-    tied = [path for path in chosen if (parametrize.is_parametrized(model.get_submodule(path)) if path in swapped
-                                        else parametrize.is_parametrized(*tensors[path]))]
-    if tied:
-        where = model.get_submodule(tied[0]) if tied[0] in swapped else tensors[tied[0]][0]
-        raise SparsifyError(f"{tied[0]} ({type(where).__name__}) has a parametrization (weight_norm, spectral_norm, "
-                            f"...): adrop trains a layer's own weight; exclude it (exclude=[{tied[0]!r}]) or remove "
-                            "the parametrization")
-    owners: dict[int, list[str]] = {}  # a shared tensor (tied embeddings): each path it has
-    for path, p in model.named_parameters(remove_duplicate=False):
-        owners.setdefault(id(p), []).append(path)
-    tensor_path = {name: f"{name}.weight" if name in swapped else weight_of[name] for name in chosen}
-    for name in chosen:
-        others = [o for o in owners[id(model.get_parameter(tensor_path[name]))] if o != tensor_path[name]]
-        if others:
-            both = [name] + [c for c in chosen if c != name and tensor_path[c] in others]
-            raise SparsifyError(f"{name}'s weight is tied to {others[0].rpartition('.')[0] or others[0]}'s: "
-                                f"converting it would untie them; pass exclude={both!r}")
+    selection = select(model, exclude, include)
     scales = dict(lam_scale or {})
-    unknown = [name for name in scales if name not in chosen]
+    unknown = [name for name in scales if name not in selection.names]
     if unknown:
         raise SparsifyError(f"lam_scale names {unknown[0]}, not a sparsified layer; they are: "
-                            f"{', '.join(sorted(chosen))}")
-    order = {name: i for i, (name, _) in enumerate(model.named_parameters())}
-    # no partial conversion: every check above came first
-    converted = convert(model, runs, skip=lambda path: under_fused(path) or matches(path) or matches(f"{path}.weight"))
-    converted += [(name, SparseParameter(*tensors[name], runs).register()) for name in chosen if name in tensors]
-    converted.sort(key=lambda item: order[item[0] + ".weight" if item[0] in swapped else weight_of[item[0]]])
+                            f"{', '.join(sorted(selection.names))}")
+    converted = selection.apply(model, runs)  # no partial conversion: every check above came first
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
     device = next((p.device for p in model.parameters()), None)

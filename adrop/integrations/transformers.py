@@ -38,7 +38,8 @@ from transformers import Trainer, TrainerCallback
 
 import adrop
 from adrop.integrations import before_step, check_optimizer_holds, inner_optimizer, sparsity_metrics
-from adrop.sparsifier import Sparsifier, SparsifyError, sparse_kind
+from adrop.selection import sparse_kind
+from adrop.sparsifier import Sparsifier, SparsifyError
 
 
 class SparsifyCallback(TrainerCallback):

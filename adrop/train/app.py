@@ -331,11 +331,12 @@ def sweep_ended() -> int:
                   for folder, end in elsewhere.items()})
     folder = sweep_outcomes.SWEEP["dir"]
     probes = sweep_outcomes.SWEEP.get("collapsed", set())  # lam_search's collapsed trials: bracket ends, not failures
-    failures = failed_jobs({job: status for job, status in ended.items() if job not in probes})
+    judged = {job: status for job, status in ended.items() if job not in probes}
+    failures = failed_jobs(judged)
     refused = [status for status in ended.values() if status == "refused"]
     training = sorted(f for f, end in elsewhere.items() if end["status"] == "training")
     unmet = sweep_outcomes.SWEEP.get("unmet")  # lam_search: combinations it could not bring to the target
-    for folder_of_job, line in untold({job: status for job, status in ended.items() if job not in probes}, elsewhere):
+    for folder_of_job, line in untold(judged, elsewhere):
         if sweep_outcomes.first_time(line.split(": ", 1)[-1]):
             print(f"adrop train: error: {Path(folder_of_job).name}: {line}", file=sys.stderr)
     for folder_of_job, end in sorted(elsewhere.items()):

@@ -24,9 +24,9 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-from adrop import sparsifier
+from adrop import selection
 from adrop.methods.base import SparseLayer
-from adrop.sparsifier import sparse_kind
+from adrop.selection import sparse_kind
 
 from . import networks
 from .errors import brief
@@ -101,7 +101,7 @@ def arguments(model_cfg, cls, input_shape, classes: int) -> dict:
 
 def convert(module: nn.Module, method, configs: int | None, prefix: str = "") -> list[tuple[str, SparseLayer]]:
     """Replace, in place, every Linear and Conv2d under `module` by the method's sparse layer with its weights (the
-    library's adrop.sparsifier.convert), and (in a stack) every dense module that holds tensors by its K copies; the
+    library's adrop.selection.convert), and (in a stack) every dense module that holds tensors by its K copies; the
     sparse layers by module path, in order."""
 
     def stacked(parent: nn.Module, path: str, child: nn.Module) -> bool:
@@ -118,8 +118,8 @@ def convert(module: nn.Module, method, configs: int | None, prefix: str = "") ->
         return True
 
     try:
-        return sparsifier.convert(module, method, configs, prefix, other=stacked)
-    except sparsifier.SparsifyError as err:
+        return selection.convert(module, method, configs, prefix, other=stacked)
+    except selection.SparsifyError as err:
         raise NetworkError(str(err)) from None
 
 
