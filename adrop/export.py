@@ -26,7 +26,8 @@ For any other network (a user's module, by `_target_`):
 Both forms of any network carry the input normalisation the run used (summary.json's input_normalisation): the csr
 file as arrays `input_mean` and `input_std`, the ONNX model in its metadata; inputs are (x - mean) / std.
     onnx      the module itself with the run's weights, exported by torch.onnx (torch.export and onnxscript): input
-              `x` in the data's shape (N x C x H x W for images), output `logits`
+              `x` in the data's shape (N x C x H x W for images), output `logits`; an attention's dead heads and a
+              Transformer layer's dead feed-forward units removed first (adrop.heads.compact_heads)
     compact   refused: removing neurons needs to know how layers connect, which only a chain of Linear layers says
 
 Each export recomputes the run's test error from the exported file alone (for built-in networks in NumPy/SciPy,
@@ -87,8 +88,11 @@ def read(folder: Path) -> FinishedRun:
         state = run_files.read_weights(folder)
         names = list(summary["layers"]) if summary.get("layers") else \
             [key.removesuffix(".weight") for key in state if key.endswith(".weight")]
-        weights = {n: (state[f"{n}.weight"].astype(np.float32),
-                       state[f"{n}.bias"].astype(np.float32) if f"{n}.bias" in state else None) for n in names}
+        from adrop.selection import tensor_key
+
+        keys = {n: tensor_key(n, state) for n in names}
+        weights = {n: (state[keys[n]].astype(np.float32), state[f"{n}.bias"].astype(np.float32)
+                       if keys[n] == f"{n}.weight" and f"{n}.bias" in state else None) for n in names}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, or not an npz
         first = str(err).splitlines()[0] if str(err) else "truncated"
         raise ExportError(f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: {first}); the run must "
@@ -162,7 +166,9 @@ def csr(run: FinishedRun) -> dict:
         if b is not None:
             arrays[f"{name}.bias"] = b
     if not run.built_in:
-        sparse = {f"{n}.weight" for n in run.names}
+        from adrop.selection import tensor_key
+
+        sparse = {tensor_key(n, run.state) for n in run.names}
         arrays["keys"] = np.array(list(run.state))
         arrays.update({key: value for key, value in run.state.items() if key not in sparse})
     return arrays
@@ -171,9 +177,12 @@ def csr(run: FinishedRun) -> dict:
 def csr_state(arrays: dict) -> dict:
     """The network's state_dict (as arrays) from a csr export of a network that is not built in."""
     state = {}
+    from adrop.selection import tensor_key
+
+    layers = set(arrays["layers"])
     for key in list(arrays["keys"]):
-        name = key.removesuffix(".weight")
-        if key.endswith(".weight") and name in set(arrays["layers"]):
+        name = key if key in layers else key.removesuffix(".weight")
+        if name in layers and tensor_key(name, arrays["keys"]) == key:
             shape = tuple(arrays[f"{name}.shape"])
             m = sp.csr_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
                               shape=(shape[0], int(np.prod(shape[1:]))))
@@ -235,6 +244,25 @@ def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> flo
         raise ExportError(f"the {form} export's test error {error:.4f} differs from the run's {expected:.4f}; "
                           "nothing written")
     return error
+
+
+def without_dead_heads(module) -> tuple:
+    """The module without its dead attention heads and feed-forward units (adrop.heads), and what went, as words."""
+    from torch import nn
+
+    from adrop.heads import CompactAttention, compact_heads
+
+    def count(m):
+        heads = sum(a.num_heads for a in m.modules() if isinstance(a, (nn.MultiheadAttention, CompactAttention)))
+        units = sum(t.linear1.out_features for t in m.modules()
+                    if isinstance(t, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)))
+        return heads, units
+
+    small = compact_heads(module)
+    (heads, units), (kept_heads, kept_units) = count(module), count(small)
+    said = ([f"attention heads {heads} -> {kept_heads}"] if heads else []) + (
+        [f"feed-forward units {units} -> {kept_units}"] if units else [])
+    return small, "; ".join(said)
 
 
 def onnx_of_module(module, shape: tuple):

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from torch import nn
 
 from adrop.methods.base import SPARSE_LAYERS, Method, SparseLayer
-from adrop.methods.sparse_parameter import SparseParameter
+from adrop.methods.sparse_parameter import SparseParameter, heads_of
 
 # torch's modules whose forward (their fused fast paths) reads their submodules' weights directly: those weights are
 # parametrized, not swapped for a layer whose forward would be bypassed
@@ -62,6 +62,12 @@ def convert(module: nn.Module, method: Method, configs: int | None = None, prefi
     return out
 
 
+def tensor_key(name: str, keys) -> str:
+    """The state_dict key of a sparse layer's weight by its name: the name itself where it is a tensor's path
+    (`attn.in_proj_weight`, an included `cls`), else a module's `<name>.weight`."""
+    return name if name in keys else f"{name}.weight"
+
+
 def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
     """(name, module, tensor name) of every weight a SparseParameter trains by default: nn.MultiheadAttention's
     projections (in_proj_weight, or q/k/v_proj_weight; `<path>.in_proj_weight`), the Linear and Conv2d layers inside
@@ -83,7 +89,8 @@ def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
     return out
 
 
-def included_tensors(model: nn.Module, patterns: list[str]) -> list[tuple[str, nn.Module, str]]:
+def included_tensors(model: nn.Module, patterns: list[str], label: str | None = None) -> list[tuple[str, nn.Module,
+                                                                                                    str]]:
     """(path, module, tensor name) of each parameter whose path (as model.named_parameters gives it) an `include`
     pattern names or matches; a pattern that matches none is refused, naming the parameters."""
     params = dict(model.named_parameters())
@@ -91,8 +98,8 @@ def included_tensors(model: nn.Module, patterns: list[str]) -> list[tuple[str, n
     for pattern in patterns:
         hits = [path for path in params if path == pattern or fnmatch.fnmatchcase(path, pattern)]
         if not hits:
-            raise SparsifyError(f"include={pattern!r} names no parameter of {type(model).__name__}; its parameters "
-                                f"outside sparsified layers: {', '.join(sorted(params)) or 'none'}")
+            raise SparsifyError(f"include={pattern!r} names no parameter of {label or type(model).__name__}; its "
+                                f"parameters outside sparsified layers: {', '.join(sorted(params)) or 'none'}")
         for path in hits:
             if params[path].dim() == 0:
                 raise SparsifyError(f"include={pattern!r}: {path} is a scalar; a method trains tensors with an axis")
@@ -117,15 +124,18 @@ class Selection:
         """Convert in place: the sparse layers by name, in the model's parameter order."""
         order = {name: i for i, (name, _) in enumerate(model.named_parameters())}
         converted = convert(model, method, skip=self.skip_module)
-        converted += [(name, SparseParameter(*self.tensors[name], method).register())
+        converted += [(name, SparseParameter(*self.tensors[name], method,
+                                             heads=heads_of(*self.tensors[name], method.structure)).register())
                       for name in self.names if name in self.tensors]
         return sorted(converted, key=lambda item: order[self.path[item[0]]])
 
 
-def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str] = ()) -> Selection:
+def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str] = (),
+           label: str | None = None) -> Selection:
     """The weights of `model` a method trains, `exclude` (module or tensor paths or patterns) left out and `include`
     (parameter paths or patterns) added; SparsifyError, naming the module and what to do, where none is left, a
-    pattern names nothing, or a weight cannot be trained as its own (a parametrization, a tie)."""
+    pattern names nothing, or a weight cannot be trained as its own (a parametrization, a tie). `label`: the model
+    as messages name it (its class's name)."""
     from torch.nn.utils import parametrize
 
     patterns = list(exclude)
@@ -138,7 +148,8 @@ def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str]
     # each name's parameter path: a module's weight named by module path, another tensor by its own path
     path_of = {name: f"{name}.weight" for name in swapped}
     path_of.update({name: (name if name.endswith("." + t) else f"{name}.weight") for name, (_, t) in tensors.items()})
-    for path, host, t in included_tensors(model, list(include)):
+    label = label or type(model).__name__
+    for path, host, t in included_tensors(model, list(include), label):
         if path in path_of.values():
             continue  # selected already
         if path.rpartition(".")[0] in swapped:
@@ -150,13 +161,13 @@ def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str]
     paths = [n for n, _ in model.named_modules() if n] + [n for n, _ in model.named_parameters()]
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(path, p) or path == p for path in paths)]
     if unmatched:
-        raise SparsifyError(f"exclude={unmatched[0]!r} names no module or tensor of {type(model).__name__} (its "
+        raise SparsifyError(f"exclude={unmatched[0]!r} names no module or tensor of {label} (its "
                             f"weights: {', '.join(sorted(found)) or 'none'})")
     matches = (lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns))
     # a name is excluded by its own path or its tensor's (`fc` or `fc.weight`, `attn.in_proj_weight`)
     chosen = [name for name in found if not (matches(name) or matches(path_of[name]))]
     if not chosen:
-        raise SparsifyError(f"{type(model).__name__} has no nn.Linear or nn.Conv2d for a method to sparsify"
+        raise SparsifyError(f"{label} has no nn.Linear or nn.Conv2d for a method to sparsify"
                             + (" (exclude left none)" if found else " (nor another weight: include names one)"))
     tied = [name for name in chosen if (parametrize.is_parametrized(model.get_submodule(name)) if name in swapped
                                         else parametrize.is_parametrized(*tensors[name]))]

@@ -210,7 +210,8 @@ class Sparsifier:
     @torch.no_grad()
     def effective(self) -> dict[str, torch.Tensor]:
         """Each sparse layer's effective weight (what eval mode and `strip` use), by module path."""
-        return {name: self.method.effective_weight(layer, self.lam).detach()
+        return {name: layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
+                if isinstance(layer, SparseParameter) else self.method.effective_weight(layer, self.lam).detach()
                 for name, layer in zip(self.names, self.layers)}
 
     @torch.no_grad()
@@ -253,12 +254,14 @@ class Sparsifier:
         self._versions = self.versions()
 
     @torch.no_grad()
-    def compact(self) -> nn.Sequential:
-        """The smaller dense network the kept units make, where the structure allows: a model that is an
-        nn.Sequential of Linear layers with ReLU between (a Flatten first, Dropout anywhere); the units that no kept
-        weight connects go (adrop.compact: a unit that reads nothing but is read outputs a constant, folded into
-        the next layer's bias). Returns a new nn.Sequential (the inputs it reads picked first) computing what the
-        model does in eval mode, to float32 rounding; the model itself is left as it is."""
+    def compact(self) -> nn.Module:
+        """The smaller dense network the kept units make, computing what the model does in eval mode (to float32
+        rounding); the model itself is left as it is. A model that is an nn.Sequential of Linear layers with ReLU
+        between (a Flatten first, Dropout anywhere): a new nn.Sequential without the units that no kept weight
+        connects (adrop.compact: a unit that reads nothing but is read outputs a constant, folded into the next
+        layer's bias), the inputs it reads picked first. Any other model: a plain copy (as `strip` makes it) without
+        its attentions' dead heads and its Transformer layers' dead feed-forward units (adrop.heads.compact_heads:
+        nn.MultiheadAttention with dead heads becomes a CompactAttention of the others)."""
         from adrop.compact import compact as compact_of
 
         children = [m for m in self.model.children() if not isinstance(m, nn.Dropout)] \
@@ -268,8 +271,7 @@ class Sparsifier:
         chain = len(body) % 2 == 1 and all(isinstance(m, nn.ReLU) for m in body[1::2]) and all(
             isinstance(m, SparseLayer) and m.weight.dim() == 2 for m in body[0::2])
         if not chain:
-            raise SparsifyError("compact() makes the smaller network of an nn.Sequential of Linear layers with ReLU "
-                                "between; strip() gives any model back as plain modules")
+            return self._compact_transformer()
         layers = body[0::2]
         names = [self.names[self.layers.index(layer)] for layer in layers]
         weights = {n: (w.cpu().numpy(), None if layer.bias is None else layer.bias.detach().cpu().numpy())
@@ -284,6 +286,37 @@ class Sparsifier:
             linear.bias.copy_(torch.from_numpy(b))
             modules += [linear] + ([nn.ReLU()] if i < len(small.layers) - 1 else [])
         return nn.Sequential(*modules).to(device).eval()
+
+    def _compact_transformer(self) -> nn.Module:
+        from adrop.heads import compact_heads
+
+        return compact_heads(self.plain_copy())
+
+    @torch.no_grad()
+    def plain_copy(self) -> nn.Module:
+        """A copy of the model as `strip` would leave it (effective weights in plain modules and tensors); the model
+        stays as it is. The copy's parametrized modules lose their parametrization here, not through
+        parametrize.remove_parametrizations, which would take the tensor's property off the class they share with
+        the model's own."""
+        import copy
+
+        plain = copy.deepcopy(self.model, memo={id(self): self})  # the copy's hooks call this Sparsifier: removed
+        ours = {self._pre.id, *(h.id for h in self._cache_hooks), *(h.id for h in self._seen.values())}
+        for module in plain.modules():
+            for hooks in (module._forward_pre_hooks, module._forward_hooks):
+                for key in ours & set(hooks):
+                    del hooks[key]
+        tensors: dict[int, tuple[nn.Module, dict]] = {}
+        for tensor in [m for m in plain.modules() if isinstance(m, SparseParameter)]:
+            host = tensor._host[0]
+            weight = tensor.as_module(tensor.method.effective_weight(tensor, self.lam)).detach().clone()
+            tensors.setdefault(id(host), (host, {}))[1][tensor.tensor_name] = weight
+        for host, weights in tensors.values():
+            del host._modules["parametrizations"]
+            host.__class__ = type(host).__bases__[0]  # the class parametrize made for it, undone
+            for name, weight in weights.items():
+                host.register_parameter(name, nn.Parameter(weight))
+        return strip(plain, self)
 
     def strip(self) -> nn.Module:
         """The model back as plain modules (see adrop.strip); the Sparsifier is done with it."""

@@ -407,7 +407,7 @@ def test_authors_init_draws_weights_as_linear_svdo_each_from_its_configurations_
 
     def built(seed, **params):
         torch.manual_seed(seed)
-        return network.build(cfg.model, (20,), 2, cls(cls.Params(**params), 1, 1))
+        return network.build(cfg, (20,), 2, cls(cls.Params(**params), 1, 1))
 
     a, b, c = built(0, authors_init=True), built(0, authors_init=True), built(1, authors_init=True)
     for la, lb, lc in zip(a.layers, b.layers, c.layers):

@@ -24,7 +24,7 @@ FAKE_CIFAR = ("dataset.name=FakeData", "+dataset.options={size: 48, image_size: 
 def test_a_cifar_network_has_its_published_shape(model, weights, layers, config):
     cfg = resolve(config(f"model={model}", "dataset=cifar10", "device=cpu")).cfg  # checked on a batch of zeros
     method = resolve(config(f"model={model}", "dataset=cifar10")).make_method(1)
-    net = network.build(cfg.model, (3, 32, 32), 10, method)
+    net = network.build(cfg, (3, 32, 32), 10, method)
     assert len(net.layers) == layers and sum(layer.weight.numel() for layer in net.layers) == weights
     assert net.architecture.startswith("adrop.train.cifar_networks.")
 

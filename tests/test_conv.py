@@ -55,7 +55,7 @@ def test_lenet5_has_the_caffe_shapes(config):
     from adrop.train import network
 
     dense = methods.get("dense")
-    net = network.build(config("model=lenet5").model, (1, 28, 28), 10, dense(dense.Params(), 1, 1))
+    net = network.build(config("model=lenet5"), (1, 28, 28), 10, dense(dense.Params(), 1, 1))
     shapes = [tuple(layer.weight.shape) for layer in net.layers]
     assert shapes == [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)] and net.names == ["conv1", "conv2",
                                                                                                  "fc1", "fc2"]

@@ -13,6 +13,8 @@ from torch import nn
 
 import adrop
 from adrop import methods
+from adrop.methods.base import SparseLayer
+from adrop.methods.sparse_parameter import SparseParameter
 from adrop.sparsifier import SparsifyError
 
 EVERY = [m for m in methods.names() if m != "fixed_mask"]  # fixed_mask fine-tunes another run's kept weights
@@ -219,8 +221,13 @@ def test_compact_gives_the_smaller_dense_network_of_a_chain():
     assert widths[-1] == 4 and 0 < widths[0] < 64 and 0 < widths[1] < 32, widths  # units gone, a path kept
     with torch.no_grad():
         assert torch.allclose(small(x), model(x), atol=1e-5)
-    with pytest.raises(SparsifyError, match="compact\\(\\) makes the smaller network of an nn.Sequential"):
-        adrop.sparsify(nn.Sequential(nn.Linear(20, 8), nn.Tanh(), nn.Linear(8, 4))).compact()
+    # another model: its plain copy (no attention to make smaller here), the model left as it was
+    tanh = nn.Sequential(nn.Linear(20, 8), nn.Tanh(), nn.Linear(8, 4))
+    sp = adrop.sparsify(tanh)
+    plain = sp.compact()
+    assert not any(isinstance(m, (SparseLayer, SparseParameter)) for m in plain.modules())
+    with torch.no_grad():
+        assert torch.equal(plain(x[:, :20]), tanh.eval()(x[:, :20]))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="mixed precision needs CUDA")

@@ -175,10 +175,6 @@ def test_data_that_does_not_fit_the_network_is_refused_before_any_folder(config,
     ("user_nets.Tied", "user_nets.Tied uses one parameter in several places (a.weight, b.weight): adrop trains each "
                        "layer's weights as its own"),
     ("user_nets.WeightNormed", "fc (ParametrizedLinear) has a parametrization (weight_norm, spectral_norm, ...)"),
-    ("user_nets.TinyViT", "TinyViT holds parameters of its own (cls, pos): adrop train trains networks whose tensors "
-                          "all sit in submodules (put them in one); adrop.sparsify trains every weight of it"),
-    ("user_nets.TinyGPT", "attn (MultiheadAttention) holds parameters of its own and modules with their own "
-                          "(attn.out_proj)"),
 ])
 def test_a_bad_network_is_refused_at_start_in_one_line(target, message, config):
     with pytest.raises(TrainError, match=re.escape(message)) as err:

@@ -1,5 +1,7 @@
 """Networks as a user writes them (plain torch.nn), for the tests of `model=custom`: importable as `user_nets.<name>`
 from the tests folder (the tests put it on PYTHONPATH for the command line)."""
+import math
+
 import torch
 from torch import nn
 
@@ -193,3 +195,23 @@ class TinyGPT(nn.Module):
         x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
         x = x + self.mlp(self.ln2(x))
         return self.head(x)
+
+
+class TinyCausal(nn.Module):
+    """A vector read as a sequence of tokens (its features in chunks), a causal nn.MultiheadAttention given its mask
+    as a keyword, an embedding of the position, the last token's state classified."""
+
+    def __init__(self, input_shape=(64,), classes=10, dim=16, heads=2, token=8):
+        super().__init__()
+        self.token, self.tokens = token, math.prod(input_shape) // token
+        self.embed = nn.Linear(token, dim)
+        self.pos = nn.Embedding(self.tokens, dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        t = self.tokens
+        h = self.embed(x.reshape(len(x), t, self.token)) + self.pos(torch.arange(t, device=x.device))
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), 1)
+        h = h + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return self.head(h[:, -1])

@@ -73,8 +73,10 @@ def run(args) -> str:
             model = export.onnx_model(finished, image)
             note = f"compact network {export.compact(finished, image)[1]}"
         else:
-            model = export.onnx_of_module(export.module_of(finished, finished.state, shape, classes), shape)
-            note = f"{finished.summary.get('architecture')}, input x of shape N x {' x '.join(map(str, shape))}"
+            module, went = export.without_dead_heads(export.module_of(finished, finished.state, shape, classes))
+            model = export.onnx_of_module(module, shape)
+            note = f"{finished.summary.get('architecture')}, input x of shape N x {' x '.join(map(str, shape))}" + (
+                f"; {went}" if went else "")
             x = x.reshape(-1, *shape)
         error = export.check(finished, export.onnx_predict(model, x), y, "onnx")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,15 @@ own their product, which VarDrop's local reparameterisation needs and stacks bat
 product uses its weight-noise form here (the VarDrop methods: theta (1 + sqrt(alpha) eps), or theta + sigma eps).
 
 Structure: per weight; with structure="neuron" a group is a row (all of a tensor's entries that share its first index:
-an output unit or filter, an embedding's token, one output feature of q, k or v).
+an output unit or filter, an embedding's token), but in nn.MultiheadAttention's packed input projection
+(`in_proj_weight`, 3E x E), where a group is a head: its rows of q, k and v (3 x E/H rows). The method sees that tensor
+in the head layout (3, H, E/H, E), the groups on axis 1, and the module reads it as it is. A head whose v rows are
+zero outputs its v bias whatever it attends to, a constant that out_proj's bias can take: the head can go
+(adrop.heads); out_proj's columns for it then read nothing.
+
+`adrop train`'s stacks (adrop.train.stacking) hold a SparseParameter with `configs=K` for a tensor they run per
+configuration: its host then holds the tensor with a leading axis of K, the method's tensors have it too, and the
+stack, not a parametrization, hands the module its weight.
 """
 from __future__ import annotations
 
@@ -24,16 +32,35 @@ from torch import nn
 from .base import Method, SparseLayer
 
 
-class SparseParameter(SparseLayer):
-    """The method's view of `host`'s tensor `tensor_name`; `register()` puts it in place."""
+def heads_of(host: nn.Module, tensor_name: str, structure: str) -> int | None:
+    """The heads whose groups a tensor is trained in (structure=neuron on nn.MultiheadAttention's in_proj_weight), or
+    None: its rows are its groups."""
+    if structure == "neuron" and isinstance(host, nn.MultiheadAttention) and tensor_name == "in_proj_weight":
+        return host.num_heads
+    return None
 
-    def __init__(self, host: nn.Module, tensor_name: str, method: Method):
+
+class SparseParameter(SparseLayer):
+    """The method's view of `host`'s tensor `tensor_name`; `register()` puts it in place. `heads`: the tensor is an
+    attention's packed input projection trained by heads (heads_of)."""
+
+    def __init__(self, host: nn.Module, tensor_name: str, method: Method, configs: int | None = None,
+                 heads: int | None = None):
         nn.Module.__init__(self)
         self._host = [host]  # a list: the host holds this module, not the other way round
         self.tensor_name = tensor_name
-        self.configs, self.method, self.bias = None, method, None
-        shape = tuple(self.weight.shape)
-        self.unit_axes = tuple(range(1 - len(shape), 0)) if len(shape) > 1 else ()
+        self.configs, self.method, self.bias = configs, method, None
+        lead = () if configs is None else (configs,)
+        stored = tuple(getattr(host, tensor_name).shape)[len(lead):]
+        if heads:  # (3E, E) as (3, H, E/H, E), the heads' groups on axis 1 (whatever the host holds it as)
+            embed = stored[-1]
+            self.shape, self.layout = lead + (3 * embed, embed), lead + (3, heads, embed // heads, embed)
+            self.right_inverse = (lambda value: value.reshape(self.layout))  # the layout stored once registered
+        else:
+            self.shape = self.layout = lead + stored
+        shape = self.layout
+        dims = len(shape) - len(lead)  # the tensor's own axes, a stack's leading K aside
+        self.unit_axes = (-4, -2, -1) if heads else tuple(range(1 - dims, 0)) if dims > 1 else ()
         self.grouped = method.structure == "neuron" and bool(self.unit_axes)
         self.group_size = 1
         group_shape = list(shape)
@@ -46,13 +73,20 @@ class SparseParameter(SparseLayer):
 
     @property
     def weight(self) -> torch.Tensor:
-        """The tensor itself (the host's parameter, under the parametrization once registered)."""
+        """The tensor itself (the host's parameter, under the parametrization once registered), in the method's
+        layout."""
         from torch.nn.utils import parametrize
 
         host = self._host[0]
         if parametrize.is_parametrized(host, self.tensor_name):
-            return host.parametrizations[self.tensor_name].original
-        return getattr(host, self.tensor_name)
+            t = host.parametrizations[self.tensor_name].original
+        else:
+            t = getattr(host, self.tensor_name)
+        return t if tuple(t.shape) == self.layout else t.view(self.layout)
+
+    def as_module(self, w: torch.Tensor) -> torch.Tensor:
+        """A tensor in the method's layout as the module reads it."""
+        return w if self.layout == self.shape else w.reshape(self.shape)
 
     def register(self) -> "SparseParameter":
         from torch.nn.utils import parametrize
@@ -63,8 +97,8 @@ class SparseParameter(SparseLayer):
 
     def forward(self, original):
         if self.training:
-            return self.method.weight_sample(self)
-        return original if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam)
+            return self.as_module(self.method.weight_sample(self))
+        return self.as_module(original if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam))
 
     @torch.no_grad()
     def remove(self, weight: torch.Tensor) -> None:
@@ -73,7 +107,11 @@ class SparseParameter(SparseLayer):
 
         host = self._host[0]
         parametrize.remove_parametrizations(host, self.tensor_name, leave_parametrized=False)
-        getattr(host, self.tensor_name).copy_(weight)
+        tensor = getattr(host, self.tensor_name)
+        if tuple(tensor.shape) != self.shape:  # stored in the head layout: the module's shape again
+            tensor.data = self.as_module(weight).clone()
+        else:
+            tensor.copy_(self.as_module(weight))
 
     def extra_repr(self) -> str:
         return f"{self.method.name}, {self.tensor_name} {tuple(self.weight.shape)}"

@@ -31,7 +31,7 @@ def collapsed(network, state: dict, x: torch.Tensor, method: str) -> str | None:
     if not torch.allclose(network.predict(x, state), network.predict(torch.zeros_like(x), state),
                           rtol=0, atol=TOLERANCE):
         return None
-    empty = [name for name in network.names if not state[f"{name}.weight"].any()]
+    empty = [name for name in network.names if not state[network.key[name]].any()]
     where = ("its output does not depend on its input" if not empty else
              f"{'layer' if len(empty) == 1 else 'layers'} {', '.join(empty)} "
              f"{'keeps' if len(empty) == 1 else 'keep'} no weight (no path from input to output)")

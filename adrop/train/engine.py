@@ -33,6 +33,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from adrop.heads import kept_heads
+
 from . import collapse, evaluate, run_files, schedules, tracking
 from . import data as data_mod
 from . import network as network_mod
@@ -62,8 +64,9 @@ def load_weights(network, source: Path) -> None:
         raise TrainError(f"init_from={source}: no {run_files.WEIGHTS} there (a run writes it when it completes)")
     saved = run_files.read_weights(path)
     state = network.state_dict()
-    needed = [f"{name}.{part}" for name, layer in zip(network.names, network.layers) for part in ("weight", "bias")
-              if getattr(layer, part) is not None]
+    needed = [network.key[name] for name in network.names] + [f"{name}.bias" for name, layer in
+                                                               zip(network.names, network.layers)
+                                                               if layer.bias is not None]
     with torch.no_grad():
         for key in network.keys:
             target = state[key]
@@ -71,9 +74,10 @@ def load_weights(network, source: Path) -> None:
                 if key in needed:
                     raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found nothing")
                 continue
-            if saved[key].shape != tuple(target.shape):
-                raise TrainError(f"init_from={source}: {key} should be {tuple(target.shape)}, found {saved[key].shape}")
-            target.copy_(torch.from_numpy(saved[key]))
+            shape = network.shapes.get(key, tuple(target.shape))  # an attention's by heads: the module's
+            if saved[key].shape != shape:
+                raise TrainError(f"init_from={source}: {key} should be {shape}, found {saved[key].shape}")
+            target.copy_(torch.from_numpy(saved[key]).view_as(target))
 
 
 class Engine:
@@ -99,7 +103,7 @@ class Engine:
         self.black = (-torch.tensor(self.data.mean) / torch.tensor(self.data.std)).to(self.device) \
             if self.data.mean is not None else None  # a black pixel, normalised: crop_flip's padding
         try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
-            self.single = network_mod.build(base.model, self.input_shape, self.data.classes,
+            self.single = network_mod.build(base, self.input_shape, self.data.classes,
                                             self.method).to(self.device)
             network_mod.check_output(self.single, self.data.train.x[:2])
             self.single.eval()
@@ -129,12 +133,12 @@ class Engine:
         singles = []
         for run in self.runs:
             reset_state(run.cfg.seed, self.device)
-            single = network_mod.build(run.cfg.model, self.input_shape, self.data.classes,
+            single = network_mod.build(run.cfg, self.input_shape, self.data.classes,
                                        run.make_method(self.steps_per_epoch))  # its init_*
             if run.cfg.init_from:
                 load_weights(single, Path(run.cfg.init_from))
             singles.append(single.state_dict())
-        stacked = network_mod.build(self.cfg.model, self.input_shape, self.data.classes, self.method, configs=self.K)
+        stacked = network_mod.build(self.cfg, self.input_shape, self.data.classes, self.method, configs=self.K)
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([s[name] for s in singles]))
@@ -336,7 +340,7 @@ class Engine:
         """Configuration k's record of the epoch just trained: its rows, checkpoint, summary and tracking."""
         loss, data_term, penalty = sums
         val_error = evaluate.error(self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
-        layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
+        layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, _ = evaluate.kept_units(self.single, weights)
         self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
                                                      lr, seconds))
@@ -364,18 +368,19 @@ class Engine:
         cfg = self.runs[k].cfg
         why = collapse.collapsed(self.single, weights, self.data.val.x, cfg.method.name)
         if why is not None:  # its sparsity and last val error kept: a lam search brackets its target with it
-            _, nonzero, total = evaluate.sparsity(self.single.names, weights)
+            _, nonzero, total = evaluate.sparsity(self.single, weights)
             self.fail(k, why, collapsed=True, nonzero_fraction=nonzero / total,
                       val_error=self.metrics[k][-1]["val_error"] if self.metrics[k] else None)
             return run_files.read_summary(self.folders[k])
         test_error = evaluate.error(self.single.predict, weights, self.data.test, cfg.eval_batch_size)
-        layers, nonzero, total = evaluate.sparsity(self.single.names, weights)
+        layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, kept = evaluate.kept_units(self.single, weights)
         run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
         errors = evaluate.unmasked_errors(cfg, self.single.predict, unmasked, self.data)
         summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
                                layers=layers, nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept,
-                               dense=evaluate.dense(self.single, weights))
+                               dense=evaluate.dense(self.single, weights),
+                               heads=kept_heads(self.single.attentions, weights))
         run_files.write_summary(self.folders[k], summary)
         return summary
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 import torch
 
 
+def as_module(layer, w: torch.Tensor) -> torch.Tensor:
+    """A layer's tensor as its module reads it (an attention's input projection trained by heads, reshaped)."""
+    return layer.as_module(w) if hasattr(layer, "as_module") else w
+
+
 @torch.no_grad()
 def effective(model, method, lam) -> dict:
     """The network's state (every parameter and buffer, stacked) with each sparse layer's weight its effective weight
     at this lam: what the network evaluates with."""
     state = {key: t.detach() for key, t in model.state_dict().items()}
     for name, layer in zip(model.names, model.layers):
-        state[f"{name}.weight"] = method.effective_weight(layer, lam).detach()
+        state[model.key[name]] = as_module(layer, method.effective_weight(layer, lam)).detach()
     return state
 
 
@@ -23,7 +28,7 @@ def unmasked(model, method) -> dict:
     """The same without the keep rule (Method.unmasked_weight): for `evaluate_unmasked`."""
     state = {key: t.detach() for key, t in model.state_dict().items()}
     for name, layer in zip(model.names, model.layers):
-        state[f"{name}.weight"] = method.unmasked_weight(layer).detach()
+        state[model.key[name]] = as_module(layer, method.unmasked_weight(layer)).detach()
     return state
 
 
@@ -41,10 +46,10 @@ def error(predict, weights, split, batch: int = 8192) -> float:
 
 
 @torch.no_grad()
-def sparsity(names, state: dict):
+def sparsity(network, state: dict):
     """Per sparse layer (name, shape, nonzero count, total) and the totals, from one network's state."""
     layers = [(name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel())
-              for name, w in ((n, state[f"{n}.weight"]) for n in names)]
+              for name, w in ((n, state[network.key[n]]) for n in network.names)]
     nonzero, total = sum(l[2] for l in layers), sum(l[3] for l in layers)
     return layers, nonzero, total
 
@@ -70,7 +75,7 @@ def kept_units(network, state: dict):
     kept when a weight on it is nonzero, an output (a row, a filter) when one of its weights is."""
     from adrop.compact import compact
 
-    weights = {n: state[f"{n}.weight"].detach().cpu() for n in network.names}
+    weights = {n: state[network.key[n]].detach().cpu() for n in network.names}
     if network.chain:
         image = network.input_shape if any(w.dim() == 4 for w in weights.values()) else None
         biases = {n: state.get(f"{n}.bias") for n in network.names}
@@ -81,6 +86,9 @@ def kept_units(network, state: dict):
     out = []
     for n in network.names:
         nonzero = weights[n] != 0
+        if nonzero.dim() < 2:  # a vector (a token's scale, say): each entry both
+            out.append((int(nonzero.sum()), len(nonzero), int(nonzero.sum()), len(nonzero)))
+            continue
         inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
         outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
         out.append((int(inputs.sum()), len(inputs), int(outputs.sum()), len(outputs)))

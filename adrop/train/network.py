@@ -24,16 +24,14 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-from adrop import selection
+from adrop import heads, selection
 from adrop.methods.base import SparseLayer
+from adrop.methods.sparse_parameter import SparseParameter
 from adrop.selection import sparse_kind
 
-from . import networks
+from . import networks, stacking
 from .errors import brief
 from .stacking import Stacked, needs_stacking, owns_tensors
-
-IN_YOUR_LOOP = ("adrop.sparsify trains every weight of it (attention, embeddings, a class token) in your own loop: "
-                "docs/guide.md, \"Your loop\"")
 
 
 class NetworkError(ValueError):
@@ -99,28 +97,51 @@ def arguments(model_cfg, cls, input_shape, classes: int) -> dict:
     return {**args, **{k: v for k, v in given.items() if k in accepted and k not in args}}
 
 
-def convert(module: nn.Module, method, configs: int | None, prefix: str = "") -> list[tuple[str, SparseLayer]]:
-    """Replace, in place, every Linear and Conv2d under `module` by the method's sparse layer with its weights (the
-    library's adrop.selection.convert), and (in a stack) every dense module that holds tensors by its K copies; the
-    sparse layers by module path, in order."""
+def convert(module: nn.Module, method, configs: int | None,
+            chosen: selection.Selection) -> tuple[nn.Module, list[tuple[str, SparseLayer]]]:
+    """Put the method's layers in place, in `module` (or around it: `Network.net`), for the weights `chosen` names
+    (adrop.selection.select, the library's choice): every Linear and Conv2d the layers can batch made the method's
+    sparse layer (the library's adrop.selection.convert), and every module that holds tensors the layers cannot batch
+    made a Stacked one (adrop.train.stacking: K copies of its tensors, run per configuration, with the weights the
+    method trains in it as its SparseParameters); the method's layers by name, in the module's parameter order."""
+    tensors = {chosen.path[name]: name for name in chosen.names}  # parameter path -> name
+    order = {path: i for i, (path, _) in enumerate(module.named_parameters())}
 
-    def stacked(parent: nn.Module, path: str, child: nn.Module) -> bool:
+    def tree(path: str, child: nn.Module) -> bool:
+        """Whether the module must run per configuration as a whole: torch's fused attention and Transformer layers
+        (their forward reads their tensors directly), a module hosting a chosen tensor of its own (an embedding, a
+        class token), or one holding tensors beside children that hold some."""
+        if isinstance(child, selection.FUSED):
+            return True
+        if any(tensors.get(f"{path}.{n}".lstrip(".")) for n, _ in child.named_parameters(recurse=False)):
+            return True
+        return needs_stacking(child) and any(owns_tensors(m) or sparse_kind(m) for p, m in child.named_modules() if p)
+
+    found = []
+
+    def stacked(child: nn.Module, path: str) -> Stacked:
+        prefix = f"{path}." if path else ""
+        inside = [p for p, _ in child.named_parameters() if prefix + p in tensors]
+        made = Stacked(child, configs, method, inside)
+        found.extend((tensors[prefix + p], layer) for p, layer in zip(inside, made.sparse))
+        return made
+
+    def other(parent: nn.Module, path: str, child: nn.Module) -> bool:
+        if tree(path, child):
+            setattr(parent, path.rsplit(".", 1)[-1], stacked(child, path))
+            return True
         if not needs_stacking(child):
             return False
-        inside = [p for p, m in child.named_modules() if p and (owns_tensors(m) or sparse_kind(m))]
-        if inside:
-            raise NetworkError(f"{path} ({type(child).__name__}) holds parameters of its own and modules with "
-                               f"their own ({path}.{inside[0]}): adrop train trains only networks whose Linear and "
-                               "Conv2d layers are modules it can replace and whose other tensors sit in modules "
-                               f"without such children; {IN_YOUR_LOOP}")
         if configs is not None:
             setattr(parent, path.rsplit(".", 1)[-1], Stacked(child, configs))
         return True
 
-    try:
-        return selection.convert(module, method, configs, prefix, other=stacked)
-    except selection.SparsifyError as err:
-        raise NetworkError(str(err)) from None
+    if tree("", module):
+        root = stacked(module, "")
+    else:
+        root = module
+        found += selection.convert(module, method, configs, skip=chosen.skip_module, other=other)
+    return root, sorted(found, key=lambda item: order[chosen.path[item[0]]])
 
 
 class Network:
@@ -129,7 +150,7 @@ class Network:
     None for one unstacked network, which evaluation uses)."""
 
     def __init__(self, module: nn.Module, method, input_shape, classes: int, configs: int | None = None,
-                 architecture: str | None = None):
+                 architecture: str | None = None, include=(), exclude=()):
         self.keys = list(module.state_dict().keys())
         self.input_shape, self.classes, self.configs = tuple(int(s) for s in input_shape), int(classes), configs
         self.architecture = getattr(module, "architecture", None) or architecture or type(module).__qualname__
@@ -137,26 +158,28 @@ class Network:
         if shared:
             raise NetworkError(f"{self.architecture} uses one parameter in several places ({', '.join(shared[:2])}): "
                                "adrop trains each layer's weights as its own, so it cannot train tied weights")
-        if owns_tensors(module):
-            names = [n for n, _ in module.named_parameters(recurse=False)]
-            raise NetworkError(f"{type(module).__name__} holds parameters of its own ({', '.join(names) or 'buffers'})"
-                               ": adrop train trains networks whose tensors all sit in submodules (put them in one); "
-                               + IN_YOUR_LOOP)
         sizes = {name: p.numel() for name, p in module.named_parameters()}  # the user's module, before conversion
-        found = convert(module, method, configs)
-        if not found:
-            raise NetworkError(f"{self.architecture} has no nn.Linear or nn.Conv2d for a method to sparsify")
-        lost = [key for key in self.keys if key not in module.state_dict()]
+        self.shapes = {name: tuple(p.shape) for name, p in module.named_parameters()}
+        self.attentions = heads.attentions(module)  # whose heads summary.json counts
+        try:
+            chosen = selection.select(module, exclude, include, self.architecture)
+        except selection.SparsifyError as err:
+            raise NetworkError(str(err)) from None
+        self.net, found = convert(module, method, configs, chosen)
+        lost = [key for key in self.keys if key not in self.net.state_dict()]
         if lost:  # a layer whose weight lives elsewhere (the old weight_norm's weight_g and weight_v)
             raise NetworkError(f"{self.architecture}: {lost[0]} is not a plain layer's tensor (a weight norm?): adrop "
                                "trains a Linear or Conv2d layer's own weight, so it cannot train this network")
-        self.net = module
         self.chain = isinstance(module, (networks.MLP, networks.ConvNet))  # what adrop.compact can make smaller
+        # modules run whole per configuration, beyond a single module's own tensors (attention, a class token)
+        self.whole_modules = any(isinstance(m, Stacked) and (m.sparse_paths or any(m.children()))
+                                 for m in self.net.modules())
         self.names = [n for n, _ in found]
         self.layers = [layer for _, layer in found]
-        # every parameter of the module the method does not train (biases, embeddings, norms, recurrent cells...):
-        # trained densely, counted in the network's totals beside the sparsified weights
-        trained = {f"{n}.weight" for n in self.names}
+        self.key = {name: chosen.path[name] for name in self.names}  # each layer's weight in the state (weights.npz)
+        # every parameter of the module the method does not train (biases, norms, a class token...): trained densely,
+        # counted in the network's totals beside the sparsified weights
+        trained = set(self.key.values())
         self.dense_sizes = {name: size for name, size in sizes.items() if name not in trained}
         self._positions = None
 
@@ -191,7 +214,10 @@ class Network:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (K, batch, classes) of inputs (K, batch, ...) (each configuration's own batch)."""
         K, B = x.shape[:2]
-        return self.net(x.reshape(K * B, *self.input_shape)).view(K, B, -1)
+        if not self.whole_modules:
+            return self.net(x.reshape(K * B, *self.input_shape)).view(K, B, -1)
+        with stacking.folded(K * B):  # which of their inputs are the batch's
+            return self.net(x.reshape(K * B, *self.input_shape)).view(K, B, -1)
 
     def predict(self, x: torch.Tensor, state: dict) -> torch.Tensor:
         """Logits of an unstacked network's inputs (batch, ...) with the given tensors (a row of the stack's state:
@@ -200,25 +226,49 @@ class Network:
 
         return functional_call(self.net, state, (x.reshape(-1, *self.input_shape),))
 
-    def positions(self) -> list[int]:
+    def positions(self) -> list[int | None]:
         """How many times each sparse layer's weights act per example (1 for a Linear on vectors, a convolution's
-        output positions): measured by running one example through the network, for the cost accounting."""
+        output positions, an attention's tokens): measured by running one example through the network, for the cost
+        accounting; None for a weight that does no product (an embedding's, a class token)."""
         if self._positions is None:
-            counts = dict.fromkeys(self.names, 0)
-            hooks = [layer.register_forward_hook(
-                lambda m, i, out, n=name: counts.__setitem__(n, counts[n] + out.numel() // m.weight.shape[0]))
-                for name, layer in zip(self.names, self.layers)]
-            training = self.net.training
-            try:
+            counts: dict[str, int] = {}
+
+            def count(name, per):
+                return lambda m, i, out: counts.__setitem__(name, counts.get(name, 0) + per(m, out))
+
+            products = (lambda m, out: out.numel() // m.weight.shape[0])
+            targets = [(name, layer, products) for name, layer in zip(self.names, self.layers)
+                       if not isinstance(layer, SparseParameter)]
+            twins = {id(layer): name for name, layer in zip(self.names, self.layers)}
+            for stack in (m for m in self.net.modules() if isinstance(m, Stacked)):
+                for path, layer in zip(stack.sparse_paths, stack.sparse):
+                    where, _, tensor = path.rpartition(".")
+                    host = stack.inner.get_submodule(where)
+                    parent = stack.inner.get_submodule(where.rpartition(".")[0]) if where else None
+                    if isinstance(parent, nn.MultiheadAttention) and host is parent.out_proj:
+                        host = parent  # read by its attention, which calls no module of it: the same tokens
+                    if isinstance(host, nn.MultiheadAttention):  # each token projected once
+                        targets.append((twins[id(layer)], host, lambda m, out: out[0].numel() // m.embed_dim))
+                    elif sparse_kind(host) is not None and tensor == "weight":
+                        targets.append((twins[id(layer)], host, products))
+            hooks = [module.register_forward_hook(count(name, per)) for name, module, per in targets]
+            training, fastpath = self.net.training, torch.backends.mha.get_fastpath_enabled()
+            try:  # the fused fast paths read weights without calling their modules
                 self.net.eval()
+                torch.backends.mha.set_fastpath_enabled(False)
                 with torch.no_grad():
-                    self.net(torch.zeros(1, *self.input_shape, device=self.layers[0].weight.device))
+                    self.net(self.example())
             finally:
+                torch.backends.mha.set_fastpath_enabled(fastpath)
                 self.net.train(training)
                 for hook in hooks:
                     hook.remove()
-            self._positions = [counts[n] for n in self.names]
+            self._positions = [counts.get(n) for n in self.names]
         return self._positions
+
+    def example(self) -> torch.Tensor:
+        """One example of zeros, on the network's device."""
+        return torch.zeros(1, *self.input_shape, device=next(self.net.parameters()).device)
 
     def biases(self) -> list[bool]:
         """Whether each sparse layer has a bias (what its cost counts)."""
@@ -255,9 +305,12 @@ def shared_parameters(module: nn.Module) -> list[str]:
     return shared
 
 
-def build(model_cfg, input_shape, classes: int, method, configs: int | None = None) -> Network:
+def build(cfg, input_shape, classes: int, method, configs: int | None = None) -> Network:
+    """The network a run's configuration asks for (its model, include and exclude)."""
+    model_cfg = cfg.model
     module = instantiate(model_cfg, input_shape, classes)
-    network = Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg))
+    network = Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg),
+                      include=list(cfg.get("include") or ()), exclude=list(cfg.get("exclude") or ()))
     network.arguments = arguments(model_cfg, type(module), input_shape, classes)
     return network
 
@@ -300,11 +353,23 @@ def check_output(network: Network, x: torch.Tensor) -> None:
                            f"{network.classes} (the data's classes)")
 
 
-def stack_problem(model_cfg, input_shape, classes: int, method) -> str | None:
-    """Why this network cannot train as a stack (two configurations, a forward and backward pass on zeros on the
-    CPU), or None: a module whose forward torch.func cannot vmap (a Python number read from a tensor, say)."""
+def stack_problem(cfg, input_shape, classes: int, method) -> str | None:
+    """Why this network cannot train as a stack, or None: on the CPU, two configurations with the same tensors must
+    give, for a batch each, what one network gives for it (in eval mode), and train (a forward and backward pass): a
+    module whose forward torch.func cannot vmap (a Python number read from a tensor, say), or one fed something
+    other than the batch's examples (positions, a shared tensor), which a stack cannot tell from its batch, fails."""
     try:
-        stacked = build(model_cfg, input_shape, classes, method, configs=2)
+        single = build(cfg, input_shape, classes, method)
+        stacked = build(cfg, input_shape, classes, method, configs=2)
+        with torch.no_grad():
+            for name, tensor in stacked.state_dict().items():
+                tensor.copy_(torch.stack([single.state_dict()[name]] * 2))
+            x = torch.rand(2, 3, *input_shape, generator=torch.Generator().manual_seed(0))
+            single.eval(), stacked.eval()
+            got, want = stacked(x), torch.stack([single.net(x[k]) for k in range(2)])
+        if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+            return ("a module of it is fed something other than its batch's examples (positions, say), which a stack "
+                    "cannot tell from a batch")
         stacked.train()
         method.before_step(0, torch.zeros(2))
         stacked(torch.zeros(2, 2, *input_shape)).sum().backward()

@@ -14,7 +14,9 @@
                    code (the git commit that ran, or the installed version), model and architecture, cost
                    (totals; per layer inside layers; compact_macs: the compact network's multiply-adds),
                    kept_architecture (adrop's built-in networks: the units the compact network keeps, input first,
-                   e.g. 784-212-64-10 or 1x28x28-c6-c14-120-38-10; adrop.compact), input_normalisation (the mean and
+                   e.g. 784-212-64-10 or 1x28x28-c6-c14-120-38-10; adrop.compact), heads (a network with
+                   nn.MultiheadAttention: per attention, by path, [heads kept, heads]; adrop.heads),
+                   input_normalisation (the mean and
                    std, one or one per channel or feature, the inputs were normalised with: x = (x - mean) / std,
                    pixels in [0, 1]),
                    identity (what makes two commands the same run; a folder is only ever resumed by its own run),
@@ -186,7 +188,7 @@ def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None
 
 def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, test_error=None,
             val_error=None, layers=None, nonzero=None, total=None, unmasked=None, normalisation=None, units=None,
-            kept=None, dense=None) -> dict:
+            kept=None, dense=None, heads=None) -> dict:
     """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
     `model` gives the architecture and, for the cost, how often each layer's weights act per example; `unmasked` the
     (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone); `units` and
@@ -213,6 +215,7 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
             "parameters": None if total is None or dense is None else parameters(nonzero, total, dense, model.names),
             "cost": network_cost, "structure": cfg.get("structure", "weight"),
             "kept_architecture": None if kept is None else kept.architecture,
+            **({"heads": heads} if heads else {}),
             "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
             "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
             "model_arguments": getattr(model, "arguments", None),

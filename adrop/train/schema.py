@@ -66,6 +66,11 @@ class Config:
     structure: str = "weight"         # weight: each weight its own group; neuron: whole units (a Linear layer's input
     #                                    units, a Conv2d layer's filters), so that networks lose units
     #                                    (adrop.methods.base)
+    # the weights a method trains: every Linear, Conv, attention projection and embedding weight (adrop.selection);
+    # exclude leaves modules or tensors out, by path or pattern (exclude=[head], exclude=['*.out_proj']); include adds
+    # other tensors by parameter path or pattern (include=[cls,pos]: a class token, a positional embedding)
+    include: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)
     lam: Optional[float] = None        # null: method.lam
     # lam times this in the named layers (+lam_scale.fc1=3; the others 1): their penalty, keep rule and prox
     # (adrop.methods.base.layer_lam)

@@ -34,7 +34,8 @@ PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
                      .hydra.job.config.override_dirname.exclude_keys)
 IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
-                     "init_from": None, "evaluate_unmasked": False, "lam_scale": {}, "lam_cost": "weights"}
+                     "init_from": None, "evaluate_unmasked": False, "lam_scale": {}, "lam_cost": "weights",
+                     "include": [], "exclude": []}
 DEFAULT_MODEL = "lenet_300_100"
 LAM_COSTS = ("weights", "macs")
 
@@ -187,7 +188,7 @@ def check_network(cfg, cls, params) -> None:
     if shape is None:
         return
     input_shape, classes = shape
-    net = network.build(cfg.model, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure))
+    net = network.build(cfg, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure))
     network.check_output(net, torch.zeros(2, *input_shape))
     network.scale_lam(net, cfg.lam_scale, cfg.lam_cost)
 
