@@ -265,8 +265,9 @@ def without_dead_heads(module) -> tuple:
     return small, "; ".join(said)
 
 
-def onnx_of_module(module, shape: tuple):
-    """The module exported by torch.onnx (torch.export, onnxscript): input `x` (N, *shape), output `logits`."""
+def onnx_of_module(module, shape: tuple, tokens: bool = False):
+    """The module exported by torch.onnx (torch.export, onnxscript): input `x` (N, *shape; int64 token ids where
+    `tokens`, else float32), output `logits`."""
     import warnings
 
     import torch
@@ -279,8 +280,9 @@ def onnx_of_module(module, shape: tuple):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            program = torch.onnx.export(module, (torch.zeros(2, *shape),), input_names=["x"],
-                                        output_names=["logits"], dynamic_shapes={"x": {0: torch.export.Dim("n")}},
+            example = torch.zeros(2, *shape, dtype=torch.int64 if tokens else torch.float32)
+            program = torch.onnx.export(module, (example,), input_names=["x"], output_names=["logits"],
+                                        dynamic_shapes=({0: torch.export.Dim("n")},),  # whatever forward names it
                                         dynamo=True, verbose=False)
         except Exception as err:
             raise ExportError(f"torch.onnx could not export {type(module).__name__} ({type(err).__name__}: "
@@ -362,7 +364,7 @@ def onnx_predict(model, x: np.ndarray) -> np.ndarray:
     except ImportError:
         raise ExportError("--format onnx needs onnx and onnxruntime: pip install -e '.[export]'") from None
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(["logits"], {"x": x.astype(np.float32)})[0]
+    return session.run(["logits"], {"x": x if np.issubdtype(x.dtype, np.integer) else x.astype(np.float32)})[0]
 
 
 compact = compact_network  # the name the export format goes by

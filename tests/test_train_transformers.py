@@ -155,3 +155,48 @@ def test_the_stacked_launcher_stacks_a_vit_and_runs_a_model_fed_positions_in_sta
     for folder in (tmp_path / "causal").iterdir():
         if (folder / "summary.json").exists():
             assert json.loads((folder / "summary.json").read_text())["status"] == "completed"
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    """Token ids (0..11, 8 per example) whose class is (first + last) mod 3: the last token must attend to the
+    first, which causal attention allows."""
+    rng = np.random.default_rng(0)
+    path = tmp_path_factory.mktemp("tokens") / "tokens.npz"
+    x = rng.integers(0, 12, (1200, 8))
+    y = (x[:, 0] + x[:, -1]) % 3
+    np.savez(path, x_train=x[:1000], y_train=y[:1000], x_test=x[1000:], y_test=y[1000:])
+    return path
+
+
+@pytest.mark.parametrize("method", methods.names())
+def test_every_method_trains_a_gpt_on_token_ids(method, config, tokens, tmp_path):
+    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"],
+             "fixed_mask": [f"init_from={tmp_path / 'pruned'}"]}.get(method, [])
+    base = ("dataset=npz", f"dataset.path={tokens}", "model=custom", "model._target_=user_nets.TokenClassifier",
+            "device=cpu", "progress=never", "epochs=2")
+    if method == "fixed_mask":
+        train(config(*base, "method=magnitude_pruning", "method.params.final_sparsity=0.5"), tmp_path / "pruned")
+    engine = one(config(*base, f"method={method}", *extra), tmp_path / "run")
+    summary = engine.fit()[0]
+    assert engine.data.train.x.dtype == torch.int64 and summary.get("input_normalisation") is None
+    assert summary["status"] == "completed", summary
+    assert {"gpt.tok", "gpt.pos", "gpt.attn.in_proj_weight", "gpt.attn.out_proj", "gpt.head"} <= set(summary["layers"])
+    assert summary["heads"] == {"gpt.attn": [2, 2]} or method != "dense"
+    saved = np.load(tmp_path / "run" / "weights.npz")
+    model = user_nets.TokenClassifier(input_shape=[8])
+    model.load_state_dict({k: torch.from_numpy(saved[k]) for k in saved.files})
+    with torch.no_grad():
+        wrong = (model.eval()(engine.data.test.x).argmax(1) != engine.data.test.y).float().mean().item()
+    assert wrong == pytest.approx(summary["test_error"], abs=1 / 200)
+
+
+def test_a_gpt_on_token_ids_learns_and_exports_to_onnx(config, adrop, tokens, tmp_path):
+    out = adrop("train", "dataset=npz", f"dataset.path={tokens}", "model=custom",
+                "model._target_=user_nets.TokenClassifier", "device=cpu", "method=logsum", "epochs=30", "lr=0.01",
+                "hydra.run.dir=run", env=ENV)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["test_error"] < 0.5  # chance: 2/3
+    check = adrop("export", "--check", "run", env=ENV)
+    assert check.returncode == 0 and "each export reproduces its run's test error" in check.stdout, check.stdout

@@ -215,3 +215,16 @@ class TinyCausal(nn.Module):
         mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), 1)
         h = h + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
         return self.head(h[:, -1])
+
+
+class TokenClassifier(nn.Module):
+    """A GPT-style classifier of token ids (N x T, int64): token and position embeddings, causal
+    nn.MultiheadAttention, an MLP, the last token's state classified."""
+
+    def __init__(self, input_shape=(8,), classes=3, vocab=12, dim=16, heads=2):
+        super().__init__()
+        self.gpt = TinyGPT(vocab=vocab, dim=dim, heads=heads, context=input_shape[-1])
+        self.gpt.head = nn.Linear(dim, classes)
+
+    def forward(self, idx):
+        return self.gpt(idx)[:, -1]

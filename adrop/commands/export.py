@@ -74,7 +74,7 @@ def run(args) -> str:
             note = f"compact network {export.compact(finished, image)[1]}"
         else:
             module, went = export.without_dead_heads(export.module_of(finished, finished.state, shape, classes))
-            model = export.onnx_of_module(module, shape)
+            model = export.onnx_of_module(module, shape, tokens=np.issubdtype(x.dtype, np.integer))
             note = f"{finished.summary.get('architecture')}, input x of shape N x {' x '.join(map(str, shape))}" + (
                 f"; {went}" if went else "")
             x = x.reshape(-1, *shape)

@@ -67,6 +67,15 @@ def shape_of(dataset) -> tuple[tuple, int] | None:
     return None
 
 
+def tokens(dataset) -> bool:
+    """Whether a dataset config's inputs are integers (token ids: an .npz whose x_train holds integers other than
+    pixel bytes), as far as the config says without reading the data."""
+    if dataset.name != "npz":
+        return False
+    dtype = datasets.npz_headers(datasets.npz_file(dataset), dtypes=True).get("x_train")
+    return dtype is not None and dtype != np.uint8 and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+
+
 def load(dataset, data, device) -> Data:
     if dataset.get("source") == "torchvision":
         return from_raw(datasets.torchvision_set(dataset, data), dataset, data, device)
@@ -121,7 +130,7 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
     """A source's arrays checked (labels in [0, classes), finite inputs), split (a validation part of val_size at
     random, unless the source has one), normalised (dataset.mean and std, per channel or one for all; null: the
     source's usual values, else computed on the training split, per channel for images and per feature for
-    vectors), flattened to rows, on the device."""
+    vectors), flattened to rows, on the device. Integer inputs (token ids) are not normalised."""
     parts = {"train": (raw.x_train, raw.y_train), "test": (raw.x_test, raw.y_test)}
     if raw.x_val is not None:
         parts["val"] = (raw.x_val, raw.y_val)
@@ -139,14 +148,18 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
             fix = (f"; y_train's labels are 0..{classes - 1}: if the data has {label + 1} classes, set "
                    f"dataset.classes={label + 1}" if not known and label >= classes else "")
             raise DataError(f"{where}: y_{split} holds label {label}, outside [0, {classes}){fix}")
-        if not bool(torch.isfinite(x).all()):
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             raise DataError(f"{where}: x_{split} holds NaN or infinite values")
     x_train, y_train = parts["train"]
     if "val" not in parts:
         val_idx, train_idx = validation_split(len(y_train), dataset)
         parts["val"] = (x_train[val_idx], y_train[val_idx])
         x_train, y_train = x_train[train_idx], y_train[train_idx]
-    mean, std = normalisation(dataset, x_train)
+    tokens = not x_train.is_floating_point()
+    if tokens and dataset.mean is not None:
+        raise DataError(f"{where}: x_train holds integers (token ids), which are not normalised: drop dataset.mean "
+                        "and dataset.std")
+    mean, std = (torch.tensor(0), torch.tensor(1)) if tokens else normalisation(dataset, x_train)
     if data.train_limit is not None:
         x_train, y_train = x_train[:data.train_limit], y_train[:data.train_limit]
     image = tuple(x_train.shape[1:]) if x_train.dim() == 4 else None
@@ -155,11 +168,11 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
         raise DataError(f"dataset.augment={kind}: valid are {', '.join(AUGMENTATIONS)} (crop_flip for images only)")
 
     def put(x, y):
-        return Split(((x - mean) / std).flatten(1).contiguous().to(device), y.to(device))
+        return Split((x if tokens else (x - mean) / std).flatten(1).contiguous().to(device), y.to(device))
 
     return Data(put(x_train, y_train), put(*parts["val"]), put(*parts["test"]), math.prod(x_train.shape[1:]),
-                classes, image, kind, mean.flatten().tolist(), std.flatten().tolist(), source,
-                rare_classes(y_train, classes))
+                classes, image, kind, None if tokens else mean.flatten().tolist(),
+                None if tokens else std.flatten().tolist(), source, rare_classes(y_train, classes))
 
 
 FEW = 5  # a class with fewer training examples than this is named when the run starts (a stray label?)

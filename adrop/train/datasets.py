@@ -50,9 +50,15 @@ class Raw:
 
 
 def as_inputs(x: np.ndarray, where: str) -> torch.Tensor:
-    """float32 inputs; unsigned bytes (pixels) scaled to [0, 1]; N x H x W images given one channel."""
+    """float32 inputs; unsigned bytes (pixels) scaled to [0, 1]; N x H x W images given one channel; other integers
+    (token ids, N x T) as int64, as they are."""
     if x.dtype == np.uint8:
         out = torch.from_numpy(np.ascontiguousarray(x)).float().div_(255.0)
+    elif np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
+        out = torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64))
+        if out.dim() != 2:
+            raise DataError(f"{where} holds integers of shape {list(x.shape)}; integer inputs (token ids) are N x T")
+        return out
     elif np.issubdtype(x.dtype, np.number) and not np.issubdtype(x.dtype, np.complexfloating):
         out = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
     else:
@@ -97,8 +103,9 @@ def npz_file(dataset) -> Path:
     return path
 
 
-def npz_headers(path: Path) -> dict:
-    """{array: shape} of a .npz file, from the arrays' headers alone (nothing decompressed but the headers)."""
+def npz_headers(path: Path, dtypes: bool = False) -> dict:
+    """{array: shape} (with dtypes, {array: dtype}) of a .npz file, from the arrays' headers alone (nothing
+    decompressed but the headers)."""
     shapes = {}
     try:
         with zipfile.ZipFile(path) as archive:
@@ -109,8 +116,8 @@ def npz_headers(path: Path) -> dict:
                     version = np.lib.format.read_magic(f)
                     read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
                         np.lib.format.read_array_header_2_0
-                    shape = read(f)[0]
-                shapes[info.filename[:-4]] = shape
+                    shape, _, dtype = read(f)
+                shapes[info.filename[:-4]] = dtype if dtypes else shape
     except (OSError, zipfile.BadZipFile, ValueError) as err:
         raise DataError(f"{path} is not a readable .npz file ({brief(err)})") from None
     return shapes

@@ -104,7 +104,7 @@ class Engine:
             if self.data.mean is not None else None  # a black pixel, normalised: crop_flip's padding
         try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
             self.single = network_mod.build(base, self.input_shape, self.data.classes,
-                                            self.method).to(self.device)
+                                            self.method, dtype=self.data.train.x.dtype).to(self.device)
             network_mod.check_output(self.single, self.data.train.x[:2])
             self.single.eval()
             self.model = self.stack_models()

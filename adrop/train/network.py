@@ -150,8 +150,9 @@ class Network:
     None for one unstacked network, which evaluation uses)."""
 
     def __init__(self, module: nn.Module, method, input_shape, classes: int, configs: int | None = None,
-                 architecture: str | None = None, include=(), exclude=()):
+                 architecture: str | None = None, include=(), exclude=(), dtype: torch.dtype = torch.float32):
         self.keys = list(module.state_dict().keys())
+        self.dtype = dtype  # the inputs': float32, or int64 token ids
         self.input_shape, self.classes, self.configs = tuple(int(s) for s in input_shape), int(classes), configs
         self.architecture = getattr(module, "architecture", None) or architecture or type(module).__qualname__
         shared = shared_parameters(module)
@@ -268,7 +269,7 @@ class Network:
 
     def example(self) -> torch.Tensor:
         """One example of zeros, on the network's device."""
-        return torch.zeros(1, *self.input_shape, device=next(self.net.parameters()).device)
+        return torch.zeros(1, *self.input_shape, dtype=self.dtype, device=next(self.net.parameters()).device)
 
     def biases(self) -> list[bool]:
         """Whether each sparse layer has a bias (what its cost counts)."""
@@ -305,12 +306,13 @@ def shared_parameters(module: nn.Module) -> list[str]:
     return shared
 
 
-def build(cfg, input_shape, classes: int, method, configs: int | None = None) -> Network:
-    """The network a run's configuration asks for (its model, include and exclude)."""
+def build(cfg, input_shape, classes: int, method, configs: int | None = None,
+          dtype: torch.dtype = torch.float32) -> Network:
+    """The network a run's configuration asks for (its model, include and exclude), for inputs of this dtype."""
     model_cfg = cfg.model
     module = instantiate(model_cfg, input_shape, classes)
     network = Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg),
-                      include=list(cfg.get("include") or ()), exclude=list(cfg.get("exclude") or ()))
+                      include=list(cfg.get("include") or ()), exclude=list(cfg.get("exclude") or ()), dtype=dtype)
     network.arguments = arguments(model_cfg, type(module), input_shape, classes)
     return network
 
@@ -353,7 +355,7 @@ def check_output(network: Network, x: torch.Tensor) -> None:
                            f"{network.classes} (the data's classes)")
 
 
-def stack_problem(cfg, input_shape, classes: int, method) -> str | None:
+def stack_problem(cfg, input_shape, classes: int, method, tokens: bool = False) -> str | None:
     """Why this network cannot train as a stack, or None: on the CPU, two configurations with the same tensors must
     give, for a batch each, what one network gives for it (in eval mode), and train (a forward and backward pass): a
     module whose forward torch.func cannot vmap (a Python number read from a tensor, say), or one fed something
@@ -364,7 +366,9 @@ def stack_problem(cfg, input_shape, classes: int, method) -> str | None:
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([single.state_dict()[name]] * 2))
-            x = torch.rand(2, 3, *input_shape, generator=torch.Generator().manual_seed(0))
+            random = torch.Generator().manual_seed(0)
+            x = torch.randint(0, 2, (2, 3, *input_shape), generator=random) if tokens else \
+                torch.rand(2, 3, *input_shape, generator=random)
             single.eval(), stacked.eval()
             got, want = stacked(x), torch.stack([single.net(x[k]) for k in range(2)])
         if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
@@ -372,7 +376,7 @@ def stack_problem(cfg, input_shape, classes: int, method) -> str | None:
                     "cannot tell from a batch")
         stacked.train()
         method.before_step(0, torch.zeros(2))
-        stacked(torch.zeros(2, 2, *input_shape)).sum().backward()
+        stacked(torch.zeros(2, 2, *input_shape, dtype=x.dtype)).sum().backward()
     except Exception as err:
         return brief(err)
     return None

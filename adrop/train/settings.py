@@ -188,8 +188,9 @@ def check_network(cfg, cls, params) -> None:
     if shape is None:
         return
     input_shape, classes = shape
-    net = network.build(cfg, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure))
-    network.check_output(net, torch.zeros(2, *input_shape))
+    dtype = torch.int64 if data.tokens(cfg.dataset) else torch.float32
+    net = network.build(cfg, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure), dtype=dtype)
+    network.check_output(net, torch.zeros(2, *input_shape, dtype=dtype))
     network.scale_lam(net, cfg.lam_scale, cfg.lam_cost)
 
 

@@ -283,7 +283,7 @@ def stack_problem(run) -> str | None:
         return None
     if shape is None:
         return None
-    return network.stack_problem(run.cfg, shape[0], shape[1], run.make_method(1))
+    return network.stack_problem(run.cfg, shape[0], shape[1], run.make_method(1), data.tokens(run.cfg.dataset))
 
 
 def say_failed(job: Job, why) -> None:
