@@ -96,3 +96,31 @@ def pytest_terminal_summary(terminalreporter):
     else:
         found = (DATA / "MNIST" / "raw").exists()
         terminalreporter.write_line(f"MNIST: {DATA}" + ("" if found else " (not there; no test run needed it)"))
+
+
+@pytest.fixture
+def held_noise(monkeypatch):
+    """Every method module's `noise` (each imports methods.base.noise by name) replaced by HeldNoise."""
+    import sys
+
+    from helpers.stacks import HeldNoise
+
+    held = HeldNoise()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("adrop.methods.") and hasattr(module, "noise"):
+            monkeypatch.setattr(module, "noise", held)
+
+
+@pytest.fixture(scope="session")
+def pruned(tmp_path_factory, synthetic):
+    """A finished run with half of its weights pruned (synthetic data, the small MLP), its .hydra/config.yaml as the
+    command writes it: what fine-tuning (fixed_mask) starts from."""
+    from adrop.train import run_files
+
+    from helpers.engines import train
+
+    folder = tmp_path_factory.mktemp("pruned")
+    cfg = synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3")
+    train(cfg, folder)
+    run_files.write_config(folder, cfg, {}, [])
+    return folder

@@ -11,7 +11,7 @@ from adrop.train.network import Network
 from adrop.train.networks import MLP
 from adrop.train.optim import StackedAdam
 
-from test_stacked import assert_follows
+from helpers.stacks import assert_follows
 
 STEPS, LR, LAM, BATCH = 12, 1e-2, 1e-3, 32
 

@@ -8,7 +8,7 @@ import torch
 
 from adrop import methods
 
-from engines import assert_stack_near_its_singles, one, train
+from helpers.engines import assert_stack_near_its_singles, one, train
 
 
 def eta_trick(**params):

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from adrop.train import network
 from adrop.train.settings import resolve
 
-from engines import one
+from helpers.engines import one
 
 FAKE_CIFAR = ("dataset.name=FakeData", "+dataset.options={size: 48, image_size: [3, 32, 32], num_classes: 10}",
               "dataset.val_size=16", "device=cpu", "progress=never", "epochs=1", "batch_size=16")

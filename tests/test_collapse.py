@@ -10,7 +10,7 @@ from adrop.train import collapse
 from adrop.train import network as network_mod
 
 import user_nets
-from engines import stack, train
+from helpers.engines import stack, train
 
 SMALL = ("dataset=synthetic", "model=mlp", "device=cpu")
 

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from adrop import methods
 from adrop.train.settings import TrainError, resolve
 
-from engines import one, stack, train
-from test_stacked import assert_follows, held_noise  # noqa: F401  (a helper and a fixture shared with the stack tests)
+from helpers.engines import one, stack, train
+from helpers.stacks import assert_follows
 
 SMALL = ("model=conv_small", "epochs=1", "batch_size=64", "data.train_limit=512")
 

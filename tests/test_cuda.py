@@ -9,8 +9,8 @@ import torch
 
 from adrop import methods
 
-from engines import stack, train
-from test_stacked import assert_follows, held_noise, pruned, three  # noqa: F401  (fixtures and helpers shared)
+from helpers.engines import stack, train
+from helpers.stacks import assert_follows, three
 
 STEPS = 7  # an epoch of the synthetic data's 1,600 training examples at batch 256
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA on this machine")

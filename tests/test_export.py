@@ -7,12 +7,12 @@ from adrop import export
 from adrop.commands import export as export_command
 from adrop.train import run_files
 
-from engines import train
+from helpers.engines import train
 
 
 @pytest.fixture(scope="module")
-def pruned(tmp_path_factory, synthetic):
-    """A finished, 90%-pruned MLP on synthetic data, with its .hydra/config.yaml as the command writes it."""
+def pruned_90(tmp_path_factory, synthetic):
+    """A finished, 90%-pruned_90 MLP on synthetic data, with its .hydra/config.yaml as the command writes it."""
     folder = tmp_path_factory.mktemp("run")
     cfg = synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.9", "model.hidden=[32,16]",
                     "epochs=3")
@@ -21,11 +21,11 @@ def pruned(tmp_path_factory, synthetic):
     return folder
 
 
-def test_csr_export_holds_exactly_the_run_weights(pruned, tmp_path, capsys):
+def test_csr_export_holds_exactly_the_run_weights(pruned_90, tmp_path, capsys):
     out = tmp_path / "net.npz"
-    assert export_command.main([str(pruned), "--out", str(out)]) == 0
+    assert export_command.main([str(pruned_90), "--out", str(out)]) == 0
     assert "test error" in capsys.readouterr().out
-    arrays, weights = np.load(out), np.load(pruned / "weights.npz")
+    arrays, weights = np.load(out), np.load(pruned_90 / "weights.npz")
     assert list(arrays["layers"]) == ["fc1", "fc2", "fc3"]
     for name in arrays["layers"]:
         shape = tuple(arrays[f"{name}.shape"])
@@ -34,12 +34,12 @@ def test_csr_export_holds_exactly_the_run_weights(pruned, tmp_path, capsys):
         assert np.array_equal(arrays[f"{name}.bias"], weights[f"{name}.bias"])
 
 
-def test_compact_export_is_smaller_and_predicts_the_same(pruned, tmp_path, capsys):
+def test_compact_export_is_smaller_and_predicts_the_same(pruned_90, tmp_path, capsys):
     out = tmp_path / "small.npz"
-    assert export_command.main([str(pruned), "--format", "compact", "--out", str(out)]) == 0
+    assert export_command.main([str(pruned_90), "--format", "compact", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "20-32-16-4 -> " in printed
-    run = export.read(pruned)
+    run = export.read(pruned_90)
     x, y, _ = export.test_split(run, None)
     full = export.csr_predict(export.csr(run), x, None)
     small = export.compact_predict(dict(np.load(out)), x)
@@ -64,12 +64,13 @@ def test_compact_folds_units_without_inputs_into_the_next_bias():
     assert np.allclose(export.csr_predict(export.csr(run), x, None), export.compact_predict(arrays, x), atol=1e-6)
 
 
-def test_what_cannot_be_exported_is_one_line_and_exit_2(pruned, synthetic, tmp_path, capsys):
+def test_what_cannot_be_exported_is_one_line_and_exit_2(pruned_90, synthetic, tmp_path, capsys):
     unfinished = tmp_path / "unfinished"
     train(synthetic("epochs=3"), unfinished, stop_after=1)
     for argv, message in [([str(unfinished)], "has not completed (status running)"),
                           ([str(tmp_path / "nothing")], "is not a run folder"),
-                          ([str(pruned), "--out", str(pruned / "weights.npz")], "exists; adrop never overwrites")]:
+                          ([str(pruned_90), "--out", str(pruned_90 / "weights.npz")],
+                           "exists; adrop never overwrites")]:
         assert export_command.main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1
@@ -88,30 +89,30 @@ def test_a_conv_net_exports_as_csr_and_reproduces_its_error(mnist, tmp_path, cap
     assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
 
 
-def test_onnx_export_runs_in_onnxruntime_and_reproduces_the_run(pruned, tmp_path, capsys):
+def test_onnx_export_runs_in_onnxruntime_and_reproduces_the_run(pruned_90, tmp_path, capsys):
     onnxruntime = pytest.importorskip("onnxruntime")
     out = tmp_path / "net.onnx"
-    assert export_command.main([str(pruned), "--format", "onnx", "--out", str(out)]) == 0
+    assert export_command.main([str(pruned_90), "--format", "onnx", "--out", str(out)]) == 0
     assert "compact network" in capsys.readouterr().out
-    run = export.read(pruned)
+    run = export.read(pruned_90)
     x, y, _ = export.test_split(run, None)
     session = onnxruntime.InferenceSession(out.read_bytes(), providers=["CPUExecutionProvider"])
     logits = session.run(["logits"], {"x": x})[0]
     assert np.sum(logits.argmax(1) != y) / len(y) == pytest.approx(run.summary["test_error"], abs=0.5 / len(y))
 
 
-def test_onnx_without_its_packages_says_what_to_install(pruned, tmp_path, monkeypatch, capsys):
+def test_onnx_without_its_packages_says_what_to_install(pruned_90, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(__import__("sys").modules, "onnx", None)  # as if not installed
-    assert export_command.main([str(pruned), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
+    assert export_command.main([str(pruned_90), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
     assert capsys.readouterr().err.strip() == ("adrop export: error: --format onnx needs onnx and onnxruntime: "
                                                "pip install -e '.[export]'")
     assert not (tmp_path / "x.onnx").exists()
 
 
-def test_bench_inference_times_every_form_against_dense(pruned, capsys):
+def test_bench_inference_times_every_form_against_dense(pruned_90, capsys):
     from adrop.commands import bench_inference
 
-    assert bench_inference.main([str(pruned), "--batches", "1,8", "--seconds", "0.01"]) == 0
+    assert bench_inference.main([str(pruned_90), "--batches", "1,8", "--seconds", "0.01"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
     forms = {" ".join(r[:-4]) for r in rows}
     assert {"dense (torch)", "compact (torch)", "CSR (torch.sparse)", "CSR (scipy.sparse)"} <= forms
@@ -128,9 +129,9 @@ def test_bench_inference_refuses_what_is_not_a_finished_run(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("method", sorted(__import__("adrop.methods", fromlist=["names"]).names()))
-def test_every_method_exports_in_every_format_with_its_test_error(method, pruned, synthetic, tmp_path, capsys):
+def test_every_method_exports_in_every_format_with_its_test_error(method, pruned_90, synthetic, tmp_path, capsys):
     pytest.importorskip("onnxruntime")
-    extra = {"fixed_mask": [f"init_from={pruned}", "model.hidden=[32,16]"],  # the shapes of the pruned run
+    extra = {"fixed_mask": [f"init_from={pruned_90}", "model.hidden=[32,16]"],  # the shapes of the pruned_90 run
              "magnitude_pruning": ["method.params.final_sparsity=0.5"]}
     cfg = synthetic(f"method={method}", "epochs=2", "lr=1e-2", *extra.get(method, []))
     folder = tmp_path / "run"
@@ -141,18 +142,18 @@ def test_every_method_exports_in_every_format_with_its_test_error(method, pruned
         assert f"test error {summary['test_error']:.4f}, as the run's" in capsys.readouterr().out
 
 
-def test_check_exports_every_completed_run_under_the_folders(pruned, synthetic, tmp_path, capsys):
+def test_check_exports_every_completed_run_under_the_folders(pruned_90, synthetic, tmp_path, capsys):
     import shutil
 
     sweep = tmp_path / "sweep"
-    shutil.copytree(pruned, sweep / "good")
+    shutil.copytree(pruned_90, sweep / "good")
     train(synthetic("epochs=3"), sweep / "unfinished", stop_after=1)
     assert export_command.main(["--check", str(sweep)]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[0].startswith(f"{sweep / 'good'}: exported (onnx, ") and out[0].endswith("as the run's")
     assert out[-1] == ("1 completed runs checked (onnx), 1 not completed skipped: each export reproduces its run's "
                        "test error")
-    shutil.copytree(pruned, sweep / "broken")
+    shutil.copytree(pruned_90, sweep / "broken")
     data = (sweep / "broken" / "weights.npz").read_bytes()
     (sweep / "broken" / "weights.npz").write_bytes(data[: len(data) // 2])
     assert export_command.main(["--check", str(sweep), "--format", "csr"]) == 1
@@ -162,16 +163,16 @@ def test_check_exports_every_completed_run_under_the_folders(pruned, synthetic, 
     (tmp_path / "empty").mkdir()
     assert export_command.main(["--check", str(tmp_path / "empty")]) == 2
     assert capsys.readouterr().err.startswith("adrop export: error: no completed run under ")
-    assert export_command.main([str(pruned), str(pruned)]) == 2  # one run without --check
+    assert export_command.main([str(pruned_90), str(pruned_90)]) == 2  # one run without --check
     assert "takes one run folder, got 2" in capsys.readouterr().err
 
 
-def test_check_counts_a_run_it_cannot_read_and_refuses_a_missing_folder(pruned, tmp_path, capsys):
+def test_check_counts_a_run_it_cannot_read_and_refuses_a_missing_folder(pruned_90, tmp_path, capsys):
     import shutil
 
     sweep = tmp_path / "sweep"
-    shutil.copytree(pruned, sweep / "good")
-    shutil.copytree(pruned, sweep / "bad_config")
+    shutil.copytree(pruned_90, sweep / "good")
+    shutil.copytree(pruned_90, sweep / "bad_config")
     (sweep / "bad_config" / ".hydra" / "config.yaml").write_text("model: [unclosed\n")
     assert export_command.main(["--check", str(sweep), "--format", "csr"]) == 1
     out = capsys.readouterr().out.strip().splitlines()

@@ -38,7 +38,7 @@ from adrop.train import app, run_files
 from adrop.train.settings import TrainError, resolve
 
 from conftest import DATA, needs_mnist
-from engines import one
+from helpers.engines import one
 
 SMALL = ("dataset=synthetic", "model=mlp", "device=cpu")
 
@@ -217,7 +217,7 @@ def test_every_command_says_where_its_files_are(adrop, tmp_path):
 
 def finished_runs(synthetic, root, n=2, *extra):
     """n finished runs on synthetic data under root (as a sweep leaves them), with their recorded configuration."""
-    from engines import train
+    from helpers.engines import train
 
     for seed in range(n):
         cfg = synthetic("epochs=1", f"seed={seed}", *extra)

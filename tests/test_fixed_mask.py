@@ -7,15 +7,7 @@ import torch
 from adrop.methods.magnitude_pruning import Masked
 from adrop.train.settings import TrainError
 
-from engines import error, one, train
-
-
-@pytest.fixture(scope="module")
-def pruned(tmp_path_factory, synthetic):
-    """A finished run with half of its weights pruned: the first stage."""
-    folder = tmp_path_factory.mktemp("pruned")
-    train(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3"), folder)
-    return folder
+from helpers.engines import error, one, train
 
 
 def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(synthetic, pruned, tmp_path):

@@ -6,7 +6,7 @@ import torch
 from adrop.methods.eta_hat_layer import group_lam
 from adrop.train.settings import TrainError, resolve
 
-from engines import assert_stack_near_its_singles, one, train
+from helpers.engines import assert_stack_near_its_singles, one, train
 
 
 @pytest.mark.parametrize("method", ["logsum", "hard_concrete", "vardrop_lr", "eta_trick"])

@@ -14,7 +14,7 @@ import pytest
 from adrop.train.data import DataError, validation_count
 from adrop.train.settings import TrainError
 
-from engines import one
+from helpers.engines import one
 
 ROOT = Path(__file__).resolve().parents[1]
 GRU = ("dataset=digits", "model=custom", "model._target_=user_nets.GRUClassifier", "device=cpu", "epochs=1")

@@ -18,7 +18,7 @@ import torch
 from adrop.train import errors, run_files, schema
 from adrop.train.settings import TrainError, resolve
 
-from engines import train
+from helpers.engines import train
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "progress=never")
 

@@ -16,7 +16,7 @@ import adrop
 from adrop import methods
 from adrop.train import network as network_mod
 
-from engines import one
+from helpers.engines import one
 
 # the example's loop, as a user would copy it (examples/same_as_adrop_train.py)
 spec = importlib.util.spec_from_file_location("same_as_adrop_train", Path(__file__).parents[1] / "examples" /

@@ -12,8 +12,8 @@ import adrop.methods.base as method_base
 from adrop import methods
 from adrop.methods.base import SparseConv2d, SparseLinear
 
-from engines import one, stack, train
-from test_stacked import assert_follows, held_noise, three  # noqa: F401 (held_noise: a fixture)
+from helpers.engines import one, stack, train
+from helpers.stacks import assert_follows, three
 
 PER_WEIGHT = {"dense", "fixed_mask"}  # no group parameters: a unit dies only when all its weights are zero
 DROPS = {"logsum": 0.2, "adaprox": 0.1, "adatikhonov": 0.2, "adaptive_dropout": 0.05}  # lams that drop units quickly

@@ -1,7 +1,7 @@
 """`adrop train`: every method trains, files agree with each other, resume is exact, bad input fails clearly.
 
 Most tests compose the config with Hydra's compose API (the fixtures in conftest.py) and drive the engine with a stack
-of one (tests/engines.py); the command line itself is tested in test_promises.py."""
+of one (tests/helpers/engines.py); the command line itself is tested in test_promises.py."""
 import dataclasses
 import json
 import math
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from adrop import methods
 from adrop.train.settings import TrainError, resolve
 
-from engines import one, stack, train
+from helpers.engines import one, stack, train
 
 
 def objective(run):
@@ -231,7 +231,7 @@ def test_mlflow_logger_writes_a_file_store_each_epoch(config, tmp_path):
 def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
     """compile=true (torch.compile of the loss) is not bitwise, but on a CPU it draws its eager run's noise (inductor's
     fallback_random) and ends within 1e-4 relative of the eager run's weights after an epoch."""
-    from test_stacked import assert_same_weights, with_compile
+    from helpers.stacks import assert_same_weights, with_compile
 
     eager = synthetic(f"method={method}", "epochs=1", "batch_size=256")
     train(eager, tmp_path / "eager")

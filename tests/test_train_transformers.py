@@ -14,8 +14,8 @@ import torch
 from adrop import methods
 
 import user_nets
-from engines import one, stack, train
-from test_stacked import assert_follows, held_noise  # noqa: F401  (a helper and a fixture shared with the stack tests)
+from helpers.engines import one, stack, train
+from helpers.stacks import assert_follows
 
 VIT = ("dataset=digits", "model=custom", "model._target_=user_nets.TinyViT", "device=cpu", "progress=never")
 ATTENTION = ["patch", "encoder.layers.0.self_attn.in_proj_weight", "encoder.layers.0.self_attn.out_proj",

@@ -14,8 +14,8 @@ from adrop import methods
 from adrop.train.settings import TrainError, resolve
 
 import user_nets
-from engines import one, stack, train
-from test_stacked import assert_follows, held_noise  # noqa: F401  (a helper and a fixture shared with the stack tests)
+from helpers.engines import one, stack, train
+from helpers.stacks import assert_follows
 
 RESNET = ("dataset=digits", "model=custom", "model._target_=user_nets.TinyResNet")
 LAYERS = ["stem.0", "blocks.0.conv1", "blocks.0.conv2", "head"]
