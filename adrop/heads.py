@@ -73,6 +73,8 @@ class CompactAttention(nn.Module):
         self.embed_dim, self.num_heads, self.head_dim = E, int(kept.sum()), d
         self.batch_first, self.dropout = attention.batch_first, attention.dropout
         rows = torch.arange(E).view(H, d)[kept].reshape(-1)
+        self.heads_before = H
+        self.register_buffer("kept", torch.nonzero(kept).flatten(), persistent=False)  # a per-head mask's rows
         with torch.no_grad():
             w, b = attention.in_proj_weight, attention.in_proj_bias
             self.in_proj = linear(E, 3 * len(rows), bias=b is not None)
@@ -117,7 +119,9 @@ class CompactAttention(nn.Module):
             if is_causal and attn_mask is None:
                 attn_mask = torch.ones(L, S, dtype=torch.bool, device=query.device).triu(1)
             if attn_mask is not None:
-                mask = attn_mask.view(B, -1, L, S) if attn_mask.dim() == 3 else attn_mask
+                # a mask per head (B * H, L, S) is the original heads': the kept heads' rows
+                mask = attn_mask.view(B, self.heads_before, L, S).index_select(1, self.kept) \
+                    if attn_mask.dim() == 3 else attn_mask
                 scores = scores.masked_fill(mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
             if key_padding_mask is not None:
                 pad = key_padding_mask.view(B, 1, 1, S)

@@ -79,8 +79,11 @@ def test_compact_attention_is_the_attention_it_replaces(batch_first, kept):
     pad = torch.zeros(3, 7, dtype=torch.bool)
     pad[0, -2:] = True
     causal = torch.ones(7, 7, dtype=torch.bool).triu(1)
+    per_head = torch.rand(3 * 4, 7, 7) < 0.3  # B * H masks, one per example and (original) head
+    per_head[..., 0] = False  # each row attends somewhere
     with torch.no_grad():
-        for options in ({}, {"key_padding_mask": pad}, {"attn_mask": causal}, {"attn_mask": causal.float() * -1e9}):
+        for options in ({}, {"key_padding_mask": pad}, {"attn_mask": causal}, {"attn_mask": causal.float() * -1e9},
+                        {"attn_mask": per_head}):
             want = attention(q, q, q, need_weights=False, **options)[0]
             got = compact(q, q, q, need_weights=False, **options)[0]
             assert torch.allclose(got, want, atol=1e-5), options
