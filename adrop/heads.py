@@ -22,13 +22,14 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def linear(inputs: int, outputs: int, bias: bool) -> nn.Linear:
-    """An uninitialised nn.Linear (its weights are copied in), zero-sized ones too (no warning about them)."""
+def linear(inputs: int, outputs: int, bias: bool, like: torch.Tensor) -> nn.Linear:
+    """An uninitialised nn.Linear (its weights are copied in) of `like`'s dtype and device, zero-sized ones too (no
+    warning about them)."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.nn.init warns that a zero-element tensor is left as it is
-        return nn.utils.skip_init(nn.Linear, inputs, outputs, bias=bias)
+        return nn.utils.skip_init(nn.Linear, inputs, outputs, bias=bias, dtype=like.dtype, device=like.device)
 
 
 def dead_heads(in_proj_weight: torch.Tensor, out_proj_weight: torch.Tensor, heads: int) -> torch.Tensor:
@@ -40,10 +41,16 @@ def dead_heads(in_proj_weight: torch.Tensor, out_proj_weight: torch.Tensor, head
     return ~(v != 0).any(1) | ~(columns != 0).any(1)
 
 
+def plain_attention(m: nn.Module) -> bool:
+    """An nn.MultiheadAttention whose heads can go: packed projections, no key/value bias rows (add_bias_kv) and no
+    zero key (add_zero_attn), with which a head without v rows still attends to something other than its v bias."""
+    return (isinstance(m, nn.MultiheadAttention) and m._qkv_same_embed_dim and m.bias_k is None
+            and not m.add_zero_attn)
+
+
 def attentions(model: nn.Module) -> dict[str, int]:
-    """The attentions whose heads can go (nn.MultiheadAttention with packed projections), by path: their heads."""
-    return {path: m.num_heads for path, m in model.named_modules()
-            if isinstance(m, nn.MultiheadAttention) and m._qkv_same_embed_dim}
+    """The attentions whose heads can go (plain_attention), by path: their heads."""
+    return {path: m.num_heads for path, m in model.named_modules() if plain_attention(m)}
 
 
 def kept_heads(heads: dict[str, int], state: dict) -> dict[str, list[int]]:
@@ -77,14 +84,14 @@ class CompactAttention(nn.Module):
         self.register_buffer("kept", torch.nonzero(kept).flatten(), persistent=False)  # a per-head mask's rows
         with torch.no_grad():
             w, b = attention.in_proj_weight, attention.in_proj_bias
-            self.in_proj = linear(E, 3 * len(rows), bias=b is not None)
+            self.in_proj = linear(E, 3 * len(rows), b is not None, w)
             self.in_proj.weight.copy_(torch.cat([w[i * E:(i + 1) * E][rows] for i in range(3)]))
             if b is not None:
                 self.in_proj.bias.copy_(torch.cat([b[i * E:(i + 1) * E][rows] for i in range(3)]))
             out = attention.out_proj
-            self.out_proj = linear(len(rows), E, bias=True)
+            self.out_proj = linear(len(rows), E, True, w)
             self.out_proj.weight.copy_(out.weight[:, rows])
-            bias = out.bias.clone() if out.bias is not None else torch.zeros(E)
+            bias = out.bias.clone() if out.bias is not None else torch.zeros_like(out.weight[:, 0])
             if b is not None:  # a dead head outputs its v bias, which out_proj's columns for it carry to the output
                 gone = torch.arange(E).view(H, d)[~kept].reshape(-1)
                 bias += out.weight[:, gone] @ b[2 * E:][gone]
@@ -141,6 +148,8 @@ def compact_feed_forward(layer: nn.TransformerEncoderLayer | nn.TransformerDecod
     reads = (w1 != 0).any(1)
     read = (w2 != 0).any(0)
     kept = reads & read
+    if b1 is not None and layer.linear2.bias is None:
+        kept = read  # a unit that reads nothing outputs a constant no bias can take: it stays
     if bool(kept.all()):
         return
     with torch.no_grad():
@@ -148,11 +157,11 @@ def compact_feed_forward(layer: nn.TransformerEncoderLayer | nn.TransformerDecod
         if b1 is not None and bool(constant.any()) and layer.linear2.bias is not None:
             act = layer.activation if callable(layer.activation) else getattr(F, layer.activation)
             layer.linear2.bias += w2[:, constant] @ act(b1[constant])
-        one = linear(w1.shape[1], int(kept.sum()), bias=b1 is not None)
+        one = linear(w1.shape[1], int(kept.sum()), b1 is not None, w1)
         one.weight.copy_(w1[kept])
         if b1 is not None:
             one.bias.copy_(b1[kept])
-        two = linear(int(kept.sum()), w2.shape[0], bias=layer.linear2.bias is not None)
+        two = linear(int(kept.sum()), w2.shape[0], layer.linear2.bias is not None, w2)
         two.weight.copy_(w2[:, kept])
         if layer.linear2.bias is not None:
             two.bias.copy_(layer.linear2.bias)
@@ -164,10 +173,14 @@ def compact_heads(model: nn.Module) -> nn.Module:
     model = copy.deepcopy(model).eval()
     for path, module in list(model.named_modules()):
         for name, child in list(module.named_children()):
-            if isinstance(child, nn.MultiheadAttention) and child._qkv_same_embed_dim:
+            if plain_attention(child):
                 dead = dead_heads(child.in_proj_weight, child.out_proj.weight, child.num_heads)
                 if bool(dead.any()):
                     setattr(module, name, CompactAttention(child, ~dead).to(child.in_proj_weight.device).eval())
             elif isinstance(child, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
                 compact_feed_forward(child)
+    for encoder in model.modules():  # its nested-tensor fast path asks its first layer's attention only
+        if isinstance(encoder, nn.TransformerEncoder) and any(isinstance(m, CompactAttention)
+                                                               for m in encoder.modules()):
+            encoder.use_nested_tensor = False
     return model

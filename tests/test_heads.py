@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import adrop
-from adrop.heads import CompactAttention, compact_heads, dead_heads, kept_heads
+from adrop.heads import CompactAttention, attentions, compact_heads, dead_heads, kept_heads
 
 from user_nets import TinyGPT, TinyViT
 
@@ -128,3 +128,30 @@ def test_a_compact_vit_exports_to_onnx_and_runs_in_onnxruntime():
     x = torch.randn(6, 1, 8, 8)
     with torch.no_grad():
         assert np.allclose(session.run(None, {"x": x.numpy()})[0], small(x).numpy(), atol=1e-5)
+
+
+def test_attentions_with_key_value_bias_rows_or_a_zero_key_keep_their_heads():
+    torch.manual_seed(0)
+    for options in ({"add_bias_kv": True}, {"add_zero_attn": True}):
+        model = nn.Sequential()
+        model.attn = nn.MultiheadAttention(16, 4, batch_first=True, **options).eval()
+        with torch.no_grad():
+            model.attn.in_proj_weight[32:36] = 0  # head 0 without v rows still attends to the extra key
+        assert kept_heads(attentions(model), model.state_dict()) == {}
+        assert isinstance(compact_heads(model).attn, nn.MultiheadAttention)
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+def test_an_encoder_whose_later_layer_lost_heads_takes_a_padding_mask_in_eval():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2).eval()  # nested tensors on: its fast path asks layer 0 only
+    with torch.no_grad():
+        encoder.layers[1].self_attn.in_proj_weight[32:36] = 0
+    small = compact_heads(encoder)
+    assert isinstance(small.layers[0].self_attn, nn.MultiheadAttention)
+    x, pad = torch.randn(3, 7, 16), torch.zeros(3, 7, dtype=torch.bool)
+    pad[0, -3:] = True
+    with torch.no_grad():
+        want, got = encoder(x, src_key_padding_mask=pad), small(x, src_key_padding_mask=pad)
+    assert torch.allclose(got[~pad], want[~pad], atol=1e-5)

@@ -200,3 +200,30 @@ def test_a_gpt_on_token_ids_learns_and_exports_to_onnx(config, adrop, tokens, tm
     assert summary["test_error"] < 0.5  # chance: 2/3
     check = adrop("export", "--check", "run", env=ENV)
     assert check.returncode == 0 and "each export reproduces its run's test error" in check.stdout, check.stdout
+
+
+def test_a_stack_tells_a_shared_attention_mask_from_its_batch_when_they_are_alike_in_length():
+    from adrop.train.stacking import Stacked, folded
+
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    stack = Stacked(attention, 2).eval()
+    with torch.no_grad():
+        stack.in_proj_weight[1] += 0.1  # configuration 1 differs
+    L = 6  # = 2 configurations x 3 examples
+    x, mask = torch.randn(6, L, 8), torch.ones(L, L, dtype=torch.bool).triu(1)
+    with torch.no_grad(), folded(6):
+        got = stack(x, x, x, attn_mask=mask, need_weights=False)[0]
+        for k in range(2):
+            state = {n: t[k] for n, t in stack.state().items()}
+            want = torch.func.functional_call(attention, state, (x[3 * k:3 * k + 3],) * 3,
+                                              {"attn_mask": mask, "need_weights": False})[0]
+            assert torch.allclose(got[3 * k:3 * k + 3], want, atol=1e-6)
+
+
+def test_lam_cost_macs_prices_an_embedding_per_weight(config, tokens, tmp_path):
+    summary = train(config("dataset=npz", f"dataset.path={tokens}", "model=custom",
+                           "model._target_=user_nets.TokenClassifier", "device=cpu", "progress=never", "epochs=1",
+                           "method=logsum", "lam_cost=macs"), tmp_path)
+    assert summary["status"] == "completed"
+    assert summary["layers"]["gpt.tok"]["dense_macs"] is None and summary["layers"]["gpt.head"]["dense_macs"] == 3 * 16 * 8  # every token's

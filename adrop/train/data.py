@@ -68,12 +68,12 @@ def shape_of(dataset) -> tuple[tuple, int] | None:
 
 
 def tokens(dataset) -> bool:
-    """Whether a dataset config's inputs are integers (token ids: an .npz whose x_train holds integers other than
-    pixel bytes), as far as the config says without reading the data."""
+    """Whether a dataset config's inputs are token ids (an .npz whose x_train holds signed integers), as far as the
+    config says without reading the data."""
     if dataset.name != "npz":
         return False
     dtype = datasets.npz_headers(datasets.npz_file(dataset), dtypes=True).get("x_train")
-    return dtype is not None and dtype != np.uint8 and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+    return dtype is not None and np.issubdtype(dtype, np.signedinteger)
 
 
 def load(dataset, data, device) -> Data:

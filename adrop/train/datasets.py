@@ -50,11 +50,11 @@ class Raw:
 
 
 def as_inputs(x: np.ndarray, where: str) -> torch.Tensor:
-    """float32 inputs; unsigned bytes (pixels) scaled to [0, 1]; N x H x W images given one channel; other integers
+    """float32 inputs; unsigned bytes (pixels) scaled to [0, 1]; N x H x W images given one channel; signed integers
     (token ids, N x T) as int64, as they are."""
     if x.dtype == np.uint8:
         out = torch.from_numpy(np.ascontiguousarray(x)).float().div_(255.0)
-    elif np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
+    elif np.issubdtype(x.dtype, np.signedinteger):
         out = torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64))
         if out.dim() != 2:
             raise DataError(f"{where} holds integers of shape {list(x.shape)}; integer inputs (token ids) are N x T")

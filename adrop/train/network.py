@@ -273,7 +273,7 @@ class Network:
 
     def biases(self) -> list[bool]:
         """Whether each sparse layer has a bias (what its cost counts)."""
-        return [layer.bias is not None for layer in self.layers]
+        return [layer.bias is not None or getattr(layer, "host_bias", False) for layer in self.layers]
 
     def state_dict(self) -> dict:
         return self.net.state_dict()
@@ -332,7 +332,9 @@ def scale_lam(network: Network, scales, lam_cost: str = "weights", positions: li
             raise ValueError("scale_lam: a stacked network's positions come from its one-configuration network")
         positions = network.positions()
     for i, (name, layer) in enumerate(zip(network.names, network.layers)):
-        layer.lam_scale = float(scales.get(name, 1.0)) * (positions[i] if lam_cost == "macs" else 1)
+        # a weight that does no product (an embedding's, a class token) is priced per weight under macs
+        uses = positions[i] if lam_cost == "macs" and positions[i] is not None else 1
+        layer.lam_scale = float(scales.get(name, 1.0)) * uses
 
 
 def check_output(network: Network, x: torch.Tensor) -> None:

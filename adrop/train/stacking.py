@@ -33,6 +33,7 @@ from adrop.methods.sparse_parameter import SparseParameter, heads_of
 warnings.filterwarnings("ignore", message="There is a performance drop because we have not yet implemented the "
                         "batching rule")
 
+MASKS = {"attn_mask", "mask", "src_mask", "tgt_mask", "memory_mask"}  # torch's names for attention masks
 FOLDED = contextvars.ContextVar("folded_batch", default=None)  # K * batch of the stack's forward pass under way
 
 
@@ -98,8 +99,10 @@ class Stacked(nn.Module):
         self.sparse_paths = list(sparse)
         self.sparse = nn.ModuleList(SparseParameter(holder(path.rpartition(".")[0]), path.rpartition(".")[2], method,
                                                     configs, heads[path]) for path in self.sparse_paths)
-        for layer in self.sparse:
+        for path, layer in zip(self.sparse_paths, self.sparse):
             method.init_weights(layer)
+            where, _, tensor = path.rpartition(".")  # a Linear's or conv's weight: its bias, counted in its cost
+            layer.host_bias = tensor == "weight" and getattr(module.get_submodule(where), "bias", None) is not None
 
     def extra_repr(self) -> str:
         return f"{self.configs} x {type(self.inner).__name__}"
@@ -122,12 +125,24 @@ class Stacked(nn.Module):
         rows = FOLDED.get() or next(x.shape[0] for x in pytree.tree_leaves((inputs, options))
                                     if isinstance(x, torch.Tensor))
         # a tensor argument whose first axis is the folded batch is each configuration's own (a key padding mask);
-        # any other (an attention mask over positions) is the same for all
-        per_config = (lambda x: isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == rows)
-        args = pytree.tree_map(lambda x: x.view(K, rows // K, *x.shape[1:]) if per_config(x) else x,
-                               (inputs, options))
-        dims = pytree.tree_map(lambda x: 0 if per_config(x) else None, (inputs, options))
-        if not any(d == 0 for d in pytree.tree_leaves(dims)):
+        # any other is the same for all; torch's attention masks by name: over positions (L x S) the same for all,
+        # per example and head (B * H x L x S) each configuration's
+        def per_config(x, name=None):
+            if not isinstance(x, torch.Tensor) or x.dim() == 0:
+                return False
+            if name in MASKS:
+                return x.dim() == 3 and x.shape[0] % rows == 0
+            return x.shape[0] == rows
+
+        def split(x):
+            return x.view(K, x.shape[0] // K, *x.shape[1:])
+
+        mine = [per_config(x) for x in inputs]
+        ours = {k: per_config(v, k) for k, v in options.items()}
+        args = (tuple(split(x) if m else x for x, m in zip(inputs, mine)),
+                {k: split(v) if ours[k] else v for k, v in options.items()})
+        dims = (tuple(0 if m else None for m in mine), {k: 0 if m else None for k, m in ours.items()})
+        if not any(mine) and not any(ours.values()):
             raise ValueError(f"{type(self.inner).__name__} is fed no batch of examples: a stack cannot run it")
         kinds = []  # which leaves of the output are tensors (vmap returns only tensors; None and numbers come back)
 
