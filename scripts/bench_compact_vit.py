@@ -1,10 +1,13 @@
 """Benchmark: a ViT without half its attention heads (adrop.heads.compact_heads) against the dense ViT, in
 onnxruntime, at batch 1 and 64.
 
-    python scripts/bench_compact_vit.py [--threads 1] [--rounds 7] [--calls 200]
+    python scripts/bench_compact_vit.py [--threads 1] [--rounds 7] [--calls 200] [--patch 4] [--units 0]
 
-The ViT: MNIST-sized inputs (1 x 28 x 28) in 49 patches of 4 x 4 and a class token, dim 64, 8 heads, 4 of torch's
-TransformerEncoderLayer (feed-forward 128), a head of 10. Half of each attention's heads (4 of 8, chosen at random,
+The ViT: MNIST-sized inputs (1 x 28 x 28) in 49 patches of 4 x 4 and a class token (50 tokens; --patch 2: 196
+patches and a class token, the 197 tokens of ViT-B/16 at 224 x 224), dim 64, 8 heads, 4 of torch's
+TransformerEncoderLayer (feed-forward 128), a head of 10. Half the heads is half the attention's multiply-adds, not
+half the layer's: at 50 tokens the layer's count falls to 0.71 of it (a bound of 1.41x), at 197 tokens to 0.64
+(1.56x). Half of each attention's heads (4 of 8, chosen at random,
 seeded) get zero v rows, as structure=neuron leaves a head it drops (adrop.methods.sparse_parameter); with
 --units F, also the fraction F of each feed-forward block's hidden units (zero linear1 rows). Both models are exported
 by torch.onnx and run by one onnxruntime session each, alternating: median seconds per `--calls` calls over
@@ -42,9 +45,9 @@ class ViT(nn.Module):
         return self.head(self.norm(self.encoder(x)[:, 0]))
 
 
-def pruned_vit(units: float, seed: int = 0) -> nn.Module:
+def pruned_vit(units: float, patch: int, seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
-    model = ViT().eval()
+    model = ViT(patch=patch).eval()
     with torch.no_grad():
         for layer in model.encoder.layers:
             attn = layer.self_attn
@@ -73,6 +76,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--calls", type=int, default=200)
     p.add_argument("--units", type=float, default=0.0, help="fraction of feed-forward units removed too")
+    p.add_argument("--patch", type=int, default=4, help="patch side: 4 (50 tokens) or 2 (197 tokens)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     import warnings
@@ -80,13 +84,14 @@ def main() -> None:
     import onnxruntime as ort
 
     warnings.simplefilter("ignore")
-    dense = pruned_vit(args.units)
+    dense = pruned_vit(args.units, args.patch)
     small = compact_heads(dense)
     heads = [layer.self_attn.num_heads for layer in small.encoder.layers]
     units = [layer.linear1.out_features for layer in small.encoder.layers]
     sessions = {"dense": session(dense, args.threads), "compact": session(small, args.threads)}
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, {platform.processor() or platform.machine()}, "
-          f"{args.threads} thread(s); heads kept per layer {heads} of 8, feed-forward units {units} of 128")
+          f"{args.threads} thread(s); {(28 // args.patch) ** 2 + 1} tokens; heads kept per layer {heads} of 8, "
+          f"feed-forward units {units} of 128")
     for batch in (1, 64):
         x = np.random.default_rng(0).standard_normal((batch, 1, 28, 28)).astype(np.float32)
         outs = {name: s.run(None, {"x": x})[0] for name, s in sessions.items()}
