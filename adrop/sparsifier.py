@@ -211,7 +211,6 @@ class Sparsifier:
     def effective(self) -> dict[str, torch.Tensor]:
         """Each sparse layer's effective weight (what eval mode and `strip` use), by module path."""
         return {name: layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
-                if isinstance(layer, SparseParameter) else self.method.effective_weight(layer, self.lam).detach()
                 for name, layer in zip(self.names, self.layers)}
 
     @torch.no_grad()

@@ -133,6 +133,11 @@ class SparseLayer(nn.Module):
             return value
         return value.view(-1, *([1] * (self.weight.dim() - 1)))
 
+    def as_module(self, w: torch.Tensor) -> torch.Tensor:
+        """A tensor in the layout the method sees as the module reads it: the same, but for an attention's input
+        projection trained by heads (SparseParameter)."""
+        return w
+
     def layer_lam(self, lam):
         """This layer's lam: per_config(lam) times lam_scale."""
         lam = self.per_config(lam)

@@ -8,18 +8,13 @@ from __future__ import annotations
 import torch
 
 
-def as_module(layer, w: torch.Tensor) -> torch.Tensor:
-    """A layer's tensor as its module reads it (an attention's input projection trained by heads, reshaped)."""
-    return layer.as_module(w) if hasattr(layer, "as_module") else w
-
-
 @torch.no_grad()
 def effective(model, method, lam) -> dict:
     """The network's state (every parameter and buffer, stacked) with each sparse layer's weight its effective weight
     at this lam: what the network evaluates with."""
     state = {key: t.detach() for key, t in model.state_dict().items()}
     for name, layer in zip(model.names, model.layers):
-        state[model.key[name]] = as_module(layer, method.effective_weight(layer, lam)).detach()
+        state[model.key[name]] = layer.as_module(method.effective_weight(layer, lam)).detach()
     return state
 
 
@@ -28,7 +23,7 @@ def unmasked(model, method) -> dict:
     """The same without the keep rule (Method.unmasked_weight): for `evaluate_unmasked`."""
     state = {key: t.detach() for key, t in model.state_dict().items()}
     for name, layer in zip(model.names, model.layers):
-        state[model.key[name]] = as_module(layer, method.unmasked_weight(layer)).detach()
+        state[model.key[name]] = layer.as_module(method.unmasked_weight(layer)).detach()
     return state
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import os
 import sys
 
@@ -159,8 +160,7 @@ class Network:
         if shared:
             raise NetworkError(f"{self.architecture} uses one parameter in several places ({', '.join(shared[:2])}): "
                                "adrop trains each layer's weights as its own, so it cannot train tied weights")
-        sizes = {name: p.numel() for name, p in module.named_parameters()}  # the user's module, before conversion
-        self.shapes = {name: tuple(p.shape) for name, p in module.named_parameters()}
+        self.shapes = {name: tuple(p.shape) for name, p in module.named_parameters()}  # the user's, before conversion
         self.attentions = heads.attentions(module)  # whose heads summary.json counts
         try:
             chosen = selection.select(module, exclude, include, self.architecture)
@@ -181,7 +181,7 @@ class Network:
         # every parameter of the module the method does not train (biases, norms, a class token...): trained densely,
         # counted in the network's totals beside the sparsified weights
         trained = set(self.key.values())
-        self.dense_sizes = {name: size for name, size in sizes.items() if name not in trained}
+        self.dense_sizes = {name: math.prod(shape) for name, shape in self.shapes.items() if name not in trained}
         self._positions = None
 
     def dense_owners(self) -> dict[str, int]:

@@ -93,9 +93,9 @@ class Stacked(nn.Module):
             for where, sub in module.named_modules():
                 for attr, b in sub.named_buffers(recurse=False):
                     if b is not None:
-                        holder(where).register_buffer(attr, stacked(b),
-                                                      persistent=attr not in sub._non_persistent_buffers_set)
-                        self._tensors.append((f"{where}.{attr}".lstrip("."), holder(where), attr))
+                        at = holder(where)
+                        at.register_buffer(attr, stacked(b), persistent=attr not in sub._non_persistent_buffers_set)
+                        self._tensors.append((f"{where}.{attr}".lstrip("."), at, attr))
         self.sparse_paths = list(sparse)
         self.sparse = nn.ModuleList(SparseParameter(holder(path.rpartition(".")[0]), path.rpartition(".")[2], method,
                                                     configs, heads[path]) for path in self.sparse_paths)
