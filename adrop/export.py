@@ -36,6 +36,7 @@ equals the test_error in the run's summary.json.
 """
 from __future__ import annotations
 
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,13 +106,14 @@ def test_data(run: FinishedRun, data_root: str | None):
     import torch
 
     from adrop.train import data as data_mod
+    from adrop.train import tasks
 
     cfg = run.config
     if data_root is not None:
         cfg.data.root = data_root
     cfg.data.download = False
     try:
-        return data_mod.load(cfg.dataset, cfg.data, torch.device("cpu"))
+        return data_mod.load(cfg.dataset, cfg.data, torch.device("cpu"), tasks.of(run.summary))
     except data_mod.DataError as err:
         raise ExportError(f"{err} (or pass --data)") from None
 
@@ -237,13 +239,31 @@ def compact_predict(arrays: dict, x: np.ndarray) -> np.ndarray:
     return Compact.from_arrays(arrays).predict(x)
 
 
-def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> float:
-    error = float(np.sum(logits.argmax(1) != y)) / len(y)
-    expected = run.summary["test_error"]
-    if abs(error - expected) > 0.5 / len(y):  # an exact count of misclassified examples, or it is refused
-        raise ExportError(f"the {form} export's test error {error:.4f} differs from the run's {expected:.4f}; "
+def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> str:
+    """The export's test result, as words ("test error 0.0213"), where it is the run's: a classifier's exact count
+    of misclassified examples, another task's first metric within 1e-4 (relative; float32 in another runtime);
+    ExportError otherwise."""
+    from adrop.train import tasks
+
+    task = tasks.of(run.summary)
+    metric = task.metrics[0]
+    expected = run.summary[f"test_{metric}"]
+    if task.name == "classification":
+        got = float(np.sum(logits.argmax(1) != y)) / len(y)
+        same = abs(got - expected) <= 0.5 / len(y)
+    else:
+        import torch
+
+        from adrop.train.data import Split
+
+        split = Split(torch.zeros(len(y), 1), torch.from_numpy(y))
+        got = task.measure(lambda x, state: torch.from_numpy(np.asarray(logits)), None, split, len(y))[metric]
+        same = math.isclose(got, expected, rel_tol=1e-4)
+    words = f"test {task.label(metric)}"
+    if not same:
+        raise ExportError(f"the {form} export's {words} {got:.6g} differs from the run's {expected:.6g}; "
                           "nothing written")
-    return error
+    return f"{words} {task.format(metric, got)}"
 
 
 def without_dead_heads(module) -> tuple:

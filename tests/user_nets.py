@@ -1,7 +1,9 @@
-"""Networks as a user writes them (plain torch.nn), for the tests of `model=custom`: importable as `user_nets.<name>`
-from the tests folder (the tests put it on PYTHONPATH for the command line)."""
+"""Networks as a user writes them (plain torch.nn), for the tests of `model=custom`, and datasets as a user writes
+them, for `dataset._target_`: importable as `user_nets.<name>` from the tests folder (the tests put it on PYTHONPATH
+for the command line)."""
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -228,3 +230,30 @@ class TokenClassifier(nn.Module):
 
     def forward(self, idx):
         return self.gpt(idx)[:, -1]
+
+
+class Blobs:
+    """A user's dataset class (dataset._target_=user_nets.Blobs): two Gaussian classes in `features` dimensions,
+    as arrays x_train, y_train, x_test, y_test."""
+
+    def __init__(self, n=400, features=6, seed=0):
+        rng = np.random.default_rng(seed)
+        y = rng.integers(0, 2, n)
+        x = rng.normal(size=(n, features)).astype(np.float32) + 2.0 * y[:, None]
+        cut = n * 3 // 4
+        self.x_train, self.y_train, self.x_test, self.y_test = x[:cut], y[:cut], x[cut:], y[cut:]
+
+
+class Line:
+    """A user's regression dataset as tensors: y = x . w + noise, with a validation split of its own and the task it
+    is for."""
+
+    task = "regression"
+
+    def __init__(self, n=300, features=4):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(n, features, generator=g)
+        y = x @ torch.arange(1.0, features + 1) + 0.1 * torch.randn(n, generator=g)
+        self.x_train, self.y_train = x[:200], y[:200]
+        self.x_val, self.y_val = x[200:250], y[200:250]
+        self.x_test, self.y_test = x[250:], y[250:]

@@ -85,7 +85,7 @@ def run(args) -> str:
             fh.write(export.with_normalisation(model, finished).SerializeToString())
         else:
             np.savez(fh, **arrays)
-    return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); test error {error:.4f}, as the run's"
+    return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); {error}, as the run's"
 
 
 def check(args) -> int:

@@ -21,6 +21,7 @@ import yaml
 
 from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV, layer_columns
 from adrop.report.repeats import without_repeats
+from adrop.train import tasks
 from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
@@ -85,14 +86,20 @@ def _read_run(root: Path, folder: Path) -> dict:
            "epochs_planned": summary.get("epochs_planned"),
            "test_error": summary.get("test_error"), "val_error": summary.get("val_error"),
            "test_error_unmasked": summary.get("test_error_unmasked"),
+           **{c: summary.get(c) for c in tasks.result_columns(summary) if c not in ("test_error", "val_error")},
            "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
            "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error"),
            "model": summary.get("model") or over.get("model"), "train_limit": summary.get("train_limit"),
            "structure": summary.get("structure") or over.get("structure") or "weight",
            "kept_architecture": summary.get("kept_architecture")}
+    task = summary.get("task") or over.get("task") or "classification"
+    if task != "classification":  # a column only where some run is of another task
+        row["task"] = task
     if metrics is not None and len(metrics) and status != "completed":  # what an unfinished run has so far
         last = metrics.iloc[-1]
-        row["val_error"], row["nonzero_fraction"] = float(last.val_error), float(last.nonzero_fraction)
+        for column in tasks.result_columns(metrics.columns):  # the task's val_ columns
+            row[column] = float(last[column])
+        row["nonzero_fraction"] = float(last.nonzero_fraction)
     for key, value in (summary.get("cost") or {}).items():  # compression, bytes, multiply-adds (adrop.cost)
         row[key] = value
     params = summary.get("parameters") or {}

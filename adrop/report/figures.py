@@ -18,7 +18,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+
+from adrop.train.tasks import result_columns  # noqa: E402
 
 from .collect import groups  # noqa: E402
 from .collect import labels as run_labels
@@ -65,19 +68,26 @@ def figure2(table, histories, path):
     styles = _styles(table.method.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
     seen = set()
+    shown = "error"
     for _, r in table.iterrows():
         metrics = histories[r.run][0]
         if metrics is None or metrics.empty or r.method is None:
             continue
+        val = next((c for c in result_columns(metrics.columns) if c.startswith("val_")), None)
+        if val is None:
+            continue
+        shown = val.removeprefix("val_")
+        scale = 100 if val == "val_error" else 1
         label = r.method if r.method not in seen else None
         seen.add(r.method)
         style = styles[r.method]
-        ax.plot(metrics.nonzero_fraction, metrics.val_error * 100, color=style["color"], ls=style["ls"], lw=1.2,
+        ax.plot(metrics.nonzero_fraction, metrics[val] * scale, color=style["color"], ls=style["ls"], lw=1.2,
                 alpha=0.85, label=label)
-        ax.plot(metrics.nonzero_fraction.iloc[-1], metrics.val_error.iloc[-1] * 100, style["marker"],
+        ax.plot(metrics.nonzero_fraction.iloc[-1], metrics[val].iloc[-1] * scale, style["marker"],
                 color=style["color"], ms=5)
-    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="validation error (%)",
-           title="validation error against sparsity over training (masked)")
+    name = "error (%)" if shown == "error" else shown
+    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel=f"validation {name}",
+           title=f"validation {shown} against sparsity over training (masked)")
     ax.grid(alpha=0.3, which="both")
     if not seen:
         ax.text(0.5, 0.5, "no training histories (metrics.csv) yet", transform=ax.transAxes, ha="center")
@@ -91,11 +101,15 @@ def pareto(table, path, reference=None, published=()):
     done = table[table.status == "completed"]
     styles = _styles(table.group.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
+    # the runs' task's first test metric: the error, else (a regression, a language model) its own
+    column = next((c for c in result_columns(done.columns) if c.startswith("test_")
+                   and pd.to_numeric(done[c], errors="coerce").notna().any()), "test_error")
+    scale = 100 if column == "test_error" else 1
     for group, rows in done.groupby("group"):
         color, marker = styles[group]["color"], styles[group]["marker"]
-        ax.plot(rows.nonzero_fraction, rows.test_error * 100, marker, color=color, alpha=0.5, ms=4)
+        ax.plot(rows.nonzero_fraction, rows[column] * scale, marker, color=color, alpha=0.5, ms=4)
         for i, (_, setting) in enumerate(rows.groupby("method")):  # the mean over seeds of each setting
-            ax.plot(setting.nonzero_fraction.mean(), setting.test_error.mean() * 100, marker, color=color, ms=9,
+            ax.plot(setting.nonzero_fraction.mean(), setting[column].mean() * scale, marker, color=color, ms=9,
                     label=group if i == 0 else None, markeredgecolor="k")
     if reference is not None:  # published points, for comparison, in the colour of their method
         for _, r in reference.iterrows():
@@ -104,8 +118,9 @@ def pareto(table, path, reference=None, published=()):
     for i, (name, err, nonzero) in enumerate(published):
         ax.plot(nonzero, err * 100, "*P^vD"[i % 5], color="k", ms=11, mfc="none" if i else "k",
                 label=f"{name}, published")
-    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel="test error (%)",
-           title="final test error against sparsity (masked; lower left is better)")
+    shown = "test error (%)" if column == "test_error" else column.replace("_", " ")
+    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel=shown,
+           title=f"final {shown.removesuffix(' (%)')} against sparsity (masked; lower left is better)")
     ax.grid(alpha=0.3, which="both")
     _finish(fig, ax, path)
 

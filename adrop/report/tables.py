@@ -26,6 +26,7 @@ import math
 import pandas as pd
 
 from adrop import markdown
+from adrop.train import tasks
 
 from . import HISTORY_LAYER_COLUMNS, paper
 from . import layer_columns as per_layer
@@ -77,7 +78,13 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     # the whole network's nonzero fraction where modules other than the sparse layers train densely (a GRU, norms)
     network = (["network_nonzero_fraction"] if "dense_module_parameters" in done
                and (pd.to_numeric(done.dense_module_parameters) > 0).any() else [])
-    figures = ["test_error", *unmasked, "val_error", "nonzero_fraction", *network, *costs, *layer_columns(done)]
+    present = [c for c in tasks.result_columns(done.columns) if pd.to_numeric(done[c], errors="coerce").notna().any()]
+    # the tasks' metrics the runs have (a classifier's error always, where no run has another task's)
+    results = present if set(present) - {"test_error", "val_error"} else \
+        [c for c in tasks.result_columns(done.columns) if c in ("test_error", "val_error")]
+    tests = [c for c in results if c.startswith("test_")]
+    figures = [*tests, *unmasked, *(c for c in results if c not in tests), "nonzero_fraction", *network, *costs,
+               *layer_columns(done)]
     done = done.assign(model=done.model.fillna("") if "model" in done else "",
                        train_limit=done.train_limit.fillna(0) if "train_limit" in done else 0)  # 0: all examples
     grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
@@ -155,7 +162,9 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                    "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
                    "epochs": int(r.epochs),
                    **({"train examples": f"{int(r.train_limit):,}" if r.train_limit else "all"} if limited else {}),
-                   "test error": _cell(r.test_error_mean, r.test_error_std, percent=True),
+                   **{label(c): _cell(r[f"{c}_mean"], r[f"{c}_std"], percent=c == "test_error")
+                      for c in agg.columns.str.removesuffix("_mean")
+                      if c.startswith("test_") and f"{c}_mean" in agg and not c.endswith("_unmasked")},
                    **({"test error unmasked": _cell(r.test_error_unmasked_mean, r.test_error_unmasked_std,
                                                     percent=True)} if "test_error_unmasked_mean" in agg else {}),
                    "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std),
@@ -191,8 +200,18 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
     if len(rest):
         lines.append("\nNot completed:\n")
         for _, r in rest.iterrows():
-            so_far = (f" (so far: {int(r.epochs)} epochs, val error {r.val_error:.4f}, nonzero "
-                      f"{r.nonzero_fraction:.4f})" if pd.notna(r.val_error) and pd.notna(r.nonzero_fraction) else "")
+            val = next((c for c in tasks.result_columns(r.index) if c.startswith("val_") and pd.notna(r[c])), None)
+            so_far = (f" (so far: {int(r.epochs)} epochs, {label(val)} {r[val]:.4f}, nonzero "
+                      f"{r.nonzero_fraction:.4f})" if val and pd.notna(r.nonzero_fraction) else "")
             error = f": {r.error}" if isinstance(r.error, str) and r.error else ""
             lines.append(f"- `{r.run}`: {r.status}{error}{so_far}\n")
     return "".join(lines)
+
+
+def label(column: str) -> str:
+    """A result column's heading: "test error", "test RMSE", "test perplexity"."""
+    split, _, metric = column.partition("_")
+    for task in tasks.TASKS.values():
+        if metric in task.metrics:
+            return f"{split} {task().label(metric)}"
+    return column.replace("_", " ")

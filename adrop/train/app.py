@@ -16,7 +16,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from adrop import interrupts
-from adrop.train import collapse, errors, run_files, schema, sweep_outcomes
+from adrop.train import collapse, errors, run_files, schema, sweep_outcomes, tasks
 from adrop.train.engine import Engine
 from adrop.train.hooks import CREATED, StartRefused
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
@@ -40,10 +40,10 @@ STARTED: dict = {}  # this command's single run folder, once it trains: where an
 
 
 def one_line(summary: dict) -> str:
-    unmasked = (f" (unmasked {summary['test_error_unmasked']:.4f})"
-                if summary.get("test_error_unmasked") is not None else "")
-    return (f"{summary['method']}: test error {summary['test_error']:.4f}{unmasked}, "
-            f"val error {summary['val_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} "
+    first = f"{tasks.of(summary).metrics[0]}_unmasked"
+    unmasked = (f" (unmasked {summary[f'test_{first}']:.4f})" if summary.get(f"test_{first}") is not None else "")
+    return (f"{summary['method']}: {tasks.headline(summary)}{unmasked}, "
+            f"{tasks.headline(summary, 'val', first=True)}, nonzero {summary['nonzero_fraction']:.4f} "
             f"({summary['nonzero']}/{summary['total']}{whole_network(summary)}), "
             f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import datasets
+from . import datasets, tasks
+from . import text as text_source
 from .datasets import DataError  # noqa: F401 (adrop.train.data.DataError: what loading raises)
 from .errors import cannot_download
 
@@ -34,13 +35,15 @@ class Data:
     val: Split
     test: Split
     in_features: int
-    classes: int
+    classes: int                # the network's outputs per example (classes, targets) or per token (the vocabulary)
     image: tuple | None = None  # (channels, height, width) of image rows; None: flat vectors
     augment: str = "none"       # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
     mean: list | None = None    # the normalisation x = (x - mean) / std the inputs went through (one number, or one per
     std: list | None = None     # channel or feature): summary.json records it, so a user can feed the network alike
     classes_from: str = "the dataset"  # where `classes` came from: the dataset, dataset.classes, or y_train's labels
     notes: tuple = ()           # what the run's opening lines say of the data (a class with few training examples)
+    targets: dict | None = None     # regression: the targets' normalisation (the training split's mean and std)
+    vocabulary: list | None = None  # text: the symbol of each token id
 
 
 FILES = {
@@ -51,9 +54,18 @@ FILES = {
 }
 
 
-def shape_of(dataset) -> tuple[tuple, int] | None:
-    """(input shape, classes) that a dataset config implies without reading its data; None where only the data can
-    say."""
+SOURCES = {"digits": datasets.digits, "npz": datasets.npz, "diabetes": datasets.diabetes, "text": text_source.text}
+
+
+def shape_of(dataset, task: str = "classification") -> tuple[tuple, int] | None:
+    """(input shape, outputs) that a dataset config implies without reading its data (a text file's vocabulary is
+    read); None where only the data can say."""
+    if dataset.get("_target_"):
+        return None
+    if dataset.name == "text":
+        return text_source.shape(dataset)
+    if task != "classification":
+        return None
     if dataset.name == "synthetic":
         return (int(dataset.features),), int(dataset.classes)
     if dataset.name in FILES:
@@ -67,27 +79,44 @@ def shape_of(dataset) -> tuple[tuple, int] | None:
     return None
 
 
+def fixed_task(dataset) -> str | None:
+    """The task a built-in dataset's data are for (diabetes: regression; text: language_model; the image sets:
+    classification), as its config says; None where only the data can say (npz, a user's class)."""
+    if dataset.get("_target_") or dataset.name == "npz":
+        return None
+    return {"diabetes": "regression", "text": "language_model"}.get(str(dataset.name), "classification")
+
+
 def tokens(dataset) -> bool:
     """Whether a dataset config's inputs are token ids (an .npz whose x_train holds signed integers), as far as the
     config says without reading the data."""
-    if dataset.name != "npz":
+    if dataset.name == "text" and not dataset.get("_target_"):
+        return True
+    if dataset.name != "npz" or dataset.get("_target_"):
         return False
     dtype = datasets.npz_headers(datasets.npz_file(dataset), dtypes=True).get("x_train")
     return dtype is not None and np.issubdtype(dtype, np.signedinteger)
 
 
-def load(dataset, data, device) -> Data:
+def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
+    """The data a run trains on, checked for its task (classification when none is given)."""
+    task = task or tasks.get("classification")
+    if dataset.get("_target_"):
+        return from_raw(datasets.user(dataset), dataset, data, device, task)
     if dataset.get("source") == "torchvision":
-        return from_raw(datasets.torchvision_set(dataset, data), dataset, data, device)
-    if dataset.name in ("digits", "npz"):
-        return from_raw(getattr(datasets, dataset.name)(dataset), dataset, data, device)
+        return from_raw(datasets.torchvision_set(dataset, data), dataset, data, device, task)
+    if dataset.name in SOURCES:
+        return from_raw(SOURCES[dataset.name](dataset), dataset, data, device, task)
+    if task.name != "classification" and dataset.name in ("synthetic", *FILES):
+        raise DataError(f"dataset={dataset.name} holds class labels: use task=classification")
     if dataset.name == "synthetic":
         full, test = synthetic(dataset)
     elif dataset.name in FILES:
         full, test = torchvision_split(dataset, data)
     else:
-        raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: digits, fashion_mnist, mnist, npz, "
-                        "synthetic, or dataset=torchvision dataset.name=<a torchvision.datasets class>")
+        raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: diabetes, digits, fashion_mnist, mnist, "
+                        "npz, synthetic, text, dataset=torchvision dataset.name=<a torchvision.datasets class>, or "
+                        "a class of yours by dataset._target_")
     val_idx, train_idx = validation_split(len(full), dataset)
     if data.train_limit is not None:
         if data.train_limit < 1:
@@ -126,11 +155,12 @@ def validation_split(n: int, dataset) -> tuple[torch.Tensor, torch.Tensor]:
     return order[:count], order[count:]
 
 
-def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
-    """A source's arrays checked (labels in [0, classes), finite inputs), split (a validation part of val_size at
-    random, unless the source has one), normalised (dataset.mean and std, per channel or one for all; null: the
-    source's usual values, else computed on the training split, per channel for images and per feature for
+def from_raw(raw: datasets.Raw, dataset, data, device, task: tasks.Task | None = None) -> Data:
+    """A source's arrays checked (targets as the task wants them, finite inputs), split (a validation part of
+    val_size at random, unless the source has one), normalised (dataset.mean and std, per channel or one for all;
+    null: the source's usual values, else computed on the training split, per channel for images and per feature for
     vectors), flattened to rows, on the device. Integer inputs (token ids) are not normalised."""
+    task = task or tasks.get("classification")
     parts = {"train": (raw.x_train, raw.y_train), "test": (raw.x_test, raw.y_test)}
     if raw.x_val is not None:
         parts["val"] = (raw.x_val, raw.y_val)
@@ -139,15 +169,10 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
         if len(y) == 0:
             raise DataError(f"{where}: the {split} split is empty")
     known = raw.classes or int(dataset.get("classes") or 0)
-    classes = known or 1 + int(parts["train"][1].max())  # inferred from the training labels alone
-    source = "the dataset" if raw.classes else "dataset.classes" if known else "y_train's labels"
+    classes = task.targets({split: y for split, (_, y) in parts.items()}, where, known or None, raw.task)
+    source = "the dataset" if raw.classes else "dataset.classes" if known else \
+        "y_train's labels" if task.name == "classification" else "the targets"
     for split, (x, y) in parts.items():
-        bad = (y < 0) | (y >= classes)
-        if bool(bad.any()):
-            label = int(y[bad][0])
-            fix = (f"; y_train's labels are 0..{classes - 1}: if the data has {label + 1} classes, set "
-                   f"dataset.classes={label + 1}" if not known and label >= classes else "")
-            raise DataError(f"{where}: y_{split} holds label {label}, outside [0, {classes}){fix}")
         if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             raise DataError(f"{where}: x_{split} holds NaN or infinite values")
     x_train, y_train = parts["train"]
@@ -159,6 +184,8 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
     if tokens and dataset.mean is not None:
         raise DataError(f"{where}: x_train holds integers (token ids), which are not normalised: drop dataset.mean "
                         "and dataset.std")
+    if tokens and bool(((x_train < 0) | (x_train >= classes)).any()) and task.name == "language_model":
+        raise DataError(f"{where}: x_train holds a token id outside the vocabulary [0, {classes})")
     mean, std = (torch.tensor(0), torch.tensor(1)) if tokens else normalisation(dataset, x_train)
     if data.train_limit is not None:
         x_train, y_train = x_train[:data.train_limit], y_train[:data.train_limit]
@@ -168,25 +195,13 @@ def from_raw(raw: datasets.Raw, dataset, data, device) -> Data:
         raise DataError(f"dataset.augment={kind}: valid are {', '.join(AUGMENTATIONS)} (crop_flip for images only)")
 
     def put(x, y):
-        return Split((x if tokens else (x - mean) / std).flatten(1).contiguous().to(device), y.to(device))
+        return Split((x if tokens else (x - mean) / std).flatten(1).contiguous().to(device),
+                     task.prepare(y).to(device))
 
     return Data(put(x_train, y_train), put(*parts["val"]), put(*parts["test"]), math.prod(x_train.shape[1:]),
                 classes, image, kind, None if tokens else mean.flatten().tolist(),
-                None if tokens else std.flatten().tolist(), source, rare_classes(y_train, classes))
-
-
-FEW = 5  # a class with fewer training examples than this is named when the run starts (a stray label?)
-
-
-def rare_classes(y: torch.Tensor, classes: int) -> tuple:
-    """The run's notes on classes with fewer than FEW training examples (none at all, or a stray label's one)."""
-    counts = torch.bincount(y.long(), minlength=classes)
-    few = [(c, int(counts[c])) for c in range(classes) if counts[c] < FEW]
-    if not few:
-        return ()
-    shown = ", ".join(f"class {c}: {n}" for c, n in few[:5]) + (f" and {len(few) - 5} more" if len(few) > 5 else "")
-    return (f"{len(few)} of the {classes} classes have fewer than {FEW} training examples ({shown}): a stray label? "
-            f"(labels must be 0..classes-1)",)
+                None if tokens else std.flatten().tolist(), source, task.notes(y_train, classes),
+                task.normalisation() if hasattr(task, "normalisation") else None, raw.vocabulary)
 
 
 def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

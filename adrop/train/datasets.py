@@ -6,9 +6,15 @@
                            N x C x H x W (or N x H x W, one channel) or flat N x D, integer labels
     dataset=torchvision    any torchvision.datasets class by name (CIFAR10, CIFAR100, SVHN, KMNIST, FakeData, ...),
                            in its own layout under data.root, downloaded by torchvision where asked and possible
+    dataset=diabetes       scikit-learn's bundled diabetes regression set (442 patients, 10 features, offline)
+    dataset=text           a text file as next-token data: characters (or bytes) as token ids, windows of
+                           dataset.context tokens, the train / validation / test parts by position
+    dataset._target_=...   a user's class: its instance holds x_train, y_train, x_test, y_test (optionally x_val,
+                           y_val, classes), arrays or tensors; dataset.options go to its constructor
 
-Each source gives a `Raw`: float32 inputs (unsigned bytes scaled to [0, 1]), int64 labels, the image shape or None,
-and the number of classes where the source knows it.
+Each source gives a `Raw`: float32 inputs (unsigned bytes scaled to [0, 1]) or int64 token ids, the targets (labels,
+real numbers or next tokens: the run's task checks them), the number of classes (or the vocabulary's size) where the
+source knows it, and the task its data are for where that is fixed (diabetes: regression; text: language_model).
 """
 from __future__ import annotations
 
@@ -47,6 +53,8 @@ class Raw:
     x_val: torch.Tensor | None = None
     y_val: torch.Tensor | None = None
     classes: int | None = None
+    task: str | None = None          # the task these data are for, where the source fixes it
+    vocabulary: list | None = None   # the symbols of token ids 0, 1, ... (text)
 
 
 def as_inputs(x: np.ndarray, where: str) -> torch.Tensor:
@@ -68,6 +76,17 @@ def as_inputs(x: np.ndarray, where: str) -> torch.Tensor:
     if out.dim() not in (2, 4):
         raise DataError(f"{where} has shape {list(x.shape)}; inputs are N x D vectors or N x C x H x W images")
     return out
+
+
+def as_targets(y, where: str) -> torch.Tensor:
+    """Targets as they are: integers as int64, real numbers as float32 (the run's task checks their shape and
+    values: adrop.train.tasks)."""
+    y = y.numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    if np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_:
+        return torch.from_numpy(y.astype(np.int64))
+    if np.issubdtype(y.dtype, np.floating):
+        return torch.from_numpy(np.ascontiguousarray(y, dtype=np.float32))
+    raise DataError(f"{where} holds {y.dtype} values; targets must be numbers")
 
 
 def as_labels(y: np.ndarray, where: str) -> torch.Tensor:
@@ -148,7 +167,9 @@ def npz_shape(dataset) -> tuple[tuple, int] | None:
 
 def npz(dataset) -> Raw:
     path = npz_file(dataset)
-    npz_shape(dataset)  # the arrays are there
+    missing = [a for a in NPZ_ARRAYS if a not in npz_headers(path)]
+    if missing:
+        npz_shape(dataset)  # says which
     try:
         with np.load(path, allow_pickle=False) as arrays:
             got = {k: arrays[k] for k in arrays.files if k in (*NPZ_ARRAYS, "x_val", "y_val")}
@@ -161,7 +182,7 @@ def npz(dataset) -> Raw:
         if f"x_{split}" not in got:
             continue
         x = as_inputs(got[f"x_{split}"], f"{path}: x_{split}")
-        y = as_labels(got[f"y_{split}"], f"{path}: y_{split}")
+        y = as_targets(got[f"y_{split}"], f"{path}: y_{split}")
         if len(x) != len(y):
             raise DataError(f"{path}: x_{split} has {len(x)} examples and y_{split} {len(y)}")
         parts[split] = (x, y)
@@ -253,3 +274,57 @@ def arrays_of(made) -> tuple[torch.Tensor, torch.Tensor]:
         ys.append(int(label))
     x = torch.stack(xs)
     return as_inputs(x.numpy(), type(made).__name__), torch.tensor(ys, dtype=torch.int64)
+
+
+def diabetes(dataset) -> Raw:
+    """scikit-learn's diabetes set (442 patients, 10 features, a disease progression score a year on), a test part of
+    test_size held out at random (split_seed): regression."""
+    from sklearn.datasets import load_diabetes
+
+    bunch = load_diabetes(scaled=False)
+    x = torch.from_numpy(bunch.data.astype(np.float32))
+    y = torch.from_numpy(bunch.target.astype(np.float32))
+    n, test = len(y), held_out(dataset.test_size, len(y), "diabetes")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed + 1))
+    return Raw(x[order[test:]], y[order[test:]], x[order[:test]], y[order[:test]], task="regression")
+
+
+def held_out(size, n: int, name: str) -> int:
+    """How many of n examples dataset.test_size holds out: a fraction (0 < size < 1) or a count."""
+    count = round(size * n) if 0 < size < 1 else size
+    if not float(count).is_integer() or not 0 < count < n:
+        raise DataError(f"dataset.test_size={size:g} does not fit {name}'s {n} examples: give a fraction in (0, 1) or "
+                        f"a count from 1 to {n - 1}")
+    return int(count)
+
+
+def user(dataset) -> Raw:
+    """A user's dataset class (dataset._target_, its arguments in dataset.options): its instance's x_train, y_train,
+    x_test, y_test (optionally x_val, y_val; `classes`, `task` and `vocabulary` where it knows them)."""
+    from hydra.utils import instantiate
+
+    target = str(dataset._target_)
+    try:
+        made = instantiate({"_target_": target, **dict(dataset.options or {})})
+    except Exception as err:
+        raise DataError(f"dataset._target_={target} could not be made ({brief(err)})") from None
+    missing = [a for a in NPZ_ARRAYS if getattr(made, a, None) is None]
+    if missing:
+        raise DataError(f"dataset._target_={target} gives no {', '.join(missing)}: a dataset class's instance holds "
+                        f"{', '.join(NPZ_ARRAYS)} (optionally x_val and y_val)")
+    parts = {}
+    for split in ("train", "val", "test"):
+        x, y = getattr(made, f"x_{split}", None), getattr(made, f"y_{split}", None)
+        if x is None and y is None:
+            continue
+        if x is None or y is None:
+            raise DataError(f"dataset._target_={target} gives {'x' if y is None else 'y'}_{split} without its partner")
+        x = as_inputs(x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x), f"{target}: x_{split}")
+        y = as_targets(y, f"{target}: y_{split}")
+        if len(x) != len(y):
+            raise DataError(f"{target}: x_{split} has {len(x)} examples and y_{split} {len(y)}")
+        parts[split] = (x, y)
+    val = parts.get("val", (None, None))
+    classes = getattr(made, "classes", None) or dataset.classes
+    return Raw(*parts["train"], *parts["test"], *val, classes=int(classes) if classes else None,
+               task=getattr(made, "task", None), vocabulary=getattr(made, "vocabulary", None))

@@ -2,9 +2,9 @@
 trained as one. A single run is a stack of one; every launcher trains through this.
 
 Each epoch: each configuration's fixed permutation for (seed, epoch) (so a resumed run sees the same batches), Adam on
-data term + lam * method penalty, the method's hooks, each learning rate decayed per step; then the masked
-validation error, per-layer sparsity, the CSV files and a checkpoint per configuration. At the end: the masked test
-error, weights.npz and summary.json.
+data term (the task's loss: adrop.train.tasks) + lam * method penalty, the method's hooks, each learning rate decayed
+per step; then the task's masked validation metrics, per-layer sparsity, the CSV files and a checkpoint per
+configuration. At the end: the masked test metrics, weights.npz and summary.json.
 
 What stays each configuration's own: its seed (its initialisation, made exactly as a stack of one makes it, and its
 data order), its lam and lr, its schedule settings (decay_start, penalty_warmup), its masks and thresholds. What is
@@ -14,8 +14,8 @@ pass of Python per step.
 
 Each configuration writes the files of a run into its own folder (summary.json says `stacked`: the stack's size), and
 its checkpoint is the same whatever the stack: a run resumes in a stack or alone. A configuration whose loss becomes
-non-finite, or whose data term passes DIVERGED_CE times the cross-entropy of a uniform guess, is marked failed in its
-own folder and frozen (lr 0, weights 0) while the others go on.
+non-finite, or whose data term passes 1000 times a trivial guess's (adrop.train.tasks), is marked failed in its own
+folder and frozen (lr 0, weights 0) while the others go on.
 
 The reference: K = 1 gives the same files bit for bit for the same command, seed and thread count on the CPU. A stack
 of K > 1 rounds differently (batched products, per-row Adam) and is checked against its K stacks of one by tolerance
@@ -31,11 +31,10 @@ import warnings
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from adrop.heads import kept_heads
 
-from . import collapse, evaluate, run_files, schedules, tracking
+from . import collapse, evaluate, run_files, schedules, tasks, tracking
 from . import data as data_mod
 from . import network as network_mod
 from .optim import StackedAdam
@@ -47,7 +46,6 @@ log = logging.getLogger("adrop.train")
 # gradient is the same view of the gradient buffer and autograd accumulates into it in place, as intended (the
 # agreement tests would fail otherwise). torch warns that such views are not dense; the warning says nothing here.
 warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
-DIVERGED_CE = 1e3  # an epoch's mean cross-entropy above 1000 x ln(classes) (a uniform guess's) is divergence
 
 
 def rows(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
@@ -92,8 +90,10 @@ class Engine:
             folder.mkdir(parents=True, exist_ok=True)
         base = self.cfg = runs[0].cfg
         self.device = resolve_device(base.device)
+        self.task = tasks.get(base.task)
+        self.columns = run_files.metrics_columns(self.task)
         try:
-            self.data = data_mod.load(base.dataset, base.data, self.device)
+            self.data = data_mod.load(base.dataset, base.data, self.device, self.task)
         except data_mod.DataError as err:
             raise TrainError(str(err)) from None
         self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)
@@ -105,7 +105,7 @@ class Engine:
         try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
             self.single = network_mod.build(base, self.input_shape, self.data.classes,
                                             self.method, dtype=self.data.train.x.dtype).to(self.device)
-            network_mod.check_output(self.single, self.data.train.x[:2])
+            network_mod.check_output(self.single, self.data.train.x[:2], self.task)
             self.single.eval()
             self.model = self.stack_models()
             positions = self.single.positions() if base.lam_cost == "macs" else None
@@ -123,7 +123,6 @@ class Engine:
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in runs], [[] for _ in runs]
         self.failed: list[str | None] = [None] * self.K
-        self.diverged_at = DIVERGED_CE * math.log(self.data.classes)
         torch.manual_seed(sum(r.cfg.seed * 7919 ** i for i, r in enumerate(runs)) % 2 ** 63)  # the stack's noise
         if not self.resume():
             self.method.start(self.model.layers)
@@ -148,9 +147,9 @@ class Engine:
         """The run's opening lines: what the method trains and what trains densely (parameters counted), the data's
         classes and where they came from, and any note on the data."""
         data = self.data
+        outputs = self.task.outputs_in_words(data.classes, data.classes_from)
         return [f"{self.single.describe(self.cfg.method.name, self.cfg.get('structure', 'weight'))}; "
-                f"{data.classes} classes (from {data.classes_from}), {len(data.train):,} training examples, "
-                f"{len(data.val):,} for validation", *data.notes]
+                f"{outputs}, {len(data.train):,} training examples, {len(data.val):,} for validation", *data.notes]
 
     # -- checkpoints: each configuration's own -----------------------------------------------------------------------
     def resume(self) -> bool:
@@ -207,8 +206,8 @@ class Engine:
 
     def step_loss(self, x, y, weight):
         """Per configuration (K,): data term + weight * penalty, and its two parts, for one batch (K, B, ...)."""
-        logits = self.model(x)
-        data_term = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="none").view(self.K, -1).mean(1)
+        out = self.model(x)
+        data_term = self.task.loss(out.flatten(0, 1), y.flatten(0, 1)).view(self.K, -1).mean(1)
         penalty = self.method.penalty(self.model.layers, self.lam)
         return data_term + weight * penalty, data_term, penalty
 
@@ -270,10 +269,8 @@ class Engine:
         where = f"in epoch {self.epoch} (lr={run.lr}, lam={run.lam}); {kept}"
         if not all(math.isfinite(v) for v in sums):
             return f"the loss became {loss} {where}"
-        if data_term > self.diverged_at:
-            return (f"the training diverged: its cross-entropy reached {data_term:.3g}, above {DIVERGED_CE:g} times "
-                    f"a uniform guess's, {where}")
-        return None
+        why = self.task.divergence(data_term, self.data.classes)
+        return None if why is None else f"the training diverged: {why}, {where}"
 
     def fail(self, k: int, message: str, **extra) -> None:
         """Configuration k stops (its last good checkpoint stays); the rest of the stack goes on. `extra`: more for
@@ -330,8 +327,8 @@ class Engine:
             if self.failed[k] is not None:
                 out.append(run_files.read_summary(self.folders[k]))
             elif not done:
-                last = self.metrics[k][-1]["val_error"] if self.metrics[k] else None
-                out.append(self.summary(k, "running", val_error=last))
+                last = self.metrics[k][-1] if self.metrics[k] else {}
+                out.append(self.summary(k, "running", **{c: last.get(c) for c in self.val_columns}))
             else:
                 out.append(self.finish(k, self.weights(k, all_weights), self.weights(k, all_unmasked)))
         return out
@@ -339,26 +336,28 @@ class Engine:
     def end_of_epoch(self, k: int, sums: list[float], weights, lr: float, seconds: float, bar) -> None:
         """Configuration k's record of the epoch just trained: its rows, checkpoint, summary and tracking."""
         loss, data_term, penalty = sums
-        val_error = evaluate.error(self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
+        val = evaluate.measure(self.task, self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, _ = evaluate.kept_units(self.single, weights)
-        self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val_error, nonzero, total,
+        self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val, nonzero, total,
                                                      lr, seconds))
         self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions(), self.single.biases(),
                                                    units, evaluate.dense(self.single, weights))
-        run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k])
+        run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k], self.columns)
         self.checkpoint(k)
-        run_files.write_summary(self.folders[k], self.summary(k, "running", val_error=val_error))
+        run_files.write_summary(self.folders[k], self.summary(k, "running", **{f"val_{m}": v for m, v in val.items()}))
         tracker = self.trackers[k]
         stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
         tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
         # the data term, the penalty term beside it: a penalty's constant (LogSum's) would hide the data's progress
-        line = (f"epoch {self.epoch}/{self.cfg.epochs}: loss {data_term:.4f} (+ penalty {loss - data_term:.4g}), val "
-                f"error {val_error:.4f}, nonzero {nonzero / total:.4f}, {seconds:.1f} s")
+        first = self.task.metrics[0]
+        shown = f"val {self.task.label(first)} {self.task.format(first, val[first])}"
+        line = (f"epoch {self.epoch}/{self.cfg.epochs}: {self.task.data_term} {data_term:.4f} (+ penalty "
+                f"{loss - data_term:.4g}), {shown}, nonzero {nonzero / total:.4f}, {seconds:.1f} s")
         log.info("%s: %s", self.folders[k].name, line)  # the job's log file
         if bar is not None and self.K == 1:
-            bar.set_postfix(loss=f"{data_term:.4f}", penalty=f"{loss - data_term:.4g}", val_err=f"{val_error:.4f}",
-                            nonzero=f"{nonzero / total:.4f}")
+            bar.set_postfix({self.task.data_term: f"{data_term:.4f}", "penalty": f"{loss - data_term:.4g}",
+                             f"val_{first}": self.task.format(first, val[first]), "nonzero": f"{nonzero / total:.4f}"})
         elif bar is None and not self.multirun and progress_mode(self.cfg.progress) != "never":  # a line an epoch
             print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
@@ -367,18 +366,19 @@ class Engine:
         its network collapsed (adrop.train.collapse), its failure."""
         cfg = self.runs[k].cfg
         why = collapse.collapsed(self.single, weights, self.data.val.x, cfg.method.name)
-        if why is not None:  # its sparsity and last val error kept: a lam search brackets its target with it
+        if why is not None:  # its sparsity and last val metrics kept: a lam search brackets its target with it
             _, nonzero, total = evaluate.sparsity(self.single, weights)
             self.fail(k, why, collapsed=True, nonzero_fraction=nonzero / total,
-                      val_error=self.metrics[k][-1]["val_error"] if self.metrics[k] else None)
+                      **{c: self.metrics[k][-1][c] if self.metrics[k] else None for c in self.val_columns})
             return run_files.read_summary(self.folders[k])
-        test_error = evaluate.error(self.single.predict, weights, self.data.test, cfg.eval_batch_size)
+        test = evaluate.measure(self.task, self.single.predict, weights, self.data.test, cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, kept = evaluate.kept_units(self.single, weights)
         run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
-        errors = evaluate.unmasked_errors(cfg, self.single.predict, unmasked, self.data)
-        summary = self.summary(k, "completed", test_error=test_error, val_error=self.metrics[k][-1]["val_error"],
-                               layers=layers, nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept,
+        errors = evaluate.unmasked_errors(cfg, self.task, self.single.predict, unmasked, self.data)
+        summary = self.summary(k, "completed", **{f"test_{m}": v for m, v in test.items()},
+                               **{c: self.metrics[k][-1][c] for c in self.val_columns}, layers=layers,
+                               nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept,
                                dense=evaluate.dense(self.single, weights),
                                heads=kept_heads(self.single.attentions, weights))
         run_files.write_summary(self.folders[k], summary)
@@ -395,7 +395,15 @@ class Engine:
         return tqdm(total=self.cfg.epochs * self.steps_per_epoch, initial=self.epoch * self.steps_per_epoch,
                     desc=name, unit="step")
 
+    @property
+    def val_columns(self) -> list[str]:
+        return [f"val_{m}" for m in self.task.metrics]
+
     def summary(self, k: int, status: str, **results) -> dict:
+        """Configuration k's summary.json: `results` the task's metrics by column (val_error=...) and the rest of
+        run_files.summary's arguments."""
+        names = {f"{split}_{m}" for split in ("test", "val") for m in self.task.metrics}
+        metrics = {key: results.pop(key) for key in list(results) if key in names}
         normalisation = None if self.data.mean is None else {"mean": self.data.mean, "std": self.data.std}
         return run_files.summary(self.runs[k], self.single, self.device, self.epoch, self.elapsed, status, self.K,
-                                 normalisation=normalisation, **results)
+                                 self.task, metrics, normalisation=normalisation, data=self.data, **results)

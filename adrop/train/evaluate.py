@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from .tasks import Classification
+
 
 @torch.no_grad()
 def effective(model, method, lam) -> dict:
@@ -28,16 +30,17 @@ def unmasked(model, method) -> dict:
 
 
 @torch.no_grad()
-def error(predict, weights, split, batch: int = 8192) -> float:
-    """Fraction misclassified by the network with these tensors (predict(x, state): its forward with them), in
-    float32 throughout: cuDNN's convolutions would otherwise round their inputs to TF32 on a GPU, and the error a run
-    reports is what its weights.npz gives in float32 (adrop export checks it so)."""
-    wrong = torch.zeros((), dtype=torch.long, device=split.x.device)
+def measure(task, predict, weights, split, batch: int = 8192) -> dict[str, float]:
+    """The task's metrics ({"error": ...}) of the network with these tensors (predict(x, state): its forward with
+    them) on a split, in float32 throughout: cuDNN's convolutions would otherwise round their inputs to TF32 on a GPU,
+    and what a run reports is what its weights.npz gives in float32 (adrop export checks it so)."""
     with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False):
-        for start in range(0, len(split), batch):
-            logits = predict(split.x[start:start + batch], weights)
-            wrong += (logits.argmax(1) != split.y[start:start + batch]).sum()
-    return wrong.item() / len(split)
+        return task.measure(predict, weights, split, batch)
+
+
+def error(predict, weights, split, batch: int = 8192) -> float:
+    """Fraction misclassified by the network with these tensors (classification's metric)."""
+    return measure(Classification(), predict, weights, split, batch)["error"]
 
 
 @torch.no_grad()
@@ -90,9 +93,10 @@ def kept_units(network, state: dict):
     return out, None
 
 
-def unmasked_errors(cfg, predict, weights, data) -> tuple[float, float] | None:
-    """(test, val) errors of the network with these unmasked weights (`unmasked`), when cfg.evaluate_unmasked asks
-    for them."""
+def unmasked_errors(cfg, task, predict, weights, data) -> tuple[float, float] | None:
+    """(test, val) values of the task's first metric for the network with these unmasked weights (`unmasked`), when
+    cfg.evaluate_unmasked asks for them."""
     if not cfg.evaluate_unmasked:
         return None
-    return tuple(error(predict, weights, split, cfg.eval_batch_size) for split in (data.test, data.val))
+    return tuple(measure(task, predict, weights, split, cfg.eval_batch_size)[task.metrics[0]]
+                 for split in (data.test, data.val))

@@ -35,7 +35,7 @@ class StartChecks(Callback):
     def on_multirun_start(self, config, **kwargs) -> None:
         try:
             check_keys(config)
-            sweep_outcomes.objectives(config.objective)
+            sweep_outcomes.objectives(config.objective, config.get("task") or "classification")
         except (TrainError, ValueError) as err:
             raise StartRefused(str(err)) from None
         sweep_outcomes.begin(config.hydra.sweep.dir)  # whichever sweeper runs it: how its jobs end is counted

@@ -30,7 +30,7 @@ from adrop.methods.base import SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter
 from adrop.selection import sparse_kind
 
-from . import networks, stacking
+from . import networks, stacking, tasks
 from .errors import brief
 from .stacking import Stacked, needs_stacking, owns_tensors
 
@@ -162,6 +162,7 @@ class Network:
                                "adrop trains each layer's weights as its own, so it cannot train tied weights")
         self.shapes = {name: tuple(p.shape) for name, p in module.named_parameters()}  # the user's, before conversion
         self.attentions = heads.attentions(module)  # whose heads summary.json counts
+        self.embeds = any(isinstance(m, nn.Embedding) for m in module.modules())  # reads token ids
         try:
             chosen = selection.select(module, exclude, include, self.architecture)
         except selection.SparsifyError as err:
@@ -337,24 +338,43 @@ def scale_lam(network: Network, scales, lam_cost: str = "weights", positions: li
         layer.lam_scale = float(scales.get(name, 1.0)) * uses
 
 
-def check_output(network: Network, x: torch.Tensor) -> None:
-    """A forward pass of a batch of real inputs (batch, ...): NetworkError when it fails or its output is not
-    batch x classes."""
+def check_output(network: Network, x: torch.Tensor, task=None) -> None:
+    """A forward pass of a batch of real inputs (batch, ...): NetworkError when it fails or its output is not what
+    the task wants (classification: batch x classes). Token ids: the network must embed them, and a language model's
+    must take every id of the vocabulary (a batch of the largest one is run too)."""
+    task = task or tasks.get("classification")
     what = network.architecture
+    batch = x.reshape(-1, *network.input_shape)
+    tokens = not batch.is_floating_point()
+    if tokens and not network.embeds:
+        raise NetworkError(f"the data's inputs are token ids (integers) and {what} has no embedding to read them: a "
+                           "model that embeds tokens (model=gpt_tiny), or data of real numbers")
+    if tokens and task.name == "language_model":
+        batch = torch.cat([batch, torch.full_like(batch[:1], network.classes - 1)])
     network.eval()
     try:
         with torch.no_grad():
-            out = network.net(x.reshape(-1, *network.input_shape))
+            out = network.net(batch)
     except Exception as err:
-        shape = list(x.reshape(-1, *network.input_shape).shape)
-        raise NetworkError(f"{what} fails on a batch of the data, shape {shape} ({brief(err)})") from None
+        if tokens and task.name == "language_model" and isinstance(err, IndexError):
+            raise NetworkError(f"{what} fails on token id {network.classes - 1}: an embedding of it holds fewer "
+                               f"than the data's vocabulary of {network.classes} ({brief(err)})") from None
+        raise NetworkError(f"{what} fails on a batch of the data, shape {list(batch.shape)} ({brief(err)})") from None
     finally:
         network.train()
     shape = list(getattr(out, "shape", []))
-    if shape != [x.reshape(-1, *network.input_shape).shape[0], network.classes]:
-        raise NetworkError(f"{what} returns {shape or type(out).__name__} for a batch of "
-                           f"{x.reshape(-1, *network.input_shape).shape[0]}; it must return logits, batch x "
-                           f"{network.classes} (the data's classes)")
+    wanted = task.output_shapes(len(batch), network.classes, network.input_shape)
+    if shape not in wanted:
+        if task.name == "language_model" and shape[:-1] == wanted[0][:-1]:
+            raise NetworkError(f"{what} returns logits over {shape[-1]} tokens; the data's vocabulary has "
+                               f"{network.classes} (the model's vocabulary: its `classes`)")
+        outputs, of = OUTPUTS.get(task.name, ("outputs", "targets"))
+        raise NetworkError(f"{what} returns {shape or type(out).__name__} for a batch of {len(batch)}; it must "
+                           f"return {outputs}, {' x '.join(['batch', *map(str, wanted[0][1:])])} (the data's {of})")
+
+
+OUTPUTS = {"classification": ("logits", "classes"), "regression": ("predictions", "targets"),
+           "language_model": ("next-token logits", "vocabulary")}
 
 
 def stack_problem(cfg, input_shape, classes: int, method, tokens: bool = False) -> str | None:

@@ -1,14 +1,19 @@
 """What a run leaves in its folder, and the checkpoint that lets it resume.
 
-    metrics.csv    one row per epoch: epoch, train_loss, data_term, penalty_term, val_error, nonzero_fraction, lr,
-                   seconds
+    metrics.csv    one row per epoch: epoch, train_loss, data_term, penalty_term, the task's validation metrics
+                   (classification: val_error; regression: val_rmse, val_r2; language_model: val_perplexity,
+                   val_loss; adrop.train.tasks), nonzero_fraction, lr, seconds
     layers.csv     one row per epoch and layer: epoch, layer, trained (method; dense: a module whose parameters
                    train densely, counted with its float32 bytes), shape, nonzero, total, nonzero_fraction, the units
                    kept on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
                    units_out_kept of units_out: its outputs or filters; adrop.train.evaluate.kept_units), and the cost
                    (adrop.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
-    summary.json   test_error, val_error (fractions, final, masked), with evaluate_unmasked also test_error_unmasked
-                   and val_error_unmasked (final, without the keep rule), nonzero_fraction, layers, epochs, wall_time_s,
+    summary.json   task; its metrics on test and validation (classification: test_error, val_error, fractions;
+                   regression: test_rmse, test_r2, val_rmse, val_r2; language_model: test_perplexity, test_loss,
+                   val_perplexity, val_loss; final, masked), with evaluate_unmasked also the first metric without
+                   the keep rule (test_error_unmasked, val_error_unmasked), target_normalisation (regression: the
+                   training targets' mean and std the network's outputs are in units of), vocabulary (text: the
+                   symbol of each token id), nonzero_fraction, layers, epochs, wall_time_s,
                    device, method, lam, lr, seed, status (completed | failed | interrupted | running; pending:
                    started, no epoch finished yet), error (when failed or interrupted: why),
                    code (the git commit that ran, or the installed version), model and architecture, cost
@@ -59,6 +64,11 @@ from adrop import cost
 from adrop.provenance import code_version
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
+
+
+def metrics_columns(task) -> list[str]:
+    """metrics.csv's columns for a task (classification's: METRICS)."""
+    return [*METRICS[:4], *(f"val_{m}" for m in task.metrics), *METRICS[5:]]
 UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units
 # trained: "method" for a sparse layer's weights, "dense" for a module whose parameters train densely (its row counts
 # them, and their float32 bytes, in the network's totals)
@@ -163,9 +173,11 @@ def write_csv(path: Path, columns, rows) -> None:
     _atomic(Path(path), write)
 
 
-def metrics_row(epoch, loss, data_term, penalty, val_error, nonzero, total, lr, seconds) -> dict:
+def metrics_row(epoch, loss, data_term, penalty, val: dict, nonzero, total, lr, seconds) -> dict:
+    """metrics.csv's row of an epoch; `val`: the task's metrics on validation ({"error": ...})."""
     return {"epoch": epoch, "train_loss": loss, "data_term": data_term, "penalty_term": penalty,
-            "val_error": val_error, "nonzero_fraction": nonzero / total, "lr": lr, "seconds": seconds}
+            **{f"val_{m}": v for m, v in val.items()}, "nonzero_fraction": nonzero / total, "lr": lr,
+            "seconds": seconds}
 
 
 def layer_rows(epoch, layers, positions, biases=None, units=None, dense=()) -> list[dict]:
@@ -181,17 +193,19 @@ def layer_rows(epoch, layers, positions, biases=None, units=None, dense=()) -> l
         for owner, nz, n in dense if owner not in names]
 
 
-def write_history(folder: Path, metrics: list[dict], layers: list[dict]) -> None:
-    write_csv(Path(folder) / METRICS_CSV, METRICS, metrics)
+def write_history(folder: Path, metrics: list[dict], layers: list[dict], columns=METRICS) -> None:
+    write_csv(Path(folder) / METRICS_CSV, columns, metrics)
     write_csv(Path(folder) / LAYERS_CSV, LAYERS, layers)
 
 
-def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, test_error=None,
-            val_error=None, layers=None, nonzero=None, total=None, unmasked=None, normalisation=None, units=None,
-            kept=None, dense=None, heads=None) -> dict:
+def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, task, results=None,
+            layers=None, nonzero=None, total=None, unmasked=None, normalisation=None, units=None,
+            kept=None, dense=None, heads=None, data=None) -> dict:
     """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
-    `model` gives the architecture and, for the cost, how often each layer's weights act per example; `unmasked` the
-    (test, val) errors without the keep rule; `stacked` the size of the stack it trained in (1: alone); `units` and
+    `model` gives the architecture and, for the cost, how often each layer's weights act per example; `task` the
+    run's (adrop.train.tasks), `results` its metrics so far ({"test_error": ..., "val_error": ...}; those missing are
+    null); `unmasked` the (test, val) values of its first metric without the keep rule; `data` the run's data
+    (its targets' normalisation and vocabulary); `stacked` the size of the stack it trained in (1: alone); `units` and
     `kept` what adrop.train.evaluate.kept_units gives; `dense` what adrop.train.evaluate.dense gives (the parameters
     trained densely: counted in `parameters`, the whole network's totals, beside the sparsified weights')."""
     cfg, positions, biases = run.cfg, model.positions(), model.biases()
@@ -203,8 +217,11 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
             network_cost["compact_macs"] = kept.macs()
     return {"status": status, "method": cfg.method.name, "lam": run.lam, "lr": run.lr,
             "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
-            "test_error": test_error, "val_error": val_error,
-            **({} if unmasked is None else {"test_error_unmasked": unmasked[0], "val_error_unmasked": unmasked[1]}),
+            **{f"{split}_{m}": (results or {}).get(f"{split}_{m}") for split in ("test", "val") for m in task.metrics},
+            **({} if unmasked is None else {f"test_{task.metrics[0]}_unmasked": unmasked[0],
+                                            f"val_{task.metrics[0]}_unmasked": unmasked[1]}),
+            "task": task.name,
+            **({"target_normalisation": data.targets} if data is not None and data.targets else {}),
             "nonzero_fraction": None if total is None else nonzero / total,
             "nonzero": nonzero, "total": total,
             "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
@@ -220,7 +237,8 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
             "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
             "model_arguments": getattr(model, "arguments", None),
             "identity": run.identity, "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit,
-            "stacked": stacked, **({} if normalisation is None else {"input_normalisation": normalisation})}
+            "stacked": stacked, **({} if normalisation is None else {"input_normalisation": normalisation}),
+            **({"vocabulary": data.vocabulary} if data is not None and data.vocabulary else {})}
 
 
 def parameters(nonzero: int, total: int, dense, names) -> dict:

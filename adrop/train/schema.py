@@ -26,15 +26,21 @@ class MethodConfig:
 
 @dataclass
 class DatasetConfig:
-    name: str = MISSING       # mnist | fashion_mnist | synthetic | digits | npz | a torchvision class
-    #                           (source: torchvision)
+    name: str = MISSING       # mnist | fashion_mnist | synthetic | digits | diabetes | npz | text | a torchvision
+    #                           class (source: torchvision) | a name for a user's class (_target_)
     source: str = "adrop"     # adrop: the datasets above; torchvision: torchvision.datasets.<name> under data.root
-    path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val)
-    options: Dict[str, Any] = field(default_factory=dict)  # torchvision: more arguments of the dataset class
+    # a user's dataset class: its instance holds x_train, y_train, x_test, y_test (optionally x_val, y_val, classes)
+    _target_: Optional[str] = None
+    path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val); text: the
+    #                             text file
+    options: Dict[str, Any] = field(default_factory=dict)  # torchvision, _target_: more arguments of the class
     # the validation split, taken from the training set at random (split_seed) unless the data has x_val: a fraction
     # of the training examples (0 < val_size < 1) or a count (MNIST's 12000, the paper's split)
     val_size: Union[int, float] = 0.1
-    test_size: int = 360      # digits: held out of its 1,797 images as the test set
+    test_size: Union[int, float] = 360  # digits, diabetes: held out as the test set (a count or a fraction); text:
+    #                                    the file's last fraction
+    context: int = 64         # text: tokens a window holds (the model's context)
+    level: str = "char"       # text: char (UTF-8 characters) or byte tokens
     split_seed: int = 42      # the random validation split's seed (the same split for every run's seed)
     mean: Any = None          # normalisation x = (x - mean) / std (x in [0, 1] for pixels): one number or one per
     std: Any = None           # channel; null: the data set's usual values, else computed on the training split
@@ -62,6 +68,9 @@ class Config:
     # an nn.Module by `_target_` (adrop's built-in networks too), its constructor's arguments beside it, and `name`;
     # open, since the arguments are the module's (a wrong one fails when the module is made, in one line)
     model: Dict[str, Any] = field(default_factory=dict)
+    # classification (integer labels, cross entropy, the error) | regression (real targets, MSE; RMSE and R^2) |
+    # language_model (token ids, next-token cross entropy; loss and perplexity): adrop.train.tasks
+    task: str = "classification"
     data: DataConfig = field(default_factory=DataConfig)
     structure: str = "weight"         # weight: each weight its own group; neuron: whole units (a Linear layer's input
     #                                    units, a Conv2d layer's filters), so that networks lose units

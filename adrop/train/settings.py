@@ -27,15 +27,16 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from adrop import methods
 
-from . import networks, schema, sweep_outcomes, tracking
+from . import networks, schema, sweep_outcomes, tasks, tracking
 from .schedules import SCHEDULES
+from .tasks.classification import TARGETS
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
                      .hydra.job.config.override_dirname.exclude_keys)
 IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
                      "init_from": None, "evaluate_unmasked": False, "lam_scale": {}, "lam_cost": "weights",
-                     "include": [], "exclude": []}
+                     "include": [], "exclude": [], "task": "classification"}
 DEFAULT_MODEL = "lenet_300_100"
 LAM_COSTS = ("weights", "macs")
 
@@ -133,6 +134,11 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
         identity["dataset_path"] = cfg.dataset.path
     if cfg.dataset.get("options"):
         identity["dataset_options"] = OmegaConf.to_container(cfg.dataset.options, resolve=True)
+    if cfg.dataset.get("_target_"):
+        identity["dataset_target"] = cfg.dataset._target_
+    if cfg.dataset.name == "text":
+        identity["text"] = {"context": cfg.dataset.context, "level": cfg.dataset.level,
+                            "val_size": cfg.dataset.val_size, "test_size": cfg.dataset.test_size}
     if (cfg.dataset.get("augment") or "none") != "none":
         identity["augment"] = cfg.dataset.augment
     for key, default in IDENTITY_DEFAULTS.items():
@@ -181,8 +187,12 @@ def check_network(cfg, cls, params) -> None:
     before any folder exists (other data are checked on a batch of theirs when the run starts)."""
     from . import data, network
 
+    fixed = data.fixed_task(cfg.dataset)
+    if fixed is not None and fixed != cfg.task:
+        raise TrainError(f"dataset={cfg.dataset.name} holds {TARGETS[fixed]}: use "
+                         f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else ""))
     try:
-        shape = data.shape_of(cfg.dataset)
+        shape = data.shape_of(cfg.dataset, cfg.task)
     except data.DataError as err:
         raise TrainError(str(err)) from None
     if shape is None:
@@ -190,7 +200,7 @@ def check_network(cfg, cls, params) -> None:
     input_shape, classes = shape
     dtype = torch.int64 if data.tokens(cfg.dataset) else torch.float32
     net = network.build(cfg, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure), dtype=dtype)
-    network.check_output(net, torch.zeros(2, *input_shape, dtype=dtype))
+    network.check_output(net, torch.zeros(2, *input_shape, dtype=dtype), tasks.get(cfg.task))
     network.scale_lam(net, cfg.lam_scale, cfg.lam_cost)
 
 
@@ -203,6 +213,7 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
                          "the same (a registered method, adrop/methods/)")
     cfg = with_model_name(cfg)
     try:
+        tasks.get(cfg.task)
         tracking.check(cfg.logger)
         networks.check_hidden(cfg.model)
     except ValueError as err:
@@ -210,7 +221,7 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
     try:
-        sweep_outcomes.objectives(cfg.objective)
+        sweep_outcomes.objectives(cfg.objective, cfg.task)
         check_network(cfg, cls, params)
     except ValueError as err:
         raise TrainError(str(err)) from None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import collapse, errors, run_files, sweep_outcomes
+from . import collapse, errors, run_files, sweep_outcomes, tasks
 from .engine import Engine
 from .runtime import Interrupted, device_type, interruption, sigterm_stops_training
 from .settings import TrainError, resolve, stack_key
@@ -220,7 +220,7 @@ def plan(jobs: list[Job], runs: dict, groups: dict, max_stack: int | None, worke
 def tell(job: Job, summary: dict, where: str) -> None:
     """A job's one line when it ends: its result, or (stderr) why it did not complete."""
     if summary.get("status") == "completed":
-        print(f"{job.folder.name}: test error {summary['test_error']:.4f}, nonzero {summary['nonzero_fraction']:.4f} "
+        print(f"{job.folder.name}: {tasks.headline(summary)}, nonzero {summary['nonzero_fraction']:.4f} "
               f"({where}, {summary['wall_time_s']:.1f} s)", flush=True)
     elif summary.get("collapsed") and collapse.searched(job.hydra_cfg.hydra.sweeper):
         print(collapse.probe_line(job.folder.name, summary), flush=True)
@@ -278,7 +278,7 @@ def stack_problem(run) -> str | None:
     from . import data, network
 
     try:
-        shape = data.shape_of(run.cfg.dataset)
+        shape = data.shape_of(run.cfg.dataset, run.cfg.task)
     except data.DataError:
         return None
     if shape is None:

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 OBJECTIVES = ("val_error", "nonzero_fraction", "nonzero", "sparse_macs", "csr_bytes", "wall_time_s")
+# val_error names the run's task's objective on validation: the error, a regression's RMSE, a language model's
+# perplexity; a task's other metrics by their own names (val_r2, val_loss)
 SWEEP: dict = {}      # this command's sweep: {"dir": its folder, "since": when it began}
 OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused", "held" or "interrupted", for jobs
 #                       run here
@@ -33,18 +35,28 @@ SAID: set = set()     # the reasons this sweep's jobs have said on stderr: each 
 HELD = "held by another command, which is training it; this sweep counts how it ends there"  # a held job's line
 
 
-def objectives(objective) -> list[str]:
-    """The objective's names, checked (ValueError, one line)."""
+def objectives(objective, task: str = "classification") -> list[str]:
+    """The objective's names, checked for the task's results (ValueError, one line)."""
+    from .tasks import get
+
     names = [objective] if isinstance(objective, str) else list(objective)
+    valid = [*OBJECTIVES, *(f"val_{m}" for m in get(task).metrics if f"val_{m}" not in OBJECTIVES)]
     for name in names:
-        if name.startswith("test_error"):
-            raise ValueError(f"objective={name}: a search that looks at the test set reports a biased test error; "
-                             "use val_error (the test error stays in every summary.json)")
-        if name not in OBJECTIVES:
-            raise ValueError(f"objective={name} is not a run's result; valid: {', '.join(OBJECTIVES)}")
+        if name.startswith("test_"):
+            raise ValueError(f"objective={name}: a search that looks at the test set reports a biased test result; "
+                             "use val_error (the test results stay in every summary.json)")
+        if name not in valid:
+            raise ValueError(f"objective={name} is not a run's result; valid: {', '.join(valid)}")
     if not names:
-        raise ValueError("objective names no result; valid: " + ", ".join(OBJECTIVES))
+        raise ValueError("objective names no result; valid: " + ", ".join(valid))
     return names
+
+
+def validation(summary: dict) -> float | None:
+    """A run's objective on validation (val_error; a regression's val_rmse, a language model's val_perplexity)."""
+    from .tasks import of
+
+    return summary.get(f"val_{of(summary).metrics[0]}")
 
 
 def value(summary: dict, objective):
@@ -55,10 +67,10 @@ def value(summary: dict, objective):
     def one(name):
         if name in ("sparse_macs", "csr_bytes"):
             return float((summary.get("cost") or {}).get(name, math.nan))
-        found = summary.get(name)
+        found = validation(summary) if name == "val_error" else summary.get(name)
         return math.nan if found is None else float(found)
 
-    names = objectives(objective)
+    names = objectives(objective, summary.get("task") or "classification")
     values = tuple(one(n) for n in names)
     return values[0] if len(values) == 1 else values  # one objective: a number, as a one-direction sweeper takes
 

@@ -78,10 +78,10 @@ from .lam_guess import (
     rounded,
 )
 from .search_table import (
-    COLUMNS,
     MEASURES,
     SEARCH_CSV,
     closest_full_run,
+    columns,
     failed,
     read_search_tables,
     write_search_table,
@@ -162,15 +162,25 @@ class LamSearchSweeper(BasicSweeper):
         self.target, self.tolerance, self.rounds, self.per_round = target, tolerance, rounds, per_round
         self.max_runs = max_runs
         self.per_full_round, self.short_fraction, self.lam_range = per_full_round, short_epochs, lam_range
-        if max_val_error is not None and not 0 < max_val_error <= 1:
-            raise ValueError(f"hydra.sweeper.max_val_error must be a fraction in (0, 1], got {max_val_error}")
+        if max_val_error is not None and not 0 < max_val_error:
+            raise ValueError(f"hydra.sweeper.max_val_error must be > 0 (a classifier's: a fraction), got "
+                             f"{max_val_error}")
         self.max_val_error = max_val_error
+        self.task_metric("classification")
         self.reuse = [Path(folder) for folder in (reuse or [])]
         for folder in self.reuse:
             if not any(folder.glob("search*.csv")):
                 raise ValueError(f"hydra.sweeper.reuse: {folder} holds no lam_search table ({SEARCH_CSV})")
         # at most two short rounds, and at least one full one where there are two rounds or more
         self.short_rounds = 2 if rounds is None else min(2, rounds - 1)
+
+    def task_metric(self, task: str) -> None:
+        """The runs' task: its first metric is what search.csv records of each run (val_error and test_error for a
+        classifier, val_rmse and test_rmse for a regression) and what max_val_error bounds."""
+        from adrop.train.tasks import get
+
+        self.metric = get(task).metrics[0]
+        self.val, self.test = f"val_{self.metric}", f"test_{self.metric}"
 
     def within(self, kept: float) -> bool:
         """Whether a run's measure (its nonzero fraction, or its compact network's share of multiply-adds) is within
@@ -271,6 +281,7 @@ class LamSearchSweeper(BasicSweeper):
         if any(o.key_or_group == "lam" for o in parsed):
             raise ValueError("hydra/sweeper=lam_search chooses lam: leave lam out of the command")
         plans = [self.plan(list(c)) for c in self.split_arguments(parsed, None)[0]]
+        self.task_metric(str(self.config.get("task") or "classification"))
         sweep_dir = Path(self.config.hydra.sweep.dir)
         if any(folder.resolve() == sweep_dir.resolve() for folder in self.reuse):
             raise ValueError("hydra.sweeper.reuse names this search's own folder, whose runs a rerun replays anyway: "
@@ -286,7 +297,7 @@ class LamSearchSweeper(BasicSweeper):
                 if not jobs:  # every lam worth trying inside lam_range was tried
                     searching.remove(i)
                 for phase, lam, overrides in jobs:
-                    batch.append(overrides + ["objective=[nonzero_fraction,val_error]"])
+                    batch.append(overrides + ["objective=[nonzero_fraction,val_error]"])  # val_error: the task's
                     owners.append((i, phase, lam))
             if not batch:
                 break
@@ -311,8 +322,8 @@ class LamSearchSweeper(BasicSweeper):
                              "epochs": plan.short_epochs if short else plan.epochs,
                              "lr": plan.short_lr if short else plan.lr, "lam": summary.get("lam", lam),
                              "nonzero_fraction": summary.get("nonzero_fraction"),
-                             "macs_fraction": macs_fraction(summary), "val_error": summary.get("val_error"),
-                             "test_error": summary.get("test_error"), "wall_time_s": summary.get("wall_time_s"),
+                             "macs_fraction": macs_fraction(summary), self.val: summary.get(self.val),
+                             self.test: summary.get(self.test), "wall_time_s": summary.get("wall_time_s"),
                              "status": summary.get("status") or "failed", "folder": str(folder)})
                 if summary.get("status") in ("completed", "collapsed") and kept is not None:
                     (plan.short if short else plan.full).append((summary["lam"], kept, rows[-1]))
@@ -329,7 +340,7 @@ class LamSearchSweeper(BasicSweeper):
                     searching.remove(i)
             if not searching:
                 break
-        write_search_table(sweep_dir, rows)
+        write_search_table(sweep_dir, rows, columns(self.metric))
         self.conclude(plans, rows, sweep_dir)
         return [rows]
 
@@ -357,8 +368,8 @@ class LamSearchSweeper(BasicSweeper):
             if any(rounded(t[0]) == rounded(lam) for t in trials):  # the same run, in two reused tables
                 continue
             numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
-                       for k in ("nonzero_fraction", "macs_fraction", "val_error", "test_error", "wall_time_s")}
-            out.append({**{k: row.get(k) for k in COLUMNS}, **numbers, "combination": " ".join(plan.combo),
+                       for k in ("nonzero_fraction", "macs_fraction", self.val, self.test, "wall_time_s")}
+            out.append({**{k: row.get(k) for k in columns(self.metric)}, **numbers, "combination": " ".join(plan.combo),
                         "round": 0, "epochs": epochs, "lr": lr, "lam": lam})
             out[-1][self.column] = numbers[self.column] if row["status"] == "collapsed" else kept
             trials.append((lam, kept, out[-1]))
@@ -381,21 +392,22 @@ class LamSearchSweeper(BasicSweeper):
                 budget |= why.endswith(("max_runs)", "rounds)"))
                 print(f"lam_search: {name}: {why}; {cost}", flush=True)
                 continue
-            row = closest_full_run(every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error)
+            row = closest_full_run(every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error,
+                                   self.val)
             lam, kept = row["lam"], row[self.column]
             at_chance = self.failed(row)
             met = self.within(float(kept)) and not at_chance
             if not met and at_chance:
-                unmet.append(f"{name} (val error {float(row['val_error']):.4f} above max_val_error "
+                unmet.append(f"{name} (val {self.metric} {float(row[self.val]):.4f} above max_val_error "
                              f"{self.max_val_error:g} at lam {lam:.4g})")
             elif not met:
                 why, more = self.why_missed(plan)
                 budget |= more
                 unmet.append(f"{name} (closest: lam {lam:.4g}, {self.label} {float(kept):.4f}; {why})")
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
-            val = "-" if row["val_error"] in (None, "") else f"{float(row['val_error']):.4f}"
+            val = "-" if row[self.val] in (None, "") else f"{float(row[self.val]):.4f}"
             print(f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
-                  f"{'' if self.within(float(kept)) else ', NOT within tolerance'}), val error {val}"
+                  f"{'' if self.within(float(kept)) else ', NOT within tolerance'}), val {self.metric} {val}"
                   f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if at_chance else ''}; {cost}",
                   flush=True)
         if unmet:
@@ -433,7 +445,7 @@ class LamSearchSweeper(BasicSweeper):
 
     def failed(self, row: dict) -> bool:
         """Whether a run's validation error is above max_val_error (a network that failed at its sparsity)."""
-        return failed(row, self.max_val_error)
+        return failed(row, self.max_val_error, self.val)
 
     def why_no_full_run(self, plan: Plan, runs: list[dict]) -> str:
         """Why a combination has no completed full run, from how its runs ended."""

@@ -18,37 +18,44 @@ COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "m
 MEASURES = {"nonzero": "nonzero_fraction", "macs": "macs_fraction"}  # what a search may target: its column
 
 
-def write_search_table(sweep_dir: Path, rows: list[dict]) -> None:
+def columns(metric: str = "error") -> list[str]:
+    """search.csv's columns for runs whose task's first metric is `metric` (val_rmse and test_rmse for regression,
+    val_perplexity and test_perplexity for a language model; COLUMNS for classification)."""
+    return [f"{c.split('_')[0]}_{metric}" if c in ("val_error", "test_error") else c for c in COLUMNS]
+
+
+def write_search_table(sweep_dir: Path, rows: list[dict], fields: Optional[list[str]] = None) -> None:
     _, table = create_new(sweep_dir, SEARCH_CSV)  # another command's table into the same folder stays
     with table as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=fields or COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
 
 
 def closest_full_run(rows: list[dict], target: float, epochs: int, column: str = "nonzero_fraction",
-                     tolerance: Optional[float] = None, max_val_error: Optional[float] = None) -> Optional[dict]:
+                     tolerance: Optional[float] = None, max_val_error: Optional[float] = None,
+                     val: str = "val_error") -> Optional[dict]:
     """The search's answer for one combination: of its completed full runs (`epochs`), the one whose `column` (the
     measure searched: MEASURES) is closest to the target; where the closest erred above max_val_error on validation (a
     network that failed) but another within `tolerance` (relative) did not, the closest of those. None where none
-    completed. `rows` as in search.csv, numbers or their text."""
+    completed. `rows` as in search.csv, numbers or their text; `val` its validation column."""
     if len({r["combination"] for r in rows}) > 1:
         raise ValueError("closest_full_run: rows of several combinations (the answer is one combination's)")
     full = sorted((r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
                    and r.get(column) not in (None, "")), key=lambda r: abs(float(r[column]) - target))
-    if full and max_val_error is not None and tolerance is not None and failed(full[0], max_val_error):
+    if full and max_val_error is not None and tolerance is not None and failed(full[0], max_val_error, val):
         healthy = [r for r in full if abs(float(r[column]) - target) <= tolerance * target
-                   and not failed(r, max_val_error)]
+                   and not failed(r, max_val_error, val)]
         return (healthy or full)[0]
     return full[0] if full else None
 
 
-def failed(row: dict, max_val_error: Optional[float]) -> bool:
-    """Whether a run erred above max_val_error on validation (a network that failed at its sparsity; an error that is
-    not a number counts as failed, a missing one not)."""
-    if max_val_error is None or row.get("val_error") in (None, ""):
+def failed(row: dict, max_val_error: Optional[float], column: str = "val_error") -> bool:
+    """Whether a run erred above max_val_error on validation (its `column`: the task's first metric; a network that
+    failed at its sparsity; an error that is not a number counts as failed, a missing one not)."""
+    if max_val_error is None or row.get(column) in (None, ""):
         return False
-    val = float(row["val_error"])
+    val = float(row[column])
     return math.isnan(val) or val > max_val_error
 
 

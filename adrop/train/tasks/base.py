@@ -1,0 +1,62 @@
+"""The interface every task implements (adrop.train.tasks). Tasks import torch only where they compute, so that the
+report reads what a task names (its metrics) without torch."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+
+
+class Task:
+    name = ""
+    metrics: tuple[str, ...] = ()   # reported on validation and test; the first is the objective (lower is better)
+    data_term = "loss"              # what the run's line calls the data term
+
+    def outputs_in_words(self, outputs: int, source: str) -> str:
+        """The run's opening words on what the network outputs: "10 classes (from the dataset)"."""
+        return f"{outputs} outputs (from {source})"
+
+    def loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Per example (N,): the data term of outputs `out` (N, ...) as the network returns them, for targets y."""
+        raise NotImplementedError
+
+    def measure(self, predict, weights, split, batch: int) -> dict[str, float]:
+        """{metric: value} of the network (predict(x, state)) with these tensors on a split, in float32."""
+        raise NotImplementedError
+
+    def targets(self, raw_y: dict, where: str, known: int | None, hint: str | None):
+        """The targets of each split (`raw_y`: {split: tensor}) checked for this task (DataError, one line): the
+        network's outputs per example (per token), from `known` (the source's or dataset.classes) or the targets.
+        `hint`: the task the source's data are for, where it says (a regression set)."""
+        raise NotImplementedError
+
+    def prepare(self, y: torch.Tensor) -> torch.Tensor:
+        """A split's targets as the loss takes them (standardised, for regression)."""
+        return y
+
+    def notes(self, y_train: torch.Tensor, outputs: int) -> tuple:
+        """What the run's opening lines say of the targets."""
+        return ()
+
+    def output_shapes(self, batch: int, outputs: int, input_shape) -> list[list[int]]:
+        """The output shapes the network may return for a batch."""
+        return [[batch, outputs]]
+
+    def divergence(self, data_term: float, outputs: int) -> str | None:
+        """Why an epoch's mean data term counts as divergence, or None."""
+        bound = DIVERGED * math.log(max(outputs, 2))
+        if data_term > bound:
+            return (f"its cross-entropy reached {data_term:.3g}, above {DIVERGED:g} times a uniform guess's")
+        return None
+
+    def label(self, metric: str) -> str:
+        return metric
+
+    def format(self, metric: str, value) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+
+DIVERGED = 1e3  # a data term 1000 times a trivial guess's (a uniform guess's cross entropy; the targets' variance)
