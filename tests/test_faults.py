@@ -59,15 +59,18 @@ def test_exit_1_divergence_is_a_failure_in_one_line(adrop, tmp_path):
 
 
 def test_the_divergence_bound_is_a_thousand_uniform_guesses(synthetic, tmp_path):
-    """The bound is stated, not tuned: 1000 x ln(classes), the cross-entropy of a uniform guess (4 classes here)."""
+    """The bound is stated, not tuned: 1000 x ln(classes), the cross-entropy of a uniform guess (4 classes here); a
+    regression's, 1000 times the variance of its standardised targets."""
     import math
 
     engine = one(synthetic(), tmp_path)
-    assert engine.diverged_at == pytest.approx(1000 * math.log(4))
     engine.epoch = 1
-    assert engine.divergence(0, [1.0, 1.0, 0.0]) is None
+    assert engine.divergence(0, [1.0, 1000 * math.log(4) * 0.99, 0.0]) is None
     assert "diverged" in engine.divergence(0, [2000.0, 1000 * math.log(4) * 1.01, 0.0])
     assert "the loss became nan" in engine.divergence(0, [float("nan"), 1.0, 0.0])
+    from adrop.train.tasks import Regression
+
+    assert Regression().divergence(999.0, 1) is None and "above 1000 times" in Regression().divergence(1001.0, 1)
 
 
 def default_sigint():

@@ -96,7 +96,8 @@ def test_every_method_trains_gpt_tiny_as_a_language_model(method, config, text, 
 def test_a_language_models_perplexity_is_the_reloaded_networks(config, text, tmp_path):
     """The test loss recomputed from a fresh GPTTiny given weights.npz: next-token cross entropy over the test
     windows of the file's last 5%; and the model learnt the sentence (a uniform guess: 28)."""
-    engine = one(config(*GPT, f"dataset.path={text}", "method=logsum", "epochs=8", "lr=0.01", "batch_size=32"), tmp_path)
+    engine = one(config(*GPT, f"dataset.path={text}", "method=logsum", "epochs=8", "lr=0.01", "batch_size=32"),
+                 tmp_path)
     summary = engine.fit()[0]
     saved = np.load(tmp_path / "weights.npz")
     net = GPTTiny(input_shape=[16], classes=28, dim=16, heads=2, layers=1)

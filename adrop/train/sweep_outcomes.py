@@ -43,8 +43,8 @@ def objectives(objective, task: str = "classification") -> list[str]:
     valid = [*OBJECTIVES, *(f"val_{m}" for m in get(task).metrics if f"val_{m}" not in OBJECTIVES)]
     for name in names:
         if name.startswith("test_"):
-            raise ValueError(f"objective={name}: a search that looks at the test set reports a biased test result; "
-                             "use val_error (the test results stay in every summary.json)")
+            raise ValueError(f"objective={name}: a search that looks at the test set reports a biased test error; "
+                             "use val_error (the test error stays in every summary.json)")
         if name not in valid:
             raise ValueError(f"objective={name} is not a run's result; valid: {', '.join(valid)}")
     if not names:
