@@ -477,3 +477,24 @@ def test_a_search_whose_full_runs_all_collapsed_says_so_in_its_last_line(adrop, 
     assert out.stderr.strip().splitlines()[-1].endswith(
         "(every full run's network collapsed (4, the lowest lam 6): the target lies below; search again with a "
         f"lower lam_range (see search.csv)) (see {tmp_path / 'sweep'})")
+
+
+def test_then_seeds_trains_each_answer_again_with_its_lam(adrop, tmp_path):
+    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5",
+                "hydra.sweeper.then_seeds=[1,2]", *SMALL, "method=logsum,magnitude_pruning", "hydra.sweep.dir=s")
+    assert out.returncode == 0, out.stderr
+    import json
+
+    from hydra_plugins.adrop_plugins.search_table import closest_full_run
+
+    table = rows(tmp_path / "s")
+    answers = {m: closest_full_run([r for r in table if r["combination"].endswith(f"method={m}")], 0.5, 2)
+               for m in ("logsum", "magnitude_pruning")}
+
+    for method in ("logsum", "magnitude_pruning"):
+        seeds = sorted(tmp_path.glob(f"s/*method={method}*seed=*"))
+        assert [p.name[-6:] for p in seeds] == ["seed=1", "seed=2"]
+        for folder in seeds:
+            summary = json.loads((folder / "summary.json").read_text())
+            assert summary["status"] == "completed"
+            assert summary["lam"] == pytest.approx(float(answers[method]["lam"]), rel=1e-5)

@@ -36,6 +36,10 @@ exits 1 naming in its last line the combinations not brought within tolerance, e
 why the search stopped, and, where more runs would go on, the command that continues it (the same into the same sweep
 folder with twice the budget: finished runs are replayed, not trained again; adrop.train.sweep_outcomes.SWEEP["unmet"]).
 
+`then_seeds` (default none): each combination brought within tolerance is trained again with these seeds at its
+answer (its run's own overrides, the seed changed), into the sweep folder: a matched-sparsity table's runs in one
+command (`hydra.sweeper.then_seeds=[1,2]` beside the search's seed 0). A combination not brought there trains none.
+
 `max_val_error` (default none): a full run within tolerance whose validation error is above it is no answer: the network
 failed at that sparsity (VarDrop's weight noise at a large lam leaves a network at chance). The combination stops there,
 as any within tolerance (more lams at the same sparsity would fail alike), and is named among those not met, with its
@@ -61,6 +65,7 @@ from typing import Any, List, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
 
 from adrop.train import run_files, sweep_outcomes
 
@@ -140,7 +145,7 @@ class LamSearchSweeper(BasicSweeper):
                  tolerance: float = 0.05, rounds: Optional[int] = None, max_runs: int = 24, per_round: int = 4,
                  per_full_round: int = 2, short_epochs: float = 0.1, lam_range: Optional[List[float]] = None,
                  reuse: Optional[List[str]] = None, max_val_error: Optional[float] = None,
-                 params: Optional[Any] = None) -> None:
+                 then_seeds: Optional[List[int]] = None, params: Optional[Any] = None) -> None:
         super().__init__(max_batch_size=None, params=params)
         targets = {name: value for name, value in (("nonzero", target_nonzero), ("macs", target_macs))
                    if value is not None}
@@ -166,6 +171,9 @@ class LamSearchSweeper(BasicSweeper):
             raise ValueError(f"hydra.sweeper.max_val_error must be > 0 (a classifier's: a fraction), got "
                              f"{max_val_error}")
         self.max_val_error = max_val_error
+        self.then_seeds = [int(s) for s in (then_seeds or [])]
+        if any(s < 0 for s in self.then_seeds) or len(set(self.then_seeds)) != len(self.then_seeds):
+            raise ValueError(f"hydra.sweeper.then_seeds must be distinct seeds >= 0, got {list(then_seeds)}")
         self.task_metric("classification")
         self.reuse = [Path(folder) for folder in (reuse or [])]
         for folder in self.reuse:
@@ -341,8 +349,21 @@ class LamSearchSweeper(BasicSweeper):
             if not searching:
                 break
         write_search_table(sweep_dir, rows, columns(self.metric))
-        self.conclude(plans, rows, sweep_dir)
+        answers = self.conclude(plans, rows, sweep_dir)
+        if self.then_seeds and answers:
+            self.train_seeds(answers, job_idx, record)
         return [rows]
+
+    def train_seeds(self, answers: list[tuple[str, dict]], job_idx: int, record) -> None:
+        """then_seeds: each combination's answer trained again with these seeds, at its lam (its run's own overrides
+        but the seed), into the sweep folder: the matched-sparsity runs of a table, in one command."""
+        batch = []
+        for name, row in answers:
+            given = OmegaConf.load(Path(row["folder"]) / run_files.HYDRA_DIR / run_files.OVERRIDES)
+            kept = [o for o in map(str, given) if not o.lstrip("+~").startswith(("seed=", "objective="))]
+            batch += [kept + [f"seed={seed}"] for seed in self.then_seeds]
+            print(f"lam_search: {name}: seeds {', '.join(map(str, self.then_seeds))} at its answer", flush=True)
+        launched(self, batch, job_idx, record)
 
     def reused(self, plan: Plan, earlier: list[dict]) -> list[dict]:
         """Of the reuse folders' runs (`earlier`, their search tables' rows), the completed ones of the plan's
@@ -375,9 +396,10 @@ class LamSearchSweeper(BasicSweeper):
             trials.append((lam, kept, out[-1]))
         return out
 
-    def conclude(self, plans: list[Plan], rows: list[dict], sweep_dir: Path) -> None:
-        """Per combination, the full run closest to the target and what the search cost; the unmet ones named."""
-        unmet, budget = [], False
+    def conclude(self, plans: list[Plan], rows: list[dict], sweep_dir: Path) -> list[tuple[str, dict]]:
+        """Per combination, the full run closest to the target and what the search cost; the unmet ones named. The
+        answers: (combination, its search.csv row) of those brought within tolerance."""
+        unmet, budget, answers = [], False, []
         for plan in plans:
             name = " ".join(plan.combo) or "(no other setting swept)"
             every = [r for r in rows if r["combination"] == " ".join(plan.combo)]
@@ -404,6 +426,8 @@ class LamSearchSweeper(BasicSweeper):
                 why, more = self.why_missed(plan)
                 budget |= more
                 unmet.append(f"{name} (closest: lam {lam:.4g}, {self.label} {float(kept):.4f}; {why})")
+            if met:
+                answers.append((name, row))
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
             val = "-" if row[self.val] in (None, "") else f"{float(row[self.val]):.4f}"
             print(f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
@@ -415,6 +439,7 @@ class LamSearchSweeper(BasicSweeper):
             sweep_outcomes.SWEEP["unmet"] = (
                 f"lam_search brought {len(plans) - len(unmet)} of {len(plans)} combinations within {self.tolerance:g} "
                 f"of {self.label} {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()}){go_on}")
+        return answers
 
     def why_missed(self, plan: Plan) -> tuple[str, bool]:
         """Why a combination with full runs has none within tolerance, and whether more runs would go on."""
