@@ -30,7 +30,8 @@ RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
 # (experiment=..., method.params.end=0.25) makes a setting of its own. The model is a column too (the summary's), and
 # goes into the setting only where the runs span several (with_models_told_apart): `model=lenet_300_100` written out
 # and the same model chosen by default are one setting.
-NOT_A_SETTING = {"method", "lam", "lr", "seed", "epochs", "model", "data.root", "data.download", "progress", "device"}
+NOT_A_SETTING = {"method", "lam", "lr", "seed", "epochs", "model", "data.root", "data.download", "progress", "device",
+                 "logger", "objective"}  # what a sweep's job returns (lam_search's trials) changes nothing it learns
 
 
 def run_folders(root: Path) -> list[Path]:
