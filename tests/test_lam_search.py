@@ -353,7 +353,7 @@ def test_a_run_erring_above_max_val_error_is_no_answer():
     assert not sweeper().failed({"val_error": 0.9})  # no bound by default
     s = sweeper(max_val_error=0.5)
     assert s.failed({"val_error": 0.83}) and not s.failed({"val_error": 0.03}) and not s.failed({"val_error": ""})
-    with pytest.raises(ValueError, match="max_val_error must be a fraction"):
+    with pytest.raises(ValueError, match="max_val_error must be > 0"):
         sweeper(max_val_error=0)
 
 

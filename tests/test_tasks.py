@@ -157,7 +157,7 @@ def test_lam_search_records_a_regressions_rmse(adrop, tmp_path):
     (("task=sorting",), "task=sorting is not a task; valid: classification, regression, language_model"),
     (("task=regression", "dataset=diabetes", "objective=[val_error,test_rmse]"), "a search that looks at the test"),
     (("objective=val_rmse",), "objective=val_rmse is not a run's result"),
-    ((*GPT[:3], "model=mlp", "dataset.path={text}"), "are token ids (integers) and 16-64-28 has no embedding"),
+    ((*GPT[:3], "model=mlp", "dataset.path={text}"), "16-64-28 fails on them with no embedding"),
     ((*GPT[:4], "dataset.path={text}", "+model.classes=20"), "fails on token id 27"),
     ((*GPT[:4], "dataset.path={empty}"), "is empty"),
     ((*GPT[:4], "dataset.path={binary}"), "is not text (it holds NUL bytes at byte 2)"),
@@ -174,3 +174,24 @@ def test_data_that_do_not_fit_the_task_are_refused_in_one_line(overrides, messag
     assert out.returncode != 0
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_regressions_targets_are_standardised_on_the_training_split_alone(config, tmp_path):
+    engine = one(config(*REGRESSION, "method=dense", "epochs=1"), tmp_path)
+    mean, std = engine.data.targets["mean"][0], engine.data.targets["std"][0]
+    train = engine.data.train.y.double() * std + mean  # back in the targets' units
+    assert train.mean().item() == pytest.approx(mean, abs=1e-3) and train.std().item() == pytest.approx(std, rel=1e-4)
+    assert len(engine.data.train) == 283  # the 354 left after the test set, less a fifth for validation
+
+
+def test_a_language_models_inputs_outside_the_vocabulary_are_refused(config, tmp_path):
+    from adrop.train.settings import TrainError
+
+    x = np.arange(40).reshape(5, 8) % 10
+    path = tmp_path / "tokens.npz"
+    x_test = x.copy()
+    x_test[0, 0] = 10  # an id no target holds
+    np.savez(path, x_train=x, y_train=(x + 1) % 10, x_test=x_test, y_test=(x + 1) % 10)
+    with pytest.raises(TrainError, match=r"x_test holds a token id outside the vocabulary \[0, 10\)"):
+        one(config("task=language_model", "dataset=npz", f"dataset.path={path}", "dataset.val_size=1",
+                   "model=gpt_tiny", "model.dim=16", "model.heads=2", "model.layers=1", "device=cpu"), tmp_path / "r")

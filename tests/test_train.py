@@ -129,7 +129,7 @@ def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in
                                          (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
-def test_every_experiment_config_passes_the_start_checks(config, name):
+def test_every_experiment_config_passes_the_start_checks(config, name, tmp_path):
     """Every experiment file composes into a configuration that `adrop train` would start (its keys, method, method
     parameters, model and values all valid, its network run on a batch of zeros), on the data its recipe names:
     MNIST unless it overrides the dataset."""
@@ -139,7 +139,9 @@ def test_every_experiment_config_passes_the_start_checks(config, name):
     defaults = OmegaConf.to_container(OmegaConf.load(conf / "experiment" / f"{name}.yaml")).get("defaults", [])
     chosen = [d["override /dataset"] for d in defaults if isinstance(d, dict) and "override /dataset" in d]
     expected = OmegaConf.load(conf / "dataset" / f"{chosen[0]}.yaml").name if chosen else "mnist"
-    cfg = config(f"experiment={name}")
+    text = tmp_path / "corpus.txt"  # what a text experiment is given (dataset.path)
+    text.write_text("a short text of a few words, repeated. " * 200)
+    cfg = config(f"experiment={name}", *([f"dataset.path={text}"] if expected == "text" else []))
     run = resolve(cfg)
     assert run.cfg.dataset.name == expected and run.method is methods.get(cfg.method.name)
 

@@ -103,6 +103,8 @@ def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
     task = task or tasks.get("classification")
     if dataset.get("_target_"):
         return from_raw(datasets.user(dataset), dataset, data, device, task)
+    if dataset.name == "custom":
+        raise DataError("dataset=custom needs dataset._target_=<your dataset class>")
     if dataset.get("source") == "torchvision":
         return from_raw(datasets.torchvision_set(dataset, data), dataset, data, device, task)
     if dataset.name in SOURCES:
@@ -184,8 +186,12 @@ def from_raw(raw: datasets.Raw, dataset, data, device, task: tasks.Task | None =
     if tokens and dataset.mean is not None:
         raise DataError(f"{where}: x_train holds integers (token ids), which are not normalised: drop dataset.mean "
                         "and dataset.std")
-    if tokens and bool(((x_train < 0) | (x_train >= classes)).any()) and task.name == "language_model":
-        raise DataError(f"{where}: x_train holds a token id outside the vocabulary [0, {classes})")
+    if tokens and task.name == "language_model":
+        for split, (x, _) in [("train", (x_train, None)), *((k, v) for k, v in parts.items() if k != "train")]:
+            if bool(((x < 0) | (x >= classes)).any()):
+                raise DataError(f"{where}: x_{split} holds a token id outside the vocabulary [0, {classes}) the "
+                                f"targets hold: set dataset.classes to the vocabulary's size")
+    task.fit(y_train)  # a regression's targets standardised with the training split's mean and std
     mean, std = (torch.tensor(0), torch.tensor(1)) if tokens else normalisation(dataset, x_train)
     if data.train_limit is not None:
         x_train, y_train = x_train[:data.train_limit], y_train[:data.train_limit]

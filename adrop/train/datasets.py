@@ -81,7 +81,7 @@ def as_inputs(x: np.ndarray, where: str) -> torch.Tensor:
 def as_targets(y, where: str) -> torch.Tensor:
     """Targets as they are: integers as int64, real numbers as float32 (the run's task checks their shape and
     values: adrop.train.tasks)."""
-    y = y.numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    y = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
     if np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_:
         return torch.from_numpy(y.astype(np.int64))
     if np.issubdtype(y.dtype, np.floating):
@@ -106,9 +106,7 @@ def digits(dataset) -> Raw:
     bunch = load_digits()
     x = torch.from_numpy(bunch.images.astype(np.float32) / 16.0).unsqueeze(1)
     y = torch.from_numpy(bunch.target.astype(np.int64))
-    n, test = len(y), int(dataset.test_size)
-    if not 0 < test < n:
-        raise DataError(f"dataset.test_size must lie in (0, {n}), got {test}")
+    n, test = len(y), held_out(dataset.test_size, len(y), "digits")
     order = torch.randperm(n, generator=torch.Generator().manual_seed(dataset.split_seed + 1))
     return Raw(x[order[test:]], y[order[test:]], x[order[:test]], y[order[:test]], classes=10)
 
@@ -319,12 +317,17 @@ def user(dataset) -> Raw:
             continue
         if x is None or y is None:
             raise DataError(f"dataset._target_={target} gives {'x' if y is None else 'y'}_{split} without its partner")
-        x = as_inputs(x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x), f"{target}: x_{split}")
+        x = as_inputs(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x),
+                      f"{target}: x_{split}")
         y = as_targets(y, f"{target}: y_{split}")
         if len(x) != len(y):
             raise DataError(f"{target}: x_{split} has {len(x)} examples and y_{split} {len(y)}")
         parts[split] = (x, y)
     val = parts.get("val", (None, None))
+    task = getattr(made, "task", None)
+    if task not in (None, "classification", "regression", "language_model"):
+        raise DataError(f"dataset._target_={target}: its task {task!r} is none of classification, regression, "
+                        "language_model")
     classes = getattr(made, "classes", None) or dataset.classes
     return Raw(*parts["train"], *parts["test"], *val, classes=int(classes) if classes else None,
                task=getattr(made, "task", None), vocabulary=getattr(made, "vocabulary", None))

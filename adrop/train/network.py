@@ -162,7 +162,7 @@ class Network:
                                "adrop trains each layer's weights as its own, so it cannot train tied weights")
         self.shapes = {name: tuple(p.shape) for name, p in module.named_parameters()}  # the user's, before conversion
         self.attentions = heads.attentions(module)  # whose heads summary.json counts
-        self.embeds = any(isinstance(m, nn.Embedding) for m in module.modules())  # reads token ids
+        self.embeds = any(isinstance(m, (nn.Embedding, nn.EmbeddingBag)) for m in module.modules())  # reads token ids
         try:
             chosen = selection.select(module, exclude, include, self.architecture)
         except selection.SparsifyError as err:
@@ -346,9 +346,6 @@ def check_output(network: Network, x: torch.Tensor, task=None) -> None:
     what = network.architecture
     batch = x.reshape(-1, *network.input_shape)
     tokens = not batch.is_floating_point()
-    if tokens and not network.embeds:
-        raise NetworkError(f"the data's inputs are token ids (integers) and {what} has no embedding to read them: a "
-                           "model that embeds tokens (model=gpt_tiny), or data of real numbers")
     if tokens and task.name == "language_model":
         batch = torch.cat([batch, torch.full_like(batch[:1], network.classes - 1)])
     network.eval()
@@ -356,6 +353,10 @@ def check_output(network: Network, x: torch.Tensor, task=None) -> None:
         with torch.no_grad():
             out = network.net(batch)
     except Exception as err:
+        if tokens and not network.embeds:
+            raise NetworkError(f"the data's inputs are token ids (integers) and {what} fails on them with no "
+                               f"embedding to read them ({brief(err)}): a model that embeds tokens (model=gpt_tiny), "
+                               "or data of real numbers") from None
         if tokens and task.name == "language_model" and isinstance(err, IndexError):
             raise NetworkError(f"{what} fails on token id {network.classes - 1}: an embedding of it holds fewer "
                                f"than the data's vocabulary of {network.classes} ({brief(err)})") from None

@@ -361,7 +361,8 @@ class LamSearchSweeper(BasicSweeper):
         for name, row in answers:
             given = OmegaConf.load(Path(row["folder"]) / run_files.HYDRA_DIR / run_files.OVERRIDES)
             kept = [o for o in map(str, given) if not o.lstrip("+~").startswith(("seed=", "objective="))]
-            batch += [kept + [f"seed={seed}"] for seed in self.then_seeds]
+            own = next((int(o.split("=", 1)[1]) for o in map(str, given) if o.lstrip("+").startswith("seed=")), 0)
+            batch += [kept + [f"seed={seed}"] for seed in self.then_seeds if seed != own]  # its own: trained
             print(f"lam_search: {name}: seeds {', '.join(map(str, self.then_seeds))} at its answer", flush=True)
         launched(self, batch, job_idx, record)
 

@@ -33,6 +33,9 @@ class Task:
         `hint`: the task the source's data are for, where it says (a regression set)."""
         raise NotImplementedError
 
+    def fit(self, y_train) -> None:
+        """What the task learns of the training split's targets (a regression: their mean and std)."""
+
     def prepare(self, y: torch.Tensor) -> torch.Tensor:
         """A split's targets as the loss takes them (standardised, for regression)."""
         return y

@@ -29,12 +29,20 @@ class Regression(Task):
                 raise DataError(f"{where}: y_{split} has shape {list(y.shape)}; regression targets are N or N x d")
             if y.is_floating_point() and not bool(torch.isfinite(y).all()):
                 raise DataError(f"{where}: y_{split} holds NaN or infinite values")
-        train = raw_y["train"].double().reshape(len(raw_y["train"]), -1)
+        widths = {split: y[0].numel() if len(y) else None for split, y in raw_y.items()}
+        if len({w for w in widths.values() if w is not None}) > 1:
+            raise DataError(f"{where}: the splits' targets differ in width ({widths}); each example has d targets")
+        train = raw_y["train"].reshape(len(raw_y["train"]), -1)
         if len(train) < 2:
             raise DataError(f"{where}: regression needs at least 2 training examples")
-        std = train.std(0)
-        self.mean, self.std = train.mean(0).tolist(), torch.where(std > 0, std, torch.ones_like(std)).tolist()
         return train.shape[1]
+
+    def fit(self, y_train):
+        import torch
+
+        train = y_train.double().reshape(len(y_train), -1)
+        std = train.std(0) if len(train) > 1 else torch.ones(train.shape[1], dtype=torch.float64)
+        self.mean, self.std = train.mean(0).tolist(), torch.where(std > 0, std, torch.ones_like(std)).tolist()
 
     def normalisation(self) -> dict:
         return {"mean": self.mean, "std": self.std}
