@@ -369,13 +369,10 @@ def check_output(network: Network, x: torch.Tensor, task=None) -> None:
         if task.name == "language_model" and shape[:-1] == wanted[0][:-1]:
             raise NetworkError(f"{what} returns logits over {shape[-1]} tokens; the data's vocabulary has "
                                f"{network.classes} (the model's vocabulary: its `classes`)")
-        outputs, of = OUTPUTS.get(task.name, ("outputs", "targets"))
+        outputs, of = task.outputs
         raise NetworkError(f"{what} returns {shape or type(out).__name__} for a batch of {len(batch)}; it must "
                            f"return {outputs}, {' x '.join(['batch', *map(str, wanted[0][1:])])} (the data's {of})")
 
-
-OUTPUTS = {"classification": ("logits", "classes"), "regression": ("predictions", "targets"),
-           "language_model": ("next-token logits", "vocabulary")}
 
 
 def stack_problem(cfg, input_shape, classes: int, method, tokens: bool = False) -> str | None:

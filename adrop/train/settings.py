@@ -29,7 +29,7 @@ from adrop import methods
 
 from . import networks, schema, sweep_outcomes, tasks, tracking
 from .schedules import SCHEDULES
-from .tasks.classification import TARGETS
+from .tasks.base import TARGETS
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")

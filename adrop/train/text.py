@@ -7,6 +7,7 @@ not overlap: x is a window's first context tokens, y the next token of each (x s
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,16 @@ def read(dataset) -> tuple[np.ndarray, list]:
     if level not in LEVELS:
         raise DataError(f"dataset.level={level}: valid are {', '.join(LEVELS)}")
     try:
-        raw = path.read_bytes()
+        stat = path.stat()
     except OSError as err:
         raise DataError(f"dataset.path={path}: {err.strerror.lower() if err.strerror else err}") from None
+    return decoded(path, stat.st_mtime_ns, stat.st_size, level)
+
+
+@functools.lru_cache(maxsize=1)  # the config's check, the stack probe and the run read one file once
+def decoded(path: Path, mtime: int, size: int, level: str) -> tuple[np.ndarray, list]:
+    """(token ids, vocabulary) of a file as it is now (its time and size key the cache)."""
+    raw = path.read_bytes()
     if not raw:
         raise DataError(f"dataset.path={path} is empty")
     if b"\0" in raw:

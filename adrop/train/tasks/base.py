@@ -3,30 +3,45 @@ report reads what a task names (its metrics) without torch."""
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
+# what a dataset that is for a task holds, as a message names it
+TARGETS = {"regression": "real-valued targets (a regression set)",
+           "language_model": "token sequences (next-token data)", "classification": "class labels"}
 
 
-class Task:
+class Task(ABC):
     name = ""
     metrics: tuple[str, ...] = ()   # reported on validation and test; the first is the objective (lower is better)
     data_term = "loss"              # what the run's line calls the data term
+    outputs = ("outputs", "targets")  # what the network returns, and of what: a wrong output's message
+
+    def check_hint(self, hint: str | None, where: str) -> None:
+        """DataError where the source's data are for another task (`hint`: that task, or None)."""
+        from ..datasets import DataError
+
+        if hint not in (None, self.name):
+            raise DataError(f"{where} holds {TARGETS[hint]}: use task={hint}")
 
     def outputs_in_words(self, outputs: int, source: str) -> str:
         """The run's opening words on what the network outputs: "10 classes (from the dataset)"."""
         return f"{outputs} outputs (from {source})"
 
+    @abstractmethod
     def loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per example (N,): the data term of outputs `out` (N, ...) as the network returns them, for targets y."""
         raise NotImplementedError
 
+    @abstractmethod
     def measure(self, predict, weights, split, batch: int) -> dict[str, float]:
         """{metric: value} of the network (predict(x, state)) with these tensors on a split, in float32."""
         raise NotImplementedError
 
+    @abstractmethod
     def targets(self, raw_y: dict, where: str, known: int | None, hint: str | None):
         """The targets of each split (`raw_y`: {split: tensor}) checked for this task (DataError, one line): the
         network's outputs per example (per token), from `known` (the source's or dataset.classes) or the targets.

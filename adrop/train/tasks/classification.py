@@ -9,6 +9,7 @@ FEW = 5  # a class with fewer training examples than this is named when the run 
 class Classification(Task):
     name = "classification"
     metrics = ("error",)
+    outputs = ("logits", "classes")
     data_term = "loss"
 
     def outputs_in_words(self, outputs, source):
@@ -33,8 +34,7 @@ class Classification(Task):
 
         from ..datasets import DataError
 
-        if hint not in (None, self.name):
-            raise DataError(f"{where} holds {TARGETS[hint]}: use task={hint}")
+        self.check_hint(hint, where)
         for split, y in raw_y.items():
             whole = not y.is_floating_point() or bool((torch.isfinite(y) & (y == y.round())).all())
             if not whole or y.dim() != 1:
@@ -68,6 +68,3 @@ class Classification(Task):
         return (f"{len(few)} of the {classes} classes have fewer than {FEW} training examples ({shown}): a stray "
                 "label? (labels must be 0..classes-1)",)
 
-
-TARGETS = {"regression": "real-valued targets (a regression set)",
-           "language_model": "token sequences (next-token data)", "classification": "class labels"}

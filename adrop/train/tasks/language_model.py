@@ -6,19 +6,18 @@ from __future__ import annotations
 import math
 
 from .base import Task
-from .classification import TARGETS
 
 
 class LanguageModel(Task):
     name = "language_model"
     metrics = ("perplexity", "loss")
+    outputs = ("next-token logits", "vocabulary")
     data_term = "loss"
 
     def targets(self, raw_y, where, known, hint):
         from ..datasets import DataError
 
-        if hint not in (None, self.name):
-            raise DataError(f"{where} holds {TARGETS[hint]}: use task={hint}")
+        self.check_hint(hint, where)
         for split, y in raw_y.items():
             if y.is_floating_point() or y.dim() != 2:
                 what = "real numbers" if y.is_floating_point() else f"shape {list(y.shape)}"

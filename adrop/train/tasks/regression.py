@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 
 from .base import DIVERGED, Task
-from .classification import TARGETS
 
 
 class Regression(Task):
     name = "regression"
     metrics = ("rmse", "r2")
+    outputs = ("predictions", "targets")
     data_term = "mse"
 
     def __init__(self):
@@ -22,8 +22,7 @@ class Regression(Task):
 
         from ..datasets import DataError
 
-        if hint not in (None, self.name):
-            raise DataError(f"{where} holds {TARGETS[hint]}: use task={hint}")
+        self.check_hint(hint, where)
         for split, y in raw_y.items():
             if y.dim() not in (1, 2):
                 raise DataError(f"{where}: y_{split} has shape {list(y.shape)}; regression targets are N or N x d")
