@@ -3,7 +3,9 @@
 #   DATA=../shared/data scripts/vit_tiny_results.sh       (a rerun continues: finished runs are replayed, not trained)
 # 1. dense, seeds 0-2: the reference;
 # 2. five methods at one matched sparsity (10% of the weights), lam searched on seed 0, then seeds 1 and 2 at its lam;
-# 3. the duality as an equivalence: adaptive dropout against its dual penalty LogSum at one lam, seeds 0-4 paired.
+# 3. the duality as an equivalence: adaptive dropout against its dual penalty LogSum at one lam, seeds 0-4 paired;
+# 4. by heads and units (structure=neuron: attention by heads, the other layers by output units), the five methods
+#    at one matched sparsity (25% of the weights), as in 2.
 set -euo pipefail
 DATA=${DATA:-${ADROP_DATA:-data}}
 OUT=${OUT:-outputs/multirun/vit_tiny}
@@ -15,3 +17,7 @@ adrop train -m hydra/sweeper=lam_search hydra.sweeper.target_nonzero=0.1 'hydra.
   "${COMMON[@]}" || true   # a method not brought to the target is named; the others' runs stand
 adrop train -m method=logsum,adaptive_dropout lam=1e-3 seed=0,1,2,3,4 "hydra.sweep.dir=${OUT}/equivalence" \
   "${COMMON[@]}"
+adrop train -m hydra/sweeper=lam_search hydra.sweeper.target_nonzero=0.25 'hydra.sweeper.then_seeds=[1,2]' \
+  hydra.sweeper.short_epochs=1 hydra.sweeper.max_val_error=0.5 structure=neuron \
+  method=logsum,adaprox,adaptive_dropout,hard_concrete,magnitude_pruning "hydra.sweep.dir=${OUT}/heads_0.25" \
+  "${COMMON[@]}" || true

@@ -449,6 +449,24 @@ def test_units_kept_show_where_a_per_weight_or_fine_tuned_run_lost_whole_units()
     assert "units kept" not in tables.markdown_table(pd.DataFrame([whole]))
 
 
+def test_heads_kept_are_counted_over_every_attention_and_averaged_over_seeds(tmp_path):
+    from adrop.report import collect, tables
+
+    for seed, kept in ((0, [4, 3]), (1, [2, 4])):
+        folder = tmp_path / f"seed={seed}"
+        (folder / ".hydra").mkdir(parents=True)
+        (folder / ".hydra" / "overrides.yaml").write_text(f"- method=logsum\n- structure=neuron\n- seed={seed}\n")
+        (folder / "summary.json").write_text(json.dumps({
+            "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-3, "seed": seed, "epochs": 10,
+            "test_error": 0.1, "val_error": 0.1, "nonzero_fraction": 0.25, "structure": "neuron",
+            "heads": {"encoder.layers.0.self_attn": [kept[0], 4], "encoder.layers.1.self_attn": [kept[1], 4]}}))
+    table = collect.results([tmp_path])
+    assert sorted(table.heads_kept) == [6, 7] and set(table.heads) == {8}
+    md = tables.markdown_table(table)
+    assert "| heads kept |" in md.splitlines()[0] and "| 6.5 ± 0.7 of 8 |" in md
+    assert "heads kept" not in tables.markdown_table(table.assign(structure="weight"))  # nothing trained by heads
+
+
 RESNET18_LAYERS = ["conv1", *[f"layer{s}.{b}.{part}" for s in range(1, 5) for b in range(2)
                               for part in ("conv1", "conv2", *(["downsample.0"] if s > 1 and b == 0 else []))], "fc"]
 

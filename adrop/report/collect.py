@@ -101,6 +101,9 @@ def _read_run(root: Path, folder: Path) -> dict:
         for column in tasks.result_columns(metrics.columns):  # the task's val_ columns
             row[column] = float(last[column])
         row["nonzero_fraction"] = float(last.nonzero_fraction)
+    heads = summary.get("heads") or {}
+    if heads:  # attention heads still in use, over every attention (summary.json: per attention [kept, heads])
+        row["heads_kept"], row["heads"] = (sum(v[i] for v in heads.values()) for i in (0, 1))
     for key, value in (summary.get("cost") or {}).items():  # compression, bytes, multiply-adds (adrop.cost)
         row[key] = value
     params = summary.get("parameters") or {}

@@ -12,7 +12,7 @@ runs (at most 23 columns):
   apart); "train examples" when any run trained on part of the training set (data.train_limit); "test error
   unmasked" when any run recorded it; compression and kMACs/example when the runs recorded their cost;
 - units kept (the mean kept architecture) and the compact network's multiply-adds when any run trained whole units
-  (structure=neuron) or lost some all the same;
+  (structure=neuron) or lost some all the same; heads kept (of all attentions' heads) when any run trained by heads;
 - each layer's fraction nonzero when the runs have at most MAX_LAYER_COLUMNS layers in all (LeNet-300-100, LeNet-5);
   a deeper network's, or a mix of networks with more, are in results.csv (nonzero_<layer>) and layers.png, and a line
   below the table says so;
@@ -83,8 +83,9 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     results = present if set(present) - {"test_error", "val_error"} else \
         [c for c in tasks.result_columns(done.columns) if c in ("test_error", "val_error")]
     tests = [c for c in results if c.startswith("test_")]
+    heads = (["heads_kept", "heads"] if units and "heads_kept" in done and done.heads_kept.notna().any() else [])
     figures = [*tests, *unmasked, *(c for c in results if c not in tests), "nonzero_fraction", *network, *costs,
-               *layer_columns(done)]
+               *heads, *layer_columns(done)]
     done = done.assign(model=done.model.fillna("") if "model" in done else "",
                        train_limit=done.train_limit.fillna(0) if "train_limit" in done else 0)  # 0: all examples
     grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
@@ -175,6 +176,9 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                 row["kMACs/example"] = "-" if pd.isna(r.sparse_macs_mean) else f"{r.sparse_macs_mean / 1e3:.1f}"
             if "kept_architecture" in agg:  # the structured literature's view: the units left (mean over seeds)
                 row["units kept"] = r.kept_architecture if isinstance(r.kept_architecture, str) else "-"
+                if "heads_kept_mean" in agg:  # of every attention's heads
+                    kept = _cell(r.heads_kept_mean, r.heads_kept_std, digits=1)
+                    row["heads kept"] = "-" if pd.isna(r.heads_kept_mean) else f"{kept} of {r.heads_mean:.0f}"
                 if "compact_macs_mean" in agg:
                     row["compact kMACs"] = "-" if pd.isna(r.compact_macs_mean) else f"{r.compact_macs_mean / 1e3:.1f}"
             for c in layers:
