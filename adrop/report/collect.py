@@ -22,16 +22,13 @@ import yaml
 from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV, layer_columns
 from adrop.report.repeats import without_repeats
 from adrop.train import tasks
+from adrop.train.differences import NOT_A_SETTING
 from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
-# Overrides that do not make a different setting: columns of their own, or where the data lives and how it is shown.
-# Runs that differ only in these are repetitions of one setting (the table's mean ± std); any other override
-# (experiment=..., method.params.end=0.25) makes a setting of its own. The model is a column too (the summary's), and
-# goes into the setting only where the runs span several (with_models_told_apart): `model=lenet_300_100` written out
-# and the same model chosen by default are one setting.
-NOT_A_SETTING = {"method", "lam", "lr", "seed", "epochs", "model", "data.root", "data.download", "progress", "device",
-                 "logger", "objective"}  # what a sweep's job returns (lam_search's trials) changes nothing it learns
+# A run's setting: its overrides but those in NOT_A_SETTING (the method, lam, seed... are columns; where the data
+# lives is none). The model goes into the setting only where the runs span several (with_models_told_apart):
+# `model=lenet_300_100` written out and the same model chosen by default are one setting.
 
 
 def run_folders(root: Path) -> list[Path]:

@@ -9,8 +9,8 @@ engine and the run folder all receive the same object.
 Which settings do what is declared once:
 - PER_CONFIGURATION: may differ inside a stack (with the method's `init_*` parameters, which act only when each
   configuration's network is made);
-- NOT_A_RESULT: changes no result (where the data is, how progress shows): never part of a folder's name (Hydra's
-  `override_dirname.exclude_keys` in conf/config.yaml, read from there), an identity or a stack key;
+- NOT_A_RESULT (differences.py, with what the report and the lam search read): changes no result; never part of an
+  identity or a stack key;
 - IDENTITY_DEFAULTS: settings that enter a run's identity only when they differ from these defaults, so that runs
   checkpointed before those settings existed still resume.
 """
@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from importlib import resources
 
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -28,12 +27,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from adrop import methods
 
 from . import networks, schema, sweep_outcomes, tasks, tracking
+from .differences import NOT_A_RESULT
 from .schedules import SCHEDULES
 from .tasks.base import TARGETS
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
-NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
-                     .hydra.job.config.override_dirname.exclude_keys)
 IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
                      "init_from": None, "evaluate_unmasked": False, "lam_scale": {}, "lam_cost": "weights",
                      "include": [], "exclude": [], "task": "classification"}

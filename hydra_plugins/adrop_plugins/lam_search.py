@@ -68,6 +68,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from adrop.train import run_files, sweep_outcomes
+from adrop.train.differences import NOT_A_RESULT
 
 from .lam_guess import (
     FULL_OVER_SHORT,
@@ -98,13 +99,11 @@ def without(combo: list[str], keys: tuple[str, ...]) -> list[str]:
     return [o for o in combo if o.split("=", 1)[0].lstrip("+~") not in keys]
 
 
-# Overrides that do not change what a run learns: a reused run may differ from this search's in them
-NOT_A_DIFFERENCE = ("data.root", "data.download", "progress")
 
 
 def same_runs(combination: str, combo: list[str]) -> bool:
     """Whether an earlier search's combination (its search.csv's text) trains what `combo` does."""
-    return set(without(combination.split(), NOT_A_DIFFERENCE)) == set(without(combo, NOT_A_DIFFERENCE))
+    return set(without(combination.split(), NOT_A_RESULT)) == set(without(combo, NOT_A_RESULT))
 
 
 class Plan:
