@@ -1,0 +1,87 @@
+"""Imports flow one way: no module of adrop or its Hydra plugins imports itself back through others (module-level
+imports; an import inside a function is how a leaf reaches a heavy or optional module late), and the layers keep
+their order: the penalty calculus imports nothing of adrop's, the methods and the library (adrop.sparsify) nothing of
+the runner (adrop.train) or the plugins."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = {".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): f
+           for package in ("adrop", "hydra_plugins") for f in (ROOT / package).rglob("*.py")}
+
+
+def _known(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def module_imports(module: str) -> set[str]:
+    """The modules of adrop's own that `module` imports when it is imported (its top-level statements; a try's body
+    too; not `if TYPE_CHECKING:`)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for statement in node.body if isinstance(node, ast.Try) else [node]:
+            if isinstance(statement, ast.Import):
+                found.update(_known(a.name) for a in statement.names)
+            elif isinstance(statement, ast.ImportFrom):
+                base = statement.module or ""
+                if statement.level:
+                    parts = package.split(".")[:len(package.split(".")) - statement.level + 1]
+                    base = ".".join(parts + ([statement.module] if statement.module else []))
+                found.update(_known(f"{base}.{a.name}") or _known(base) for a in statement.names)
+    # importing a.b.c runs a's and a.b's __init__ first (those that are not the importer's own packages)
+    found |= {parent for m in found if m for parent in _packages(m) if parent not in _packages(module)}
+    return {m for m in found if m and m != module}
+
+
+def _packages(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in MODULES}
+
+
+GRAPH = {module: module_imports(module) for module in MODULES}
+
+
+def test_no_module_imports_itself_back():
+    state, cycles = {}, []
+
+    def visit(module, path):
+        state[module] = "open"
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == "open":
+                cycles.append(path[path.index(target):] + [target])
+            elif target not in state:
+                visit(target, path + [target])
+        state[module] = "done"
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, cycles
+
+
+@pytest.mark.parametrize("layer, forbidden", [
+    ("adrop.penalties", ("adrop.",)),
+    ("adrop.methods", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+    ("adrop.sparsifier", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+    ("adrop.selection", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+    ("adrop.heads", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+])
+def test_the_core_does_not_import_what_is_built_around_it(layer, forbidden):
+    inside = [m for m in GRAPH if m == layer or m.startswith(layer + ".")]
+    assert inside
+    wrong = {(m, t) for m in inside for t in GRAPH[m]
+             if t.startswith(forbidden) and not (t == layer or t.startswith(layer + "."))}
+    assert not wrong, sorted(wrong)
+
+
+def test_the_graph_sees_imports():  # the test above cannot pass for want of edges
+    assert {"adrop.train.settings", "hydra_plugins.adrop_plugins.lam_search"} <= GRAPH["adrop.train.app"]
+    assert "adrop.methods.base" in GRAPH["adrop.selection"] and "adrop.train.settings" in GRAPH["adrop.train.engine"]
