@@ -23,8 +23,11 @@ For any other network (a user's module, by `_target_`):
               (biases, BatchNorm's statistics) under its own key; `keys` lists the state_dict's keys in order
               (csr_state rebuilds the state_dict from the file)
 
-Both forms of any network carry the input normalisation the run used (summary.json's input_normalisation): the csr
-file as arrays `input_mean` and `input_std`, the ONNX model in its metadata; inputs are (x - mean) / std.
+Both forms of any network carry what its inputs and outputs mean (summary.json's): the input normalisation the run
+used (input_normalisation: inputs are (x - input_mean) / input_std), a regression's target normalisation
+(target_normalisation: the outputs in the targets' units are y * target_std + target_mean) and a language model's
+vocabulary (the symbol of each token id); the csr file as arrays `input_mean`, `input_std`, `target_mean`,
+`target_std`, `vocabulary`, the ONNX model in its metadata under the same keys (JSON lists).
     onnx      the module itself with the run's weights, exported by torch.onnx (torch.export and onnxscript): input
               `x` in the data's shape (N x C x H x W for images), output `logits`; an attention's dead heads and a
               Transformer layer's dead feed-forward units removed first (adrop.heads.compact_heads)
@@ -156,10 +159,8 @@ def module_predict(module, x: np.ndarray, shape: tuple, batch: int = 4096) -> np
 
 def csr(run: FinishedRun) -> dict:
     arrays = {"layers": np.array(run.names), "architecture": np.array(run.summary.get("architecture", ""))}
-    normalisation = run.summary.get("input_normalisation")
-    if normalisation:  # what the inputs go through first: x = (x - input_mean) / input_std
-        arrays["input_mean"] = np.array(normalisation["mean"], np.float32)
-        arrays["input_std"] = np.array(normalisation["std"], np.float32)
+    for key, value in meaning(run.summary).items():
+        arrays[key] = np.array(value) if key == "vocabulary" else np.array(value, np.float32)
     for name in run.names:
         w, b = run.weights[name]
         m = sp.csr_matrix(w.reshape(w.shape[0], -1))
@@ -310,16 +311,26 @@ def onnx_of_module(module, shape: tuple, tokens: bool = False):
     return program.model_proto
 
 
-def with_normalisation(model, run: FinishedRun):
-    """The ONNX model with the run's input normalisation in its metadata (input_mean, input_std: JSON lists), which
-    its input x must already have gone through."""
+def meaning(summary: dict) -> dict:
+    """What a network's inputs and outputs mean, from the run's summary.json: input_mean and input_std (its input x
+    must already have gone through (x - mean) / std), target_mean and target_std (a regression's outputs are in units
+    of those: y * std + mean), vocabulary (a language model's symbol of each token id)."""
+    out = {}
+    for prefix, key in (("input", "input_normalisation"), ("target", "target_normalisation")):
+        if summary.get(key):
+            out.update({f"{prefix}_{part}": summary[key][part] for part in ("mean", "std")})
+    if summary.get("vocabulary"):
+        out["vocabulary"] = summary["vocabulary"]
+    return out
+
+
+def with_metadata(model, run: FinishedRun):
+    """The ONNX model with what its inputs and outputs mean (`meaning`) in its metadata, as JSON lists."""
     import json
 
-    normalisation = run.summary.get("input_normalisation")
-    if normalisation:
-        for key in ("mean", "std"):
-            entry = model.metadata_props.add()
-            entry.key, entry.value = f"input_{key}", json.dumps(normalisation[key])
+    for key, value in meaning(run.summary).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, json.dumps(value)
     return model
 
 

@@ -139,6 +139,18 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
         out = adrop("export", run, "--format", "onnx")
         assert out.returncode == 0, out.stderr
         assert ("test RMSE" if run == "reg" else "test perplexity") in out.stdout and "as the run's" in out.stdout
+    # what the outputs mean travels with them: a regression's target units, a language model's vocabulary
+    import onnx
+
+    lm = json.loads((tmp_path / "lm" / "summary.json").read_text())
+    for run, key, value in (("reg", "target_mean", summary["target_normalisation"]["mean"]),
+                            ("lm", "vocabulary", lm["vocabulary"])):
+        model = onnx.load(tmp_path / run / "export" / "network.onnx")
+        meta = {p.key: json.loads(p.value) for p in model.metadata_props}
+        assert meta[key] == value
+    assert adrop("export", "reg").returncode == 0
+    arrays = np.load(tmp_path / "reg" / "export" / "network.csr.npz")
+    assert arrays["target_std"].tolist() == pytest.approx(summary["target_normalisation"]["std"])
 
 
 def test_lam_search_records_a_regressions_rmse(adrop, tmp_path):

@@ -82,7 +82,7 @@ def run(args) -> str:
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "xb") as fh:  # "x": created here, never over another file
         if args.format == "onnx":
-            fh.write(export.with_normalisation(model, finished).SerializeToString())
+            fh.write(export.with_metadata(model, finished).SerializeToString())
         else:
             np.savez(fh, **arrays)
     return f"wrote {out} ({args.format}, {out.stat().st_size:,} bytes; {note}); {error}, as the run's"
