@@ -1,8 +1,8 @@
 """Which weights of a model a method trains, and putting the method's layers in their place: nn.Linear and nn.Conv2d
 swapped for the method's sparse layers (they own their product), every other weight (attention's projections,
-embeddings, Conv1d/3d, transposed convolutions, what `include` names) parametrized (SparseParameter). `select` checks
-a model and the user's include/exclude before anything changes; `Selection.apply` converts. adrop.sparsify's and the
-runner's (`convert`) one place for it.
+embeddings, Conv1d/3d, transposed convolutions, GPT-2's Conv1D, what `include` names) parametrized
+(SparseParameter). `select` checks a model and the user's include/exclude before anything changes; `Selection.apply`
+converts. adrop.sparsify's and the runner's (`convert`) one place for it.
 """
 from __future__ import annotations
 
@@ -21,6 +21,15 @@ FUSED = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecode
 # modules with a weight and no layer of adrop's own: their `weight` is parametrized
 TENSOR_MODULES = (nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
                   nn.ConvTranspose3d)
+
+
+def is_tensor_module(module: nn.Module) -> bool:
+    """Whether the module's `weight` is parametrized: TENSOR_MODULES, and Hugging Face transformers' Conv1D (GPT-2's
+    attention and feed-forward layers: a Linear whose weight is stored inputs x outputs, so that its rows, a group
+    under structure=neuron, are its input features), known by its class so that transformers is never imported."""
+    kind = type(module)
+    return isinstance(module, TENSOR_MODULES) or (kind.__name__ == "Conv1D"
+                                                  and kind.__module__.startswith("transformers."))
 
 
 class SparsifyError(ValueError):
@@ -71,7 +80,7 @@ def tensor_key(name: str, keys) -> str:
 def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
     """(name, module, tensor name) of every weight a SparseParameter trains by default: nn.MultiheadAttention's
     projections (in_proj_weight, or q/k/v_proj_weight; `<path>.in_proj_weight`), the Linear and Conv2d layers inside
-    FUSED modules, and TENSOR_MODULES' weights (by module path)."""
+    FUSED modules, and the weights of TENSOR_MODULES and transformers' Conv1D (by module path)."""
     out = []
 
     def visit(module: nn.Module, prefix: str, fused: bool) -> None:
@@ -81,7 +90,7 @@ def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
                 out.extend((f"{path}.{t}", child, t) for t in ("in_proj_weight", "q_proj_weight", "k_proj_weight",
                                                                "v_proj_weight")
                            if isinstance(getattr(child, t, None), nn.Parameter))
-            elif (fused and sparse_kind(child) is not None) or isinstance(child, TENSOR_MODULES):
+            elif (fused and sparse_kind(child) is not None) or is_tensor_module(child):
                 out.append((path, child, "weight"))
             visit(child, path + ".", fused or isinstance(child, FUSED))
 

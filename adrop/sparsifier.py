@@ -9,12 +9,12 @@
     plain = adrop.strip(model)                                 # plain nn.Linear / nn.Conv2d, masks folded in
 
 `sparsify` replaces, in place, every nn.Linear and nn.Conv2d of the model (at any depth, named by module path; those
-`exclude` names or matches stay as they are) by the method's sparse layer with the module's own weights: the model
-stays the user's nn.Module (its other modules, its forward, its state_dict keys for them). Every other weight a model
-has is trained through a parametrization of the tensor (adrop.methods.sparse_parameter): attention's projections
+`exclude` names or matches stay as they are) by the method's sparse layer with the module's own weights: the model stays
+the user's nn.Module (its other modules, its forward, its state_dict keys for them). Every other weight a model has is
+trained through a parametrization of the tensor (adrop.methods.sparse_parameter): attention's projections
 (nn.MultiheadAttention's, and the Linear layers of torch's Transformer layers, whose fused fast paths read weights
-directly), embeddings, Conv1d, Conv3d, transposed convolutions, and any parameter `include` names (a class token, a
-positional embedding); named by module path (a tensor other than a module's `weight` by its own path, as
+directly), embeddings, Conv1d, Conv3d, transposed convolutions, GPT-2's Conv1D, and any parameter `include` names (a
+class token, a positional embedding); named by module path (a tensor other than a module's `weight` by its own path, as
 `attn.in_proj_weight`). The rest (biases, norms, what `include` does not name) trains densely. In training mode each
 sparse layer runs the method's forward (noise, gates); in eval mode the weight evaluation uses (the keep rule and
 deterministic gates folded in). The method's elementwise math, its penalty and its hooks are adrop.methods', the same

@@ -257,6 +257,38 @@ def test_transformers_trains_logs_the_sparsity_and_saves_a_plain_model(hf, tmp_p
     assert int((loaded.classifier.weight != 0).sum()) == stats.nonzero[stats.layer == "classifier"].item()
 
 
+def test_gpt2s_conv1d_layers_are_sparsified_trained_and_saved_as_conv1d(hf, tmp_path):
+    import adrop
+
+    torch.manual_seed(0)
+    config = hf.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=8, bos_token_id=0,
+                           eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = hf.GPT2LMHeadModel(config)
+    sp = adrop.sparsify(model, method="logsum", lam=1e-2, exclude=["lm_head", "transformer.wte"])
+    assert {"transformer.h.0.attn.c_attn", "transformer.h.0.attn.c_proj", "transformer.h.0.mlp.c_fc",
+            "transformer.h.0.mlp.c_proj"} <= set(sp.names)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    sp.attach(optimizer)
+    x = Tokens().ids
+    for _ in range(30):
+        loss = model(input_ids=x, labels=x).loss + sp.penalty()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    stats = sp.stats().set_index("layer")
+    assert stats.loc["transformer.h.0.mlp.c_fc", "nonzero"] < stats.loc["transformer.h.0.mlp.c_fc", "total"]
+    model.eval()
+    with torch.no_grad():
+        before = model(input_ids=x).logits
+    sp.strip().save_pretrained(tmp_path / "plain")
+    loaded = hf.GPT2LMHeadModel.from_pretrained(tmp_path / "plain").eval()
+    assert type(loaded.transformer.h[0].mlp.c_fc).__name__ == "Conv1D"
+    assert int((loaded.transformer.h[0].mlp.c_fc.weight != 0).sum()) == stats.loc["transformer.h.0.mlp.c_fc",
+                                                                                    "nonzero"]
+    with torch.no_grad():
+        assert torch.allclose(loaded(input_ids=x).logits, before, atol=1e-5)
+
+
 def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path):
     """Two accumulated batches to a step, no clipping: the gradients the step uses are those the Trainer's loss left
     (recorded by a step hook before adrop's) plus the penalty's, once."""

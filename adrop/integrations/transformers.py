@@ -22,11 +22,11 @@ train() will take, from max_steps or the epochs and the training set's size), an
   joins every log (the Trainer's log_history, the reporters, the console).
 
 What adrop converts: every nn.Linear (and nn.Conv2d): BERT's query, key, value and dense projections, its pooler and
-classifier; LLaMA's q/k/v/o_proj, gate/up/down_proj and lm_head; and every nn.Embedding (adrop.sparsify's weights).
-Not GPT-2's attention and MLP, which are transformers' Conv1D, nor norms. A weight tied to another module's (an
-lm_head tied to the input embeddings) is refused: conversion would untie it; pass both to exclude (exclude=["lm_head",
-"*.embed_tokens"]). With weight_decay > 0 the Trainer
-decays every parameter but biases and norms, the method's own (log_sigma2, log_a) too.
+classifier; LLaMA's q/k/v/o_proj, gate/up/down_proj and lm_head; GPT-2's attention and feed-forward layers
+(transformers' Conv1D, through a parametrization of their weight); and every nn.Embedding (adrop.sparsify's weights);
+not norms. A weight tied to another module's (an lm_head tied to the input embeddings) is refused: conversion would
+untie it; pass both to exclude (exclude=["lm_head", "*.embed_tokens"]; GPT-2: ["lm_head", "transformer.wte"]). With
+weight_decay > 0 the Trainer decays every parameter but biases and norms, the method's own (log_sigma2, log_a) too.
 """
 from __future__ import annotations
 
