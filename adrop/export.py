@@ -22,16 +22,16 @@ For any other network (a user's module, by `_target_`):
     csr       every sparse layer's weight as CSR parts, as above, and every other tensor of the network's state_dict
               (biases, BatchNorm's statistics) under its own key; `keys` lists the state_dict's keys in order
               (csr_state rebuilds the state_dict from the file)
-
-Both forms of any network carry what its inputs and outputs mean (summary.json's): the input normalisation the run
-used (input_normalisation: inputs are (x - input_mean) / input_std), a regression's target normalisation
-(target_normalisation: the outputs in the targets' units are y * target_std + target_mean) and a language model's
-vocabulary (the symbol of each token id); the csr file as arrays `input_mean`, `input_std`, `target_mean`,
-`target_std`, `vocabulary`, the ONNX model in its metadata under the same keys (JSON lists).
     onnx      the module itself with the run's weights, exported by torch.onnx (torch.export and onnxscript): input
               `x` in the data's shape (N x C x H x W for images), output `logits`; an attention's dead heads and a
               Transformer layer's dead feed-forward units removed first (adrop.heads.compact_heads)
     compact   refused: removing neurons needs to know how layers connect, which only a chain of Linear layers says
+
+Every form carries what the network's inputs and outputs mean (summary.json's): the input normalisation the run used
+(input_normalisation: inputs are (x - input_mean) / input_std), a regression's target normalisation
+(target_normalisation: the outputs in the targets' units are y * target_std + target_mean) and a language model's
+vocabulary (the symbol of each token id); the csr and compact files as arrays `input_mean`, `input_std`,
+`target_mean`, `target_std`, `vocabulary`, the ONNX model in its metadata under the same keys (JSON lists).
 
 Each export recomputes the run's test error from the exported file alone (for built-in networks in NumPy/SciPy,
 float32; for others with a fresh instance of the module loaded from it, or onnxruntime) and is refused unless it
@@ -159,8 +159,7 @@ def module_predict(module, x: np.ndarray, shape: tuple, batch: int = 4096) -> np
 
 def csr(run: FinishedRun) -> dict:
     arrays = {"layers": np.array(run.names), "architecture": np.array(run.summary.get("architecture", ""))}
-    for key, value in meaning(run.summary).items():
-        arrays[key] = np.array(value) if key == "vocabulary" else np.array(value, np.float32)
+    arrays.update(meaning_arrays(run.summary))
     for name in run.names:
         w, b = run.weights[name]
         m = sp.csr_matrix(w.reshape(w.shape[0], -1))
@@ -172,8 +171,13 @@ def csr(run: FinishedRun) -> dict:
         from adrop.selection import tensor_key
 
         sparse = {tensor_key(n, run.state) for n in run.names}
+        others = {key: value for key, value in run.state.items() if key not in sparse}
+        taken = sorted(set(others) & {"layers", "architecture", "keys", *meaning(run.summary)})
+        if taken:
+            raise ExportError(f"the network's state_dict has a tensor named {taken[0]}, a name the csr file gives to "
+                              "what the export says about the network: the onnx format has no such clash")
         arrays["keys"] = np.array(list(run.state))
-        arrays.update({key: value for key, value in run.state.items() if key not in sparse})
+        arrays.update(others)
     return arrays
 
 
@@ -228,7 +232,7 @@ def compact_network(run: FinishedRun, image=None) -> tuple[dict, str]:
     if run.conv and image is None:
         raise ExportError("the compact form of a conv net needs its input's image shape")
     kept = compact_of(run.names, run.weights, tuple(image) if run.conv else None)
-    return kept.arrays(), f"{'-'.join(kept.before)} -> {kept.architecture}"
+    return {**kept.arrays(), **meaning_arrays(run.summary)}, f"{'-'.join(kept.before)} -> {kept.architecture}"
 
 
 def compact_layers(arrays: dict) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -322,6 +326,12 @@ def meaning(summary: dict) -> dict:
     if summary.get("vocabulary"):
         out["vocabulary"] = summary["vocabulary"]
     return out
+
+
+def meaning_arrays(summary: dict) -> dict:
+    """`meaning` as arrays for an .npz file: float32 numbers, the vocabulary as its symbols (str or int)."""
+    return {key: np.array(value) if key == "vocabulary" else np.array(value, np.float32)
+            for key, value in meaning(summary).items()}
 
 
 def with_metadata(model, run: FinishedRun):

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from torch import nn
 
 from adrop.methods.base import SPARSE_LAYERS, Method, SparseLayer
-from adrop.methods.sparse_parameter import SparseParameter, heads_of
+from adrop.methods.sparse_parameter import SparseParameter, heads_of, stores_inputs_first
 
 # torch's modules whose forward (their fused fast paths) reads their submodules' weights directly: those weights are
 # parametrized, not swapped for a layer whose forward would be bypassed
@@ -25,11 +25,8 @@ TENSOR_MODULES = (nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv3d, nn.ConvTr
 
 def is_tensor_module(module: nn.Module) -> bool:
     """Whether the module's `weight` is parametrized: TENSOR_MODULES, and Hugging Face transformers' Conv1D (GPT-2's
-    attention and feed-forward layers: a Linear whose weight is stored inputs x outputs, so that its rows, a group
-    under structure=neuron, are its input features), known by its class so that transformers is never imported."""
-    kind = type(module)
-    return isinstance(module, TENSOR_MODULES) or (kind.__name__ == "Conv1D"
-                                                  and kind.__module__.startswith("transformers."))
+    attention and feed-forward layers, whose weight is stored inputs x outputs: stores_inputs_first)."""
+    return isinstance(module, TENSOR_MODULES) or stores_inputs_first(module)
 
 
 class SparsifyError(ValueError):

@@ -36,7 +36,7 @@ from torch import nn
 
 from adrop import cost, methods
 from adrop.methods.base import Method, SparseLayer
-from adrop.methods.sparse_parameter import SparseParameter
+from adrop.methods.sparse_parameter import SparseParameter, units_kept
 from adrop.selection import SparsifyError, select
 
 
@@ -228,10 +228,7 @@ class Sparsifier:
             shape, count = tuple(weight.shape), int(nonzero.sum())
             units = {"units_in_kept": None, "units_in": None, "units_out_kept": None, "units_out": None}
             if weight.dim() > 1:
-                inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
-                outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
-                units = {"units_in_kept": int(inputs.sum()), "units_in": len(inputs),
-                         "units_out_kept": int(outputs.sum()), "units_out": len(outputs)}
+                units = dict(zip(units, units_kept(nonzero, getattr(layer, "inputs_first", False))))
             row = {"layer": name, "shape": "x".join(map(str, shape)), "nonzero": count, "total": weight.numel(),
                    "nonzero_fraction": count / weight.numel(), **units,
                    **cost.layer_cost(shape, count, self.positions.get(name, 1), layer.bias is not None)}

@@ -59,7 +59,7 @@ def test_lenet5_has_the_caffe_shapes(config):
     shapes = [tuple(layer.weight.shape) for layer in net.layers]
     assert shapes == [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)] and net.names == ["conv1", "conv2",
                                                                                                  "fc1", "fc2"]
-    assert sum(int(np.prod(s)) for s in shapes) == 430_500  # + 580 biases = REFERENCE.md's 431,080
+    assert sum(int(np.prod(s)) for s in shapes) == 430_500  # + 580 biases: LeNet-5-Caffe's 431,080 parameters
     assert net(torch.zeros(1, 3, 784)).shape == (1, 3, 10) and net.positions() == [24 * 24, 8 * 8, 1, 1]
 
 

@@ -49,8 +49,9 @@ def test_a_how_to_pages_commands_run_as_written(page, tmp_path):
             (tmp_path / name[1]).write_text(block)
         else:
             later.append(block)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)  # a network beside the command imports as a user's does (adrop puts the folder on
+    # the import path)
     env.pop("ADROP_DATA", None)  # the pages' data need no download and no data root
     for line in blocks(text, "bash")[0].splitlines():
         done = subprocess.run(shortened(line), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,

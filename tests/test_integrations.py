@@ -289,6 +289,22 @@ def test_gpt2s_conv1d_layers_are_sparsified_trained_and_saved_as_conv1d(hf, tmp_
         assert torch.allclose(loaded(input_ids=x).logits, before, atol=1e-5)
 
 
+def test_a_conv1ds_groups_are_its_input_features_and_its_units_read_so(hf):
+    import adrop
+
+    config = hf.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=8, bos_token_id=0,
+                           eos_token_id=0)
+    model = hf.GPT2LMHeadModel(config)
+    sp = adrop.sparsify(model, method="logsum", lam=1e-2, structure="neuron", exclude=["lm_head", "transformer.wte"])
+    fc = model.transformer.h[0].mlp.c_fc  # 16 inputs, 64 outputs, stored 16 x 64
+    with torch.no_grad():
+        fc.parametrizations.weight.original[:4] = 0  # four input features
+    row = sp.stats().set_index("layer").loc["transformer.h.0.mlp.c_fc"]
+    assert (row.units_in_kept, row.units_in, row.units_out_kept, row.units_out) == (12, 16, 64, 64)
+    layer = sp.layers[sp.names.index("transformer.h.0.mlp.c_fc")]
+    assert layer.inputs_first and tuple(layer.group_shape) == (16, 1)  # one group per input feature
+
+
 def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path):
     """Two accumulated batches to a step, no clipping: the gradients the step uses are those the Trainer's loss left
     (recorded by a step hook before adrop's) plus the penalty's, once."""

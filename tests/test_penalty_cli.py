@@ -84,7 +84,7 @@ def test_fit_logsum_turns_figure1s_reading_into_numbers(capsys):
     from adrop.penalties.figure1 import fit_logsum
 
     fit = fit_logsum(penalties.get("variational_dropout"))
-    assert fit["paper_gap"] == pytest.approx(0.32, abs=0.005)  # REFERENCE.md: up to 0.32 over |w| <= 3
+    assert fit["paper_gap"] == pytest.approx(0.32, abs=0.005)  # the paper's Figure 1 gap: up to 0.32 over |w| <= 3
     assert fit["gap"] < 0.15 * fit["paper_gap"] and 2.0 < fit["eps"] < 4.0  # measured: 0.037 against 0.321
     exact = fit_logsum(penalties.get("logsum", eps=1.5), weight=0.7)  # a LogSum is its own best fit
     assert exact["eps"] == pytest.approx(1.5, rel=1e-3) and exact["scale"] == pytest.approx(0.7, rel=1e-3)

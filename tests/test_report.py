@@ -464,7 +464,12 @@ def test_heads_kept_are_counted_over_every_attention_and_averaged_over_seeds(tmp
     assert sorted(table.heads_kept) == [6, 7] and set(table.heads) == {8}
     md = tables.markdown_table(table)
     assert "| heads kept |" in md.splitlines()[0] and "| 6.5 ± 0.7 of 8 |" in md
-    assert "heads kept" not in tables.markdown_table(table.assign(structure="weight"))  # nothing trained by heads
+    per_weight = table.assign(structure="weight")
+    assert "| 6.5 ± 0.7 of 8 |" in tables.markdown_table(per_weight)  # per weight, heads lost all the same
+    assert "heads kept" not in tables.markdown_table(per_weight.assign(heads_kept=8))  # per weight, none lost
+    header, _, row = tables.markdown_table(table.assign(heads_kept=[7, None], heads=[8, None])).splitlines()[:3]
+    cells = dict(zip(header.split("|"), row.split("|")))
+    assert cells[" heads kept "] == " - "  # a mean over fewer runs than the row's is none
 
 
 RESNET18_LAYERS = ["conv1", *[f"layer{s}.{b}.{part}" for s in range(1, 5) for b in range(2)

@@ -148,9 +148,11 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
         model = onnx.load(tmp_path / run / "export" / "network.onnx")
         meta = {p.key: json.loads(p.value) for p in model.metadata_props}
         assert meta[key] == value
-    assert adrop("export", "reg").returncode == 0
-    arrays = np.load(tmp_path / "reg" / "export" / "network.csr.npz")
-    assert arrays["target_std"].tolist() == pytest.approx(summary["target_normalisation"]["std"])
+    for form in ("csr", "compact"):
+        assert adrop("export", "reg", "--format", form).returncode == 0
+        arrays = np.load(tmp_path / "reg" / "export" / f"network.{form}.npz")
+        assert arrays["target_std"].tolist() == pytest.approx(summary["target_normalisation"]["std"])
+        assert arrays["input_mean"].tolist() == pytest.approx(summary["input_normalisation"]["mean"])
 
 
 def test_lam_search_records_a_regressions_rmse(adrop, tmp_path):

@@ -305,7 +305,7 @@ class Method:
 
     def unmasked_weight(self, layer: SparseLayer) -> torch.Tensor:
         """The weight the network has without the keep rule: what the authors' code evaluates every method but
-        VarDrop with (dlej/adaptive-dropout never applies the mask there; REFERENCE.md). Methods whose forward pass
+        VarDrop with (dlej/adaptive-dropout never applies the mask there). Methods whose forward pass
         already applies their mask or gate (pruning, fixed masks, HardConcrete) keep it: it is their model."""
         return layer.weight
 

@@ -32,6 +32,28 @@ from torch import nn
 from .base import Method, SparseLayer
 
 
+def stores_inputs_first(module: nn.Module) -> bool:
+    """Whether the module holds its weight inputs x outputs: Hugging Face transformers' Conv1D (GPT-2's layers: a
+    Linear whose weight is transposed), known by its classes' names so that transformers is never imported. Its rows,
+    a group under structure=neuron, are then its input features."""
+    return any(kind.__name__ == "Conv1D" and kind.__module__.startswith("transformers.")
+               for kind in type(module).__mro__)
+
+
+def units_kept(nonzero: torch.Tensor, inputs_first: bool = False) -> tuple[int, int, int, int]:
+    """(inputs kept, inputs, outputs kept, outputs) of a weight from its nonzero mask: an output (a row, a filter, an
+    embedding's token) kept when one of its weights is nonzero, an input (a column, an input channel) likewise;
+    `inputs_first` for a weight stored inputs x outputs (stores_inputs_first). A vector's entries are both."""
+    if nonzero.dim() < 2:
+        kept = int(nonzero.sum())
+        return kept, len(nonzero), kept, len(nonzero)
+    inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
+    outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
+    if inputs_first:
+        inputs, outputs = outputs, inputs
+    return int(inputs.sum()), len(inputs), int(outputs.sum()), len(outputs)
+
+
 def heads_of(host: nn.Module, tensor_name: str, structure: str) -> int | None:
     """The heads whose groups a tensor is trained in (structure=neuron on nn.MultiheadAttention's in_proj_weight), or
     None: its rows are its groups."""
@@ -49,6 +71,7 @@ class SparseParameter(SparseLayer):
         nn.Module.__init__(self)
         self._host = [host]  # a list: the host holds this module, not the other way round
         self.tensor_name = tensor_name
+        self.inputs_first = tensor_name == "weight" and stores_inputs_first(host)  # units_kept reads it so
         self.configs, self.method, self.bias = configs, method, None
         lead = () if configs is None else (configs,)
         stored = tuple(getattr(host, tensor_name).shape)[len(lead):]

@@ -12,7 +12,8 @@ any mix of runs (at most 23 columns):
   apart); "train examples" when any run trained on part of the training set (data.train_limit); "test error
   unmasked" when any run recorded it; compression and kMACs/example when the runs recorded their cost;
 - units kept (the mean kept architecture) and the compact network's multiply-adds when any run trained whole units
-  (structure=neuron) or lost some all the same; heads kept (of all attentions' heads) when any run trained by heads;
+  (structure=neuron) or lost some all the same; heads kept (of all attentions' heads, "-" where a run of the row does
+  not say) when any run trained by heads or lost one;
 - each layer's fraction nonzero when the runs have at most MAX_LAYER_COLUMNS layers in all (LeNet-300-100, LeNet-5);
   a deeper network's, or a mix of networks with more, are in results.csv (nonzero_<layer>) and layers.png, and a line
   below the table says so;
@@ -83,7 +84,9 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     results = present if set(present) - {"test_error", "val_error"} else \
         [c for c in tasks.result_columns(done.columns) if c in ("test_error", "val_error")]
     tests = [c for c in results if c.startswith("test_")]
-    heads = (["heads_kept", "heads"] if units and "heads_kept" in done and done.heads_kept.notna().any() else [])
+    # heads kept: where any run trained by heads or lost some all the same (a per-weight run that emptied a head)
+    heads = (["heads_kept", "heads"] if "heads_kept" in done and done.heads_kept.notna().any()
+             and (units or (pd.to_numeric(done.heads_kept) < pd.to_numeric(done.heads)).any()) else [])
     figures = [*tests, *unmasked, *(c for c in results if c not in tests), "nonzero_fraction", *network, *costs,
                *heads, *layer_columns(done)]
     done = done.assign(model=done.model.fillna("") if "model" in done else "",
@@ -93,6 +96,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     if units:  # units kept: every row, for comparison
         out["kept_architecture"] = grouped.kept_architecture.agg(mean_architecture)
+    if heads:  # how many of a row's runs say their heads (a mean over fewer than all is no row's)
+        out["heads_runs"] = grouped.heads_kept.count()
     out.insert(0, "runs", grouped.size())
     out.insert(1, "seeds", grouped.seed.apply(lambda s: ",".join(str(int(v)) for v in sorted(s.dropna()))))
     return out.reset_index()
@@ -176,11 +181,12 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                 row["kMACs/example"] = "-" if pd.isna(r.sparse_macs_mean) else f"{r.sparse_macs_mean / 1e3:.1f}"
             if "kept_architecture" in agg:  # the structured literature's view: the units left (mean over seeds)
                 row["units kept"] = r.kept_architecture if isinstance(r.kept_architecture, str) else "-"
-                if "heads_kept_mean" in agg:  # of every attention's heads
-                    kept = _cell(r.heads_kept_mean, r.heads_kept_std, digits=1)
-                    row["heads kept"] = "-" if pd.isna(r.heads_kept_mean) else f"{kept} of {r.heads_mean:.0f}"
                 if "compact_macs_mean" in agg:
                     row["compact kMACs"] = "-" if pd.isna(r.compact_macs_mean) else f"{r.compact_macs_mean / 1e3:.1f}"
+            if "heads_kept_mean" in agg:  # of every attention's heads
+                kept = _cell(r.heads_kept_mean, r.heads_kept_std, digits=1)
+                row["heads kept"] = ("-" if pd.isna(r.heads_kept_mean) or r.heads_runs < r.runs
+                                     else f"{kept} of {r.heads_mean:.0f}")
             for c in layers:
                 row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
             if with_paper:

@@ -1,4 +1,5 @@
-"""Evaluation with the sparsity mask applied (the authors' code forgot it; see REFERENCE.md), and per-layer sparsity.
+"""Evaluation with the sparsity mask applied (the authors' code, dlej/adaptive-dropout, leaves it out), and per-layer
+sparsity.
 
 Both use each layer's effective weight (masks and deterministic gates folded in), computed once per evaluation: a
 weight counts as nonzero exactly when it is nonzero there, which is also what weights.npz holds.
@@ -6,6 +7,8 @@ weight counts as nonzero exactly when it is nonzero there, which is also what we
 from __future__ import annotations
 
 import torch
+
+from adrop.methods.sparse_parameter import units_kept
 
 from .tasks import Classification
 
@@ -81,16 +84,8 @@ def kept_units(network, state: dict):
                                        for n in network.names}, image)
         return [(w.shape[1], weights[n].shape[1], w.shape[0], weights[n].shape[0])
                 for n, (w, _) in zip(network.names, kept.layers)], kept
-    out = []
-    for n in network.names:
-        nonzero = weights[n] != 0
-        if nonzero.dim() < 2:  # a vector (a token's scale, say): each entry both
-            out.append((int(nonzero.sum()), len(nonzero), int(nonzero.sum()), len(nonzero)))
-            continue
-        inputs = nonzero.transpose(0, 1).reshape(nonzero.shape[1], -1).any(1)
-        outputs = nonzero.reshape(nonzero.shape[0], -1).any(1)
-        out.append((int(inputs.sum()), len(inputs), int(outputs.sum()), len(outputs)))
-    return out, None
+    return [units_kept(weights[n] != 0, getattr(layer, "inputs_first", False))
+            for n, layer in zip(network.names, network.layers)], None
 
 
 def unmasked_errors(cfg, task, predict, weights, data) -> tuple[float, float] | None:

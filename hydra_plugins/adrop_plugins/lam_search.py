@@ -99,8 +99,6 @@ def without(combo: list[str], keys: tuple[str, ...]) -> list[str]:
     return [o for o in combo if o.split("=", 1)[0].lstrip("+~") not in keys]
 
 
-
-
 def same_runs(combination: str, combo: list[str]) -> bool:
     """Whether an earlier search's combination (its search.csv's text) trains what `combo` does."""
     return set(without(combination.split(), NOT_A_RESULT)) == set(without(combo, NOT_A_RESULT))
