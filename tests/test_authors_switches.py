@@ -290,7 +290,7 @@ def test_unmasked_keeps_the_masks_and_gates_a_method_trains_with(synthetic, tmp_
 
 @pytest.mark.slow
 def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tmp_path):
-    """scripts/recount_keep_rule.py on a run counted with the authors' rule gives the paper-rule run's own numbers
+    """scripts/tools/recount_keep_rule.py on a run counted with the authors' rule gives the paper-rule run's own numbers
     (the same training), and on the paper-rule run its own numbers back."""
     import subprocess
     import sys
@@ -306,7 +306,7 @@ def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tm
         run_files.write_config(tmp_path / name, cfg, {}, [])  # what the command writes: how a reader finds the data
     s_paper, s_authors = summaries["paper"], summaries["authors"]
     assert s_authors["nonzero"] > s_paper["nonzero"]  # else the recount below would prove nothing
-    script = Path(__file__).resolve().parents[1] / "scripts" / "recount_keep_rule.py"
+    script = Path(__file__).resolve().parents[1] / "scripts" / "tools" / "recount_keep_rule.py"
     out = subprocess.run([sys.executable, str(script), str(tmp_path / "authors"), str(tmp_path / "paper")],
                          capture_output=True, text=True, check=True).stdout.splitlines()
     rows = [line.split() for line in out[1:]]

@@ -1,4 +1,5 @@
-"""scripts/bench_authors.py: the notebook cells it reads, its refusals, and its adrop contenders on a tiny epoch."""
+"""scripts/benchmarks/bench_authors.py: the notebook cells it reads, its refusals, and its adrop contenders on a tiny
+epoch."""
 import importlib.util
 import json
 import subprocess
@@ -9,7 +10,7 @@ import pytest
 
 from conftest import DATA, ROOT, needs_mnist
 
-SCRIPT = ROOT / "scripts" / "bench_authors.py"
+SCRIPT = ROOT / "scripts" / "benchmarks" / "bench_authors.py"
 sys.path.insert(0, str(SCRIPT.parent))  # the script imports bench_train beside it
 spec = importlib.util.spec_from_file_location("bench_authors", SCRIPT)
 bench_authors = importlib.util.module_from_spec(spec)

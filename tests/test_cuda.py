@@ -1,5 +1,5 @@
-"""The CUDA path against the CPU reference, run where there is a GPU (skipped elsewhere; scripts/gpu_checks.sh runs
-them on a lent GPU machine). Not bitwise (other kernels, other reduction orders): every method with its noise held
+"""The CUDA path against the CPU reference, run where there is a GPU (skipped elsewhere; scripts/tools/gpu_checks.sh
+runs them on a lent GPU machine). Not bitwise (other kernels, other reduction orders): every method with its noise held
 fixed ends where its CPU run ends as far as float32 rounding allows after the first steps (test_stacked.assert_follows),
 a stack on the GPU follows its single GPU runs, and a conv net trains there."""
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "lam_search_replay.py"
+SCRIPT = ROOT / "scripts" / "studies" / "lam_search_replay.py"
 spec = importlib.util.spec_from_file_location("lam_search_replay", SCRIPT)
 replay_script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(replay_script)

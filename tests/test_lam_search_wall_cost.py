@@ -1,11 +1,11 @@
-"""scripts/lam_search_wall_cost.py: a search's busiest worker's epochs per round, scaled by the epoch ratio."""
+"""scripts/studies/lam_search_wall_cost.py: a search's busiest worker's epochs per round, scaled by the epoch ratio."""
 import csv
 import importlib.util
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lam_search_wall_cost.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "lam_search_wall_cost.py"
 spec = importlib.util.spec_from_file_location("lam_search_wall_cost", SCRIPT)
 wall = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(wall)

@@ -1,5 +1,5 @@
-"""scripts/matched_sparsity.sh end to end on 1,024 MNIST examples: the search on seed 0, seeds 1 and 2 at the lam of
-its full run closest to the target, the report and search tables in RESULTS; magnitude pruning at the target
+"""scripts/reproduce/matched_sparsity.sh end to end on 1,024 MNIST examples: the search on seed 0, seeds 1 and 2 at the
+lam of its full run closest to the target, the report and search tables in RESULTS; magnitude pruning at the target
 directly."""
 import csv
 import os
@@ -22,8 +22,9 @@ def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
            "DATA": str(DATA), "EPOCHS": "10", "TARGET": "0.3", "SWEEP_DIR": str(tmp_path / "sweep"),
            "RESULTS": str(tmp_path / "results"), **env}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run(["bash", str(ROOT / "scripts" / "matched_sparsity.sh"), *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    script = ROOT / "scripts" / "reproduce" / "matched_sparsity.sh"
+    return subprocess.run(["bash", str(script), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""scripts/matched_table.py: which runs make a method's row, and its statistics, from committed CSVs."""
+"""scripts/tools/matched_table.py: which runs make a method's row, and its statistics, from committed CSVs."""
 import importlib.util
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "matched_table.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "tools" / "matched_table.py"
 spec = importlib.util.spec_from_file_location("matched_table", SCRIPT)
 matched_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(matched_table)

@@ -1,6 +1,6 @@
 """structure=neuron: every method's group form keeps or drops whole units (a Linear layer's input units, a Conv2d
 layer's filters), stacks follow their single runs, the unit-noise products are each configuration's own, and
-structure=weight is untouched (its bitwise reference: tests/test_stacked.py and scripts/fingerprint.py)."""
+structure=weight is untouched (its bitwise reference: tests/test_stacked.py and scripts/tools/fingerprint.py)."""
 import math
 
 import numpy as np

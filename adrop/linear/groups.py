@@ -72,7 +72,7 @@ class Groups:
 def planted_groups(n: int = 150, sizes=(3,) * 10 + (5,) * 4, noise: float = 0.1, seed: int = 0):
     """(Problem, Groups): Gaussian columns made orthonormal per group, y from the first group's columns (weights 1,
     -0.5, 0.8) and those of the first group of five (columns 30-34, 0.7 each), plus Gaussian noise: what
-    tests/test_linear_groups.py and scripts/group_duality.py use."""
+    tests/test_linear_groups.py and scripts/reproduce/group_duality.py use."""
     from .problem import Problem
 
     rng = np.random.default_rng(seed)

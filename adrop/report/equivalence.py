@@ -2,7 +2,7 @@
 tests) and the overlap of the weights each keeps, per layer.
 
     adrop report --equivalence logsum SWEEP [SWEEP ...] [--margin 0.001] [--out FOLDER] [--pool EARLIER_OUT ...]
-    python scripts/equivalence.py SWEEP [SWEEP ...] --reference logsum ...     (the same, as the result pages run it)
+    python -m adrop.report.equivalence SWEEP [SWEEP ...] --reference logsum ...   (the same; no --out: no files)
 
 Every completed run under the SWEEPs is grouped by its report label (adrop.report.collect.labels: the method and
 what tells its runs apart). The group named by --reference (a label, or a method with one group) is compared with

@@ -28,11 +28,11 @@ from .runtime import Interrupted, device_type, interruption, sigterm_stops_train
 from .settings import TrainError, resolve, stack_key
 
 log = logging.getLogger("adrop.train")
-# The default stack size on a CPU, per method (scripts/bench_stacked.py, docs/results/stacked_speed.md): a stack shares
-# the matrix products' overhead but multiplies the working set of every per-weight pass, which then leaves the caches;
-# so stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack per core;
-# magnitude pruning and fixed_mask, dense plus a gradient mask, 1.57x), stacks of one for the rest. On a GPU, where a
-# LeNet-300-100 step is mostly launch overhead, GPU_STACK: an expectation, not measured.
+# The default stack size on a CPU, per method (scripts/benchmarks/bench_stacked.py, docs/results/stacked_speed.md): a
+# stack shares the matrix products' overhead but multiplies the working set of every per-weight pass, which then leaves
+# the caches; so stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack
+# per core; magnitude pruning and fixed_mask, dense plus a gradient mask, 1.57x), stacks of one for the rest. On a GPU,
+# where a LeNet-300-100 step is mostly launch overhead, GPU_STACK: an expectation, not measured.
 CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4}
 GPU_STACK = 64
 IN_WORKER: list = []  # not empty in a worker process of the launcher (start_worker)

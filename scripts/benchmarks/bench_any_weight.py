@@ -1,7 +1,7 @@
 """Benchmark: adrop's own Linear layers (SparseLinear) against the generic parametrization (SparseParameter) on the
 same LeNet-300-100, per training step, for the methods whose forward differs most.
 
-    python scripts/bench_any_weight.py [--threads 1] [--rounds 5] [--steps 100]
+    python scripts/benchmarks/bench_any_weight.py [--threads 1] [--rounds 5] [--steps 100]
 
 Both contenders train an nn.Sequential 784-300-100-10 with adrop.sparsify's machinery in one process, alternating,
 on the same random batches of 128 (MNIST's shape; the time of a step does not depend on the data's values):

@@ -1,7 +1,7 @@
 """Benchmark: seconds per training epoch of adrop against the paper authors' own code and Sparse VD's loop.
 
-    python scripts/bench_authors.py --authors-dir DIR --svdo-dir DIR [--data ../shared/data] [--threads 1] [--rounds 3]
-                                    [--feed notebook|tensors|both]
+    python scripts/benchmarks/bench_authors.py --authors-dir DIR --svdo-dir DIR [--data ../shared/data] [--threads 1]
+                                               [--rounds 3] [--feed notebook|tensors|both]
 
 --authors-dir is a checkout of dlej/adaptive-dropout, --svdo-dir one of senya-ashukha/sparse-vd-pytorch; neither is
 part of adrop (their code is read from there at run time). Without them only adrop's contenders run.
@@ -51,7 +51,7 @@ from torch.utils.data import Subset, TensorDataset
 from adrop.train.data import validation_split
 from adrop.train.settings import TrainError
 
-from bench_train import adrop_run  # scripts/ is on the path when this file runs
+from bench_train import adrop_run  # this file's folder (scripts/benchmarks/) is on the path when it runs
 
 BATCH = 128
 AUTHORS_SETTING = {"logsum": "LogSum", "vardrop_lr_ar": "VariationalDropout"}  # adrop's method: the notebook's name

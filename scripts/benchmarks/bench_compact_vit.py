@@ -1,7 +1,7 @@
 """Benchmark: a ViT without half its attention heads (adrop.heads.compact_heads) against the dense ViT, in
 onnxruntime, at batch 1 and 64.
 
-    python scripts/bench_compact_vit.py [--threads 1] [--rounds 7] [--calls 200] [--patch 4] [--units 0]
+    python scripts/benchmarks/bench_compact_vit.py [--threads 1] [--rounds 7] [--calls 200] [--patch 4] [--units 0]
 
 The ViT: MNIST-sized inputs (1 x 28 x 28) in 49 patches of 4 x 4 and a class token (50 tokens; --patch 2: 196
 patches and a class token, the 197 tokens of ViT-B/16 at 224 x 224), dim 64, 8 heads, 4 of torch's

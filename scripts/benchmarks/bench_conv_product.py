@@ -1,7 +1,7 @@
 """Benchmark: a stack's convolution product, one grouped convolution (what SparseConv2d does) against one
 convolution per configuration, concatenated; forward and backward at LeNet-5's two shapes, batch 128.
 
-    python scripts/bench_conv_product.py [--ks 1,4,16] [--threads 1] [--device cpu|cuda] [--rounds 5]
+    python scripts/benchmarks/bench_conv_product.py [--ks 1,4,16] [--threads 1] [--device cpu|cuda] [--rounds 5]
 
 Prints milliseconds per step for each and their ratio (above 1: grouped is faster), and per configuration, so that
 what stacking a conv net saves (or not) on this device reads off the last column.

@@ -1,6 +1,6 @@
 """Benchmark: what `hydra/sweeper=lam_search` costs to find lam for a target nonzero fraction, in single runs' time.
 
-    python scripts/bench_lam_search.py [--data ../shared/data] [--epochs 10] [--target 0.02] [--methods a,b]
+    python scripts/benchmarks/bench_lam_search.py [--data ../shared/data] [--epochs 10] [--target 0.02] [--methods a,b]
         [--out bench_lam_search.csv] [-- extra overrides for both contenders]
 
 Per method, side by side in one run of this script, each a new `adrop train` process timed from start to exit:
@@ -12,7 +12,7 @@ both in `experiment=paper_lenet300` with `epochs=E` on MNIST. Printed per method
 closest to the target and whether it is within the tolerance (5%, relative), which the search's exit code says.
 Also per method: the mean seconds of an epoch after the first (whose compilation and warm-up belong to start-up) of
 the single run and of the search's full runs (one thread each, side by side), and their ratio, which
-scripts/lam_search_wall_cost.py scales to longer searches.
+scripts/studies/lam_search_wall_cost.py scales to longer searches.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from hydra_plugins.adrop_plugins.search_table import SEARCH_CSV
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METHODS = ("logsum", "eta_trick", "adaprox", "adatikhonov", "adaptive_dropout", "vardrop", "vardrop_lr",
            "vardrop_lr_ar", "hard_concrete", "magnitude_pruning")
 

@@ -1,6 +1,6 @@
 """Benchmark: IRLS against scikit-learn's Lasso on the same problem, n = 1000, d = 5000, side by side in one run.
 
-    python scripts/bench_linear.py [--repeat 3]
+    python scripts/benchmarks/bench_linear.py [--repeat 3]
 
 For each penalty the lab covers, prints the CPU seconds (process time, all threads) and wall seconds of
 `fit(..., solver="irls")` to relative change 1e-8 from its default start, the iterations, the nonzeros, and the ratio

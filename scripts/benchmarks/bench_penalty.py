@@ -1,6 +1,6 @@
 """Benchmark: how long Figure 1 takes, and what tabulating the expensive 1-D integral buys.
 
-    python scripts/bench_penalty.py
+    python scripts/benchmarks/bench_penalty.py
 
 Prints (1) the wall time of `adrop penalty --plot`'s work (curves for both panels, then drawing), cold (the Dawson
 table built) and warm, and (2) side by side in this one run: variational dropout's Omega at the same points with f

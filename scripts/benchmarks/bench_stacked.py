@@ -1,9 +1,9 @@
 """Benchmark: a sweep of K configurations run as K separate runs, as one stack, and several runs or stacks at once.
 
-    python scripts/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
-                                    [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
-                                    [--model lenet_300_100|lenet5] [--compile] [--previous REV]
-                                    [--model custom --target plain_networks.lenet_300_100]
+    python scripts/benchmarks/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
+                                               [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
+                                               [--model lenet_300_100|lenet5] [--compile] [--previous REV]
+                                               [--model custom --target plain_networks.lenet_300_100]
 
 For each method at batch 128, seconds per configuration-epoch (a training epoch of one configuration, evaluation
 left out) of:
@@ -20,10 +20,11 @@ training slice is the first --train-limit MNIST examples (the per-epoch times sc
 K = 1 and each K of --ks, the same stacks with compile=true (`stack K compiled`, `K x N compiled`: the loss, and
 Adam's update fused with the method's after_step, traced by torch.compile; its compilation in the warm-up epoch). A
 stack of conv nets (--model lenet5) computes each convolution as one grouped convolution (groups = K). --model custom
---target <module.Class> measures a user's network (scripts/plain_networks.py holds LeNet-300-100 as an nn.Sequential).
+--target <module.Class> measures a user's network (scripts/benchmarks/plain_networks.py holds LeNet-300-100 as an
+nn.Sequential).
 With --previous REV every contender is also measured with the code of commit REV (a git worktree of it,
-scripts/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run of
-that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
+scripts/benchmarks/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run
+of that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
 """
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-import previous_tree  # noqa: E402  (scripts/ is on the path when this file runs)
+ROOT = Path(__file__).resolve().parents[2]
+import previous_tree  # noqa: E402  (this file's folder, scripts/benchmarks/, is on the path when it runs)
 
 
 def measure(args) -> dict:

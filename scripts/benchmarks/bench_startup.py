@@ -1,6 +1,6 @@
 """Benchmark: what a command costs before it does its work (start-up), against the targets a newcomer expects.
 
-    python scripts/bench_startup.py [--data ../shared/data] [--repeat 3]
+    python scripts/benchmarks/bench_startup.py [--data ../shared/data] [--repeat 3]
 
 Each contender runs as the user runs it, a new process each time (the median of --repeat, after one warm-up so that
 the file system's cache is warm), in one run of this script:
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TARGETS = {"adrop --help": 1.0, "adrop train --help": 1.0, "job fixed cost": 3.0, "adrop export": 5.0}
 
 

@@ -1,8 +1,8 @@
 """Benchmark: seconds per training epoch of every `adrop train` method against the usual PyTorch loop.
 
-    python scripts/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3] [--model lenet5]
+    python scripts/benchmarks/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3] [--model lenet5]
 
-    python scripts/bench_train.py --previous e144b81   (also the engines of an earlier commit, side by side)
+    python scripts/benchmarks/bench_train.py --previous e144b81  (also the engines of an earlier commit, side by side)
 
 Contenders, all at batch 128 on the same 48k MNIST training split and device, alternating (one epoch each per round,
 after a warm-up epoch each), median over rounds:
@@ -16,8 +16,9 @@ after a warm-up epoch each), median over rounds:
                <m>` (adrop.train.stacked.StackedRun of one configuration); from the one engine on, `previous <m>`
   matmuls only the epoch's matrix products alone (the shapes of a dense step's forward and backward, 375 times): the
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
-With --custom, each method also trains LeNet-300-100 written as a user's plain module (scripts/plain_networks.py, an
-nn.Sequential of Linear and ReLU) through `model=custom` (`adrop <m> (user module)`), beside the built-in network.
+With --custom, each method also trains LeNet-300-100 written as a user's plain module
+(scripts/benchmarks/plain_networks.py, an nn.Sequential of Linear and ReLU) through `model=custom` (`adrop <m> (user
+module)`), beside the built-in network.
 With --library, each method also trains in a user's own loop with adrop.sparsify (`library <m>`: the network as a
 plain module, the engine's data on the device, torch.optim.Adam fused, LambdaLR per step), and the time of
 adrop.sparsify itself is printed.
@@ -47,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import previous_tree  # scripts/ is on the path when this file runs
+import previous_tree  # this file's folder (scripts/benchmarks/) is on the path when it runs
 import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_module

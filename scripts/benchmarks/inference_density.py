@@ -1,8 +1,8 @@
 """Where sparsity stops paying at inference: LeNet-300-100 pruned to a range of densities, each benchmarked.
 
-    python scripts/inference_density.py [--data ../shared/data] [--densities 0.5,0.2,0.1,0.05,0.02,0.013]
-                                        [--epochs 3] [--seconds 0.5] [--folder outputs/inference_density]
-    python scripts/inference_density.py --runs RUN_DIR [RUN_DIR ...] [--seconds 1.0]
+    python scripts/benchmarks/inference_density.py [--data ../shared/data] [--densities 0.5,0.2,0.1,0.05,0.02,0.013]
+                                                   [--epochs 3] [--seconds 0.5] [--folder outputs/inference_density]
+    python scripts/benchmarks/inference_density.py --runs RUN_DIR [RUN_DIR ...] [--seconds 1.0]
 
 
 For each density d: `adrop train method=magnitude_pruning method.params.final_sparsity=1-d` (one global threshold,

@@ -1,5 +1,6 @@
 """Networks written as a user writes them (plain torch.nn, nothing of adrop), for the benchmarks of `model=custom`:
-scripts/ is on the path when a benchmark runs, so `model._target_=plain_networks.lenet_300_100` finds them."""
+scripts/benchmarks/ is on the path when a benchmark there runs, so `model._target_=plain_networks.lenet_300_100` finds
+them."""
 import math
 
 from torch import nn

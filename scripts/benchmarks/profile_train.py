@@ -1,6 +1,6 @@
 """Where one training epoch spends its time: torch.profiler over one epoch of `adrop train method=<m>`.
 
-    python scripts/profile_train.py dense --data ../shared/data [--rows 15]
+    python scripts/benchmarks/profile_train.py dense --data ../shared/data [--rows 15]
 
 Prints the time of two plain epochs (the first warms up), then the profiler's table for a third, sorted by self time.
 """

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Does the paper's duality hold on a deep network (issue 16)? Adaptive dropout itself (method=adaptive_dropout:
 # Algorithm 1 with real masks, keep probability eta_hat / (eta_hat + lam) from LogSum(2)) beside the deterministic
-# methods it is dual to (logsum, adatikhonov, adaprox: scripts/reproduce_paper.sh runs those, and adaptive_dropout's
-# default row), in the paper's LeNet-300-100 setting at 200 epochs, 3 seeds: Bernoulli and Gaussian masks, with and
-# without the additive reparameterisation. Then adaptive dropout with the calculus's other penalties in place of
-# LogSum(2) (Bernoulli, additive; MCP, SCAD, l1 and the VarDrop dual at their defaults; PENALTY_SEEDS, default seed 0).
-# Then the paper's remark that VarDrop run for 1000 epochs reaches about 0.1 nonzero (one seed). Then one report over
-# the parts that exist. Every part is resumable: rerun the same command (finished runs are skipped).
+# methods it is dual to (logsum, adatikhonov, adaprox: scripts/reproduce/reproduce_paper.sh runs those, and
+# adaptive_dropout's default row), in the paper's LeNet-300-100 setting at 200 epochs, 3 seeds: Bernoulli and Gaussian
+# masks, with and without the additive reparameterisation. Then adaptive dropout with the calculus's other penalties in
+# place of LogSum(2) (Bernoulli, additive; MCP, SCAD, l1 and the VarDrop dual at their defaults; PENALTY_SEEDS, default
+# seed 0). Then the paper's remark that VarDrop run for 1000 epochs reaches about 0.1 nonzero (one seed). Then one
+# report over the parts that exist. Every part is resumable: rerun the same command (finished runs are skipped).
 #
 #   PARTS=masks,penalties (or vardrop) runs only those parts, so two commands can share the cores.
 #
-#   DATA=../shared/data scripts/deep_duality.sh                       (set OMP_NUM_THREADS=1 on a CPU: the stacked
+#   DATA=../shared/data scripts/reproduce/deep_duality.sh             (set OMP_NUM_THREADS=1 on a CPU: the stacked
 #                                                                      launcher trains one stack per core)
-#   EPOCHS=1 LONG_EPOCHS=2 DATA=../shared/data scripts/deep_duality.sh data.train_limit=512   (a smoke test)
+#   EPOCHS=1 LONG_EPOCHS=2 DATA=../shared/data scripts/reproduce/deep_duality.sh data.train_limit=512  (a smoke test)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/deep_duality_e$EPOCHS)/{adaptive_dropout,vardrop_e$LONG_EPOCHS}/ and
 # the report in ${SWEEP_DIR}/report (or REPORT_DIR; never over an earlier one).

@@ -1,7 +1,7 @@
 """The group duality on linear regression, measured (docs/results/structured.md): the numbers behind
 tests/test_linear_groups.py's assertions, printed.
 
-    python scripts/group_duality.py
+    python scripts/reproduce/group_duality.py
 
 On 150 samples with 14 orthonormal groups (ten of 3 columns, four of 5; two groups carry the signal, noise 0.1):
 - the group lasso (lam 0.05) by group IRLS (the eta-trick, one eta per group) against skglm's GroupBCD

@@ -1,7 +1,7 @@
 """The linear-regression duality, measured: dropout is Tikhonov (eq. 4), and Theorem 1 (adaptive dropout reaches the
 solution of its effective penalty's regularised ERM problem).
 
-    python scripts/linear_duality.py [--out DIR] [--iterations 100000]
+    python scripts/reproduce/linear_duality.py [--out DIR] [--iterations 100000]
 
 Writes into DIR (default: a new folder under outputs/linear_duality/), never over existing files:
   tikhonov.csv / .md      Monte Carlo estimate of E_s L(s * w) with a 99% interval, against the closed form

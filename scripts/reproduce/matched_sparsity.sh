@@ -3,16 +3,17 @@
 # 5%) with hydra/sweeper=lam_search on seed 0 in the paper's LeNet-300-100 setting (short rounds of a tenth of the
 # epochs, then full ones), then seeds 1 and 2 trained at the lam found. Magnitude pruning takes the target directly.
 #
-#   DATA=../shared/data scripts/matched_sparsity.sh                       all methods, target 0.02, 200 epochs
-#   METHODS="logsum adaprox" TARGET=0.05 DATA=../shared/data scripts/matched_sparsity.sh hydra.launcher.n_jobs=1
-#   EPOCHS=10 DATA=../shared/data scripts/matched_sparsity.sh             (arguments go to every adrop train)
+#   DATA=../shared/data scripts/reproduce/matched_sparsity.sh             all methods, target 0.02, 200 epochs
+#   METHODS="logsum adaprox" TARGET=0.05 DATA=../shared/data scripts/reproduce/matched_sparsity.sh \
+#     hydra.launcher.n_jobs=1
+#   EPOCHS=10 DATA=../shared/data scripts/reproduce/matched_sparsity.sh   (arguments go to every adrop train)
 #   SEARCH_OVERRIDES="hydra.sweeper.rounds=6" METHODS=eta_trick ...      (hydra.sweeper.* for the search only)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search (the search, its
 # search.csv) and <method>/seeds (seeds 1 and 2). An interrupted method continues where it stopped: run the same
 # command. With RESULTS set, each method's files go there as soon as its seeds finish: RESULTS/<method>/ gets
 # `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search*.csv, what
-# `python scripts/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
+# `python scripts/tools/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
 # target with seeds 1 and 2). A method whose run within tolerance errs above MAX_VAL_ERROR on validation (default 0.5:
 # a network at chance) has failed at that sparsity: its search exits 1 and no seeds train. A search that did not land
 # is reported to RESULTS/<method> all the same (with a file search_missed), and again once a rerun lands.

@@ -6,14 +6,17 @@
 # Sparse VD's budget); then 10 epochs of fine-tuning what each of the two *_sparser runs kept
 # (experiment=finetune_kept_weights: the points that beat Sparse VD in docs/results/beyond_the_paper.md); then one report of everything.
 #
-#   scripts/reproduce_paper.sh                      200 epochs, seeds 0, 1, 2, the stacked launcher (a GPU stacks the
+#   scripts/reproduce/reproduce_paper.sh            200 epochs, seeds 0, 1, 2, the stacked launcher (a GPU stacks the
 #                                                   seeds of a row; a CPU runs one stack per core, of the method's
 #                                                   measured size; add compile=true on a CPU: docs/results/stacked_speed.md)
-#   EPOCHS=40 DATA=../shared/data scripts/reproduce_paper.sh
-#   SEEDS=0 LAUNCHER=joblib scripts/reproduce_paper.sh   (one seed, single runs in parallel)
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce_paper.sh data.train_limit=512   (arguments go to adrop train)
-#   PAPER_ONLY=1 scripts/reproduce_paper.sh          only the paper's sweep and its report (scripts/gpu_checks.sh paper)
-#   PAPER_ONLY=1 METHODS=logsum,adaprox scripts/reproduce_paper.sh   some of its rows (two such commands with other
+#   EPOCHS=40 DATA=../shared/data scripts/reproduce/reproduce_paper.sh
+#   SEEDS=0 LAUNCHER=joblib scripts/reproduce/reproduce_paper.sh  (one seed, single runs in parallel)
+#   EPOCHS=1 DATA=../shared/data scripts/reproduce/reproduce_paper.sh data.train_limit=512
+#                                                   (arguments go to adrop train)
+#   PAPER_ONLY=1 scripts/reproduce/reproduce_paper.sh  only the paper's sweep and its report
+#                                                   (scripts/tools/gpu_checks.sh paper)
+#   PAPER_ONLY=1 METHODS=logsum,adaprox scripts/reproduce/reproduce_paper.sh
+#                                                   some of its rows (two such commands with other
 #                                                   METHODS can share the sweep folder: each holds only its own jobs)
 #
 # Writes: $SWEEP_DIR (default outputs/multirun/paper_lenet300_e$EPOCHS), one folder per method and seed;

@@ -2,7 +2,7 @@
 modules, concatenated in that order. The text depends on the Python version (printed, with the file's sha256), so a
 result names both; rebuild it with the same version to get the same bytes:
 
-    python scripts/stdlib_corpus.py data/stdlib.txt
+    python scripts/reproduce/stdlib_corpus.py data/stdlib.txt
     adrop train experiment=gpt_tiny_text dataset.path=data/stdlib.txt
 """
 from __future__ import annotations

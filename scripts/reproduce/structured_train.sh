@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # structure=neuron at 200 epochs (docs/results/structured.md): for each method given, its lam grid as one stack
 # (hydra/launcher=stacked) and seed(s) SEEDS (default 0); magnitude pruning's grid is its final_sparsity per layer (a
-# stack of one each). MODEL: lenet_300_100 (default) or lenet5 (LeNet-5-Caffe), on MNIST, Adam, batch 128. The
-# eta-hat methods and adaptive dropout train at lr 1e-3 (30-epoch runs at the paper's 1e-4 erred 3.3% or more
-# wherever they pruned: scripts/structured_choose.sh). Every run resumes from its checkpoint: rerun the same command.
+# stack of one each). MODEL: lenet_300_100 (default) or lenet5 (LeNet-5-Caffe), on MNIST, Adam, batch 128. The eta-hat
+# methods and adaptive dropout train at lr 1e-3 (30-epoch runs at the paper's 1e-4 erred 3.3% or more wherever they
+# pruned: scripts/reproduce/structured_choose.sh). Every run resumes from its checkpoint: rerun the same command.
 #
-#   DATA=../shared/data scripts/structured_train.sh adaprox logsum ...            (the grids, seed 0)
-#   SEEDS=1,2 GRID_adaprox=1e-4 DATA=../shared/data scripts/structured_train.sh adaprox   (more seeds at one lam)
-#   MODEL=lenet5 EPOCHS=30 GRID_adaprox=1e-4,3e-4 DATA=../shared/data scripts/structured_train.sh adaprox
-#   EPOCHS=1 DATA=../shared/data scripts/structured_train.sh adaprox -- data.train_limit=512  (a smoke test)
+#   DATA=../shared/data scripts/reproduce/structured_train.sh adaprox logsum ...  (the grids, seed 0)
+#   SEEDS=1,2 GRID_adaprox=1e-4 DATA=../shared/data scripts/reproduce/structured_train.sh adaprox  (more seeds, one lam)
+#   MODEL=lenet5 EPOCHS=30 GRID_adaprox=1e-4,3e-4 DATA=../shared/data scripts/reproduce/structured_train.sh adaprox
+#   EPOCHS=1 DATA=../shared/data scripts/reproduce/structured_train.sh adaprox -- data.train_limit=512  (a smoke test)
 #
 # Writes ${OUT} (default outputs/structured_lenet300, or outputs/structured_${MODEL}_e${EPOCHS} for another model)
 # /<method>/<overrides>/.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The ViT-tiny results (docs/results/vit_tiny.md): MNIST (its first 12,000 training images), 10 epochs.
-#   DATA=../shared/data scripts/vit_tiny_results.sh       (a rerun continues: finished runs are replayed, not trained)
+#   DATA=../shared/data scripts/reproduce/vit_tiny_results.sh  (a rerun continues: finished runs are replayed, not
+#                                                              trained)
 # 1. dense, seeds 0-2: the reference;
 # 2. five methods at one matched sparsity (10% of the weights), lam searched on seed 0, then seeds 1 and 2 at its lam;
 # 3. the duality as an equivalence: adaptive dropout against its dual penalty LogSum at one lam, seeds 0-4 paired;

@@ -1,18 +1,19 @@
 """lam_search's rounds replayed against measured curves: where would a search land, round by round, under a rule?
 
-    python scripts/lam_search_replay.py docs/results_matched_0.02/* [--target 0.02] [--full-over-short 0.4,0.8 ...]
-    python scripts/lam_search_replay.py docs/results/speed/bench_lam_search_a46ef5f/*.csv
-    python scripts/lam_search_replay.py docs/results_matched_0.02/* --beyond-slope 0.5 1 1.5
+    python scripts/studies/lam_search_replay.py docs/results_matched_0.02/* [--target 0.02]
+        [--full-over-short 0.4,0.8 ...]
+    python scripts/studies/lam_search_replay.py docs/results/speed/bench_lam_search_a46ef5f/*.csv
+    python scripts/studies/lam_search_replay.py docs/results_matched_0.02/* --beyond-slope 0.5 1 1.5
 
-Each folder holds a method's search tables (search*.csv, from `scripts/matched_sparsity.sh`), or each file is one:
-one combination, searched with short and full runs. Its completed runs (reused ones too) are its curves: the short
+Each folder holds a method's search tables (search*.csv, from `scripts/reproduce/matched_sparsity.sh`), or each file is
+one: one combination, searched with short and full runs. Its completed runs (reused ones too) are its curves: the short
 runs' nonzero fraction against lam, and the full runs'. The replay runs the sweeper's own `round_jobs` round after
 round; a proposed lam's nonzero fraction is read off the measured curve of its phase, linearly in log nonzero against
-log lam between measured points, and beyond them along the secant of all of them, its slope times `--beyond-slope`
-(a replay is as good as the curve there: a lam outside the measured points is a guess, marked, and the factor shows
-how much the answer leans on it). Prints, per method, spread of the first full round (FULL_OVER_SHORT) and factor,
-the round that lands within tolerance, the runs, the full runs' lams and what each kept, and how far outside the
-measured range any proposed lam lay.
+log lam between measured points, and beyond them along the secant of all of them, its slope times `--beyond-slope` (a
+replay is as good as the curve there: a lam outside the measured points is a guess, marked, and the factor shows how
+much the answer leans on it). Prints, per method, spread of the first full round (FULL_OVER_SHORT) and factor, the round
+that lands within tolerance, the runs, the full runs' lams and what each kept, and how far outside the measured range
+any proposed lam lay.
 """
 import argparse
 import importlib

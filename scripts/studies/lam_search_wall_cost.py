@@ -1,11 +1,12 @@
 """A lam search's wall time in single runs' wall time, at any length, from its table and a benchmark's epoch ratio.
 
-    python scripts/lam_search_wall_cost.py --bench BENCH.csv [--bench BENCH2.csv ...] [--workers 2] TABLE [TABLE ...]
+    python scripts/studies/lam_search_wall_cost.py --bench BENCH.csv [--bench BENCH2.csv ...] [--workers 2]
+        TABLE [TABLE ...]
 
 TABLE is a search table (search.csv) or a sweep folder holding them (search.csv, search.2.csv, ...: each run counted
-once, in the command that first trained it); BENCH.csv is scripts/bench_lam_search.py's output, whose epoch_ratio
-per method is a search's full run's mean epoch (one thread, beside the other worker's run) over a single run's (the
-basic launcher, every core), measured one after the other. The machine's speed drifts over minutes, so one
+once, in the command that first trained it); BENCH.csv is scripts/benchmarks/bench_lam_search.py's output, whose
+epoch_ratio per method is a search's full run's mean epoch (one thread, beside the other worker's run) over a single
+run's (the basic launcher, every core), measured one after the other. The machine's speed drifts over minutes, so one
 benchmark's ratio is noisy: with several, the cost is printed as the range their ratios give.
 
 A search's rounds run one after another, and within a round the stacked launcher's workers (one per core, stacks of
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tables", nargs="+", type=Path)
     parser.add_argument("--bench", type=Path, action="append", required=True,
-                        help="scripts/bench_lam_search.py's CSV (repeat for several)")
+                        help="scripts/benchmarks/bench_lam_search.py's CSV (repeat for several)")
     parser.add_argument("--workers", type=workers_count, default=2, help="the search's workers (default: 2)")
     args = parser.parse_args(argv)
     ratios: dict[str, list[float]] = {}

@@ -1,6 +1,6 @@
 """How far apart a full round's two lams should lie: the chance that one of two runs lands within tolerance.
 
-    python scripts/lam_window_overlap.py [--tolerance 0.05] [--samples 200000]
+    python scripts/studies/lam_window_overlap.py [--tolerance 0.05] [--samples 200000]
 
 A model of lam_search's last round, in log nonzero: the guess errs by e ~ N(0, guess_error); the runs sit at +-d
 around it (d = 0.05 is two tolerance windows side by side, each run a half window from the guess; 0.025 overlaps them

@@ -1,6 +1,6 @@
 """Where VarDrop's log alpha ends: does a clamp bind at the end of training? From finished runs' checkpoints.
 
-    python scripts/log_alpha_range.py RUN_FOLDER... [--bound 10] [--out log_alpha_range.csv]
+    python scripts/studies/log_alpha_range.py RUN_FOLDER... [--bound 10] [--out log_alpha_range.csv]
 
 Per run (per-weight VarDrop, VarDrop+LR or VarDrop+LR+AR; any checkpoint whose model holds `log_alpha_param`): the
 smallest and largest log alpha parameter over all layers, the fraction of parameters beyond +-bound (where adrop's

@@ -4,8 +4,8 @@ sha256 of weights.npz's arrays (names, shapes and bytes) and of metrics.csv with
 
 A refactor that must keep the reference bit for bit runs this before and after and compares the outputs:
 
-    python scripts/fingerprint.py --data ../shared/data > before.txt   (at the old revision)
-    python scripts/fingerprint.py --data ../shared/data > after.txt && diff before.txt after.txt
+    python scripts/tools/fingerprint.py --data ../shared/data > before.txt  (at the old revision)
+    python scripts/tools/fingerprint.py --data ../shared/data > after.txt && diff before.txt after.txt
 """
 from __future__ import annotations
 

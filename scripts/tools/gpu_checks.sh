@@ -2,32 +2,34 @@
 # What a session with a lent GPU checks, in as few device calls as the 10-minute limit allows. On this machine:
 #   ../shared/gpu/prepare.sh
 # then with the device tool's `run` (carry [".gpu"]), one part per call:
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh tests        the test suite (tests/test_cuda.py runs there)
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh train        every method, 2 epochs of MNIST, device=${DEVICE}; LeNet-5 too
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench        bench_stacked (LeNet-300-100, K up to 64) and bench_train
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh bench2       compiled stacks of 64, LeNet-5 stacks, the conv product
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh once         all that fits one call of under 9 minutes (a session's 15
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh tests   the test suite (tests/test_cuda.py runs there)
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh train   every method, 2 epochs of MNIST, device=${DEVICE};
+#        LeNet-5 too
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh bench   bench_stacked (LeNet-300-100, K up to 64) and bench_train
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh bench2  compiled stacks of 64, LeNet-5 stacks, the conv product
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh once    all that fits one call of under 9 minutes (a session's 15
 #        minutes of device time): tests/test_cuda.py, every method for an epoch, LeNet-5 (per weight and structured),
 #        bench-inference, bench_stacked (dense and VarDrop+LR+AR, K = 1, 16, 64) and the suite on 12 workers (xdist),
 #        each step under its own time limit so that one slow step leaves the others their time
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh lenet5       issue #28's LeNet-5 rows: the structured forms at 200 epochs
-#        (scripts/structured_train.sh, MODEL=lenet5), each form's seeds one stack, every form's stack at once on the
-#        GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per layer at 0.8,
-#        AdaProx priced per multiply-add at 1e-5 and adaptive dropout at 5e-6 (its 30-epoch grid's 1e-5 halved), the
-#        30-epoch grids' best three by multiply-adds at about 1% error; halved because AdaProx's 200 epochs at 1e-5
-#        erred 1.06-1.10% where 30 erred 0.90%; logsum and adatikhonov at 5e-6 also known) and SEEDS (default 0,1,2). A stack of LeNet-5
-#        on an H100 is launch-bound (VarDrop+LR+AR: about 4 s an epoch of 48k examples for a stack of 4 or of 16), so
-#        one form's 200 epochs should take about 800 s (three at once: not measured): calls of LIMIT seconds, each at
-#        once after the last while the machine is warm (gpu_out/ is still there: every run resumes from its
-#        checkpoint), as far as the session's device time goes. The files but checkpoints and weights come back as $OUT/lenet5_structured.tar.gz
-#   bash .gpu/setup.sh && scripts/gpu_checks.sh paper        the paper's table with 3 seeds (reproduce_paper.sh's first
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh lenet5  issue #28's LeNet-5 rows: the structured forms at 200
+#        epochs (scripts/reproduce/structured_train.sh, MODEL=lenet5), each form's seeds one stack, every form's stack
+#        at once on the GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per
+#        layer at 0.8, AdaProx priced per multiply-add at 1e-5 and adaptive dropout at 5e-6 (its 30-epoch grid's 1e-5
+#        halved), the 30-epoch grids' best three by multiply-adds at about 1% error; halved because AdaProx's 200 epochs
+#        at 1e-5 erred 1.06-1.10% where 30 erred 0.90%; logsum and adatikhonov at 5e-6 also known) and SEEDS (default
+#        0,1,2). A stack of LeNet-5 on an H100 is launch-bound (VarDrop+LR+AR: about 4 s an epoch of 48k examples for a
+#        stack of 4 or of 16), so one form's 200 epochs should take about 800 s (three at once: not measured): calls of
+#        LIMIT seconds, each at once after the last while the machine is warm (gpu_out/ is still there: every run
+#        resumes from its checkpoint), as far as the session's device time goes. The files but checkpoints and weights
+#        come back as $OUT/lenet5_structured.tar.gz
+#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh paper   the paper's table with 3 seeds (reproduce_paper.sh's first
 #        sweep, stacks of the 3 seeds, N_JOBS stacks at once on the GPU) for LIMIT seconds (default 510); its folder
 #        gpu_out/ stays on the machine while it is warm, so the same call again resumes it; the result files (no
 #        checkpoints or weights: 16 MiB a file comes back; the report needs neither) come back as
 #        $OUT/paper_lenet300.tar.gz, with the report once every run has finished
 # Every part writes its output under $OUT (the device tool's folder that comes back), or gpu_out/ elsewhere.
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
-#   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/gpu_checks.sh train data.train_limit=256
+#   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/tools/gpu_checks.sh train data.train_limit=256
 set -u
 PART=${1:?which part: tests, train, bench, bench2, once, lenet5 or paper}
 shift
@@ -51,19 +53,21 @@ case "${PART}" in
       "hydra.run.dir=${OUT}/train/lenet5_vardrop_lr_ar" "${EXTRA[@]}" 2>&1 | tail -1
     adrop bench-inference "${OUT}/train/vardrop_lr_ar" --data "${DATA}" 2>&1 | tee "${OUT}/bench_inference.txt" ;;
   bench)
-    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 \
+    python3 scripts/benchmarks/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16,64 \
       --methods dense,logsum,vardrop_lr_ar,hard_concrete 2>&1 | tee "${OUT}/bench_stacked.txt"
-    python3 scripts/bench_train.py --device ${DEVICE} --data "${DATA}" --rounds 2 2>&1 | tee "${OUT}/bench_train.txt" ;;
+    python3 scripts/benchmarks/bench_train.py --device ${DEVICE} --data "${DATA}" --rounds 2 2>&1 \
+      | tee "${OUT}/bench_train.txt" ;;
   bench2)
-    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 64 --compile \
+    python3 scripts/benchmarks/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 64 --compile \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked_compiled.txt"
-    python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16 --model lenet5 \
+    python3 scripts/benchmarks/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,4,16 --model lenet5 \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked_lenet5.txt"
-    python3 scripts/bench_conv_product.py --device ${DEVICE} --ks 1,4,16,64 2>&1 | tee "${OUT}/bench_conv_product.txt" ;;
+    python3 scripts/benchmarks/bench_conv_product.py --device ${DEVICE} --ks 1,4,16,64 2>&1 \
+      | tee "${OUT}/bench_conv_product.txt" ;;
   paper)
     SWEEP=gpu_out/paper_lenet300_e${EPOCHS:-200}
     PAPER_ONLY=1 SEEDS=${SEEDS:-0,1,2} DATA="${DATA}" SWEEP_DIR="${SWEEP}" REPORT_DIR="${SWEEP}/report.$(date +%H%M%S)" \
-      timeout "${LIMIT:-510}" scripts/reproduce_paper.sh "device=${DEVICE}" progress=never \
+      timeout "${LIMIT:-510}" scripts/reproduce/reproduce_paper.sh "device=${DEVICE}" progress=never \
       "hydra.launcher.n_jobs=${N_JOBS:-6}" "${EXTRA[@]}" 2>&1 | tail -40 | tee "${OUT}/paper.txt"
     tar czf "${OUT}/paper_lenet300.tar.gz" --exclude=checkpoint.pt --exclude=weights.npz "${SWEEP}" ;;
   once)
@@ -72,7 +76,7 @@ case "${PART}" in
     timeout 170 "$0" train epochs=1 "${EXTRA[@]}" 2>&1 | tee "${OUT}/train.txt"
     timeout 40 adrop train model=lenet5 method=logsum structure=neuron device=${DEVICE} epochs=1 "data.root=${DATA}" \
       progress=never "hydra.run.dir=${OUT}/train/lenet5_logsum_neuron" "${EXTRA[@]}" 2>&1 | tail -1 | tee -a "${OUT}/train.txt"
-    timeout 90 python3 scripts/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,16,64 \
+    timeout 90 python3 scripts/benchmarks/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,16,64 \
       --methods dense,vardrop_lr_ar 2>&1 | tee "${OUT}/bench_stacked.txt"
     timeout 100 python3 -m pytest -v -p no:cacheprovider -n 12 2>&1 | grep -v -E "PASSED|PytestBenchmark|warner" \
       | tee "${OUT}/suite.txt" | tail -30 ;;  # -v: each failure named as it happens, before the limit cuts the summary off
@@ -82,7 +86,8 @@ case "${PART}" in
     for form in ${FORMS:-magnitude_pruning adaprox adaptive_dropout}; do
       cost=(-- lam_cost=macs); [ "${form}" = magnitude_pruning ] && cost=(--)
       env "GRID_${form}=${GRIDS[$form]:?no grid for ${form}}" MODEL=lenet5 EPOCHS=${EPOCHS:-200} SEEDS=${SEEDS:-0,1,2} \
-        OUT="${LENET5}" DATA="${DATA}" timeout "${LIMIT:-540}" scripts/structured_train.sh "${form}" "${cost[@]}" \
+        OUT="${LENET5}" DATA="${DATA}" timeout "${LIMIT:-540}" scripts/reproduce/structured_train.sh "${form}" \
+        "${cost[@]}" \
         "device=${DEVICE}" "${EXTRA[@]}" > "${OUT}/lenet5_${form}.txt" 2>&1 &  # GPU_STACK: a form's seeds, one stack
     done
     wait

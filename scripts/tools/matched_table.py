@@ -1,6 +1,7 @@
-"""Every method at one sparsity: the table of scripts/matched_sparsity.sh's results, from committed files.
+"""Every method at one sparsity: the table of scripts/reproduce/matched_sparsity.sh's results, from committed files.
 
-    python scripts/matched_table.py FOLDER [FOLDER ...] --target 0.02 [--epochs 200] [--tolerance 0.05] [--out F.csv]
+    python scripts/tools/matched_table.py FOLDER [FOLDER ...] --target 0.02 [--epochs 200] [--tolerance 0.05]
+        [--out F.csv]
 
 Each FOLDER holds one method's files: search*.csv (the lam search on seed 0, hydra/sweeper=lam_search's tables, one
 per command into its folder; their union, a run once) and results.csv (`adrop report` of the method's folder: its
