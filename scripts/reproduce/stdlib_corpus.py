@@ -27,8 +27,11 @@ def main() -> None:
         sys.exit(f"stdlib_corpus: {lib} has no {', '.join(missing)} (this Python's standard library differs)")
     text = "".join((lib / m).read_text(encoding="utf-8") for m in MODULES)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "x", encoding="utf-8", newline="") as fh:  # never over another file
-        fh.write(text)
+    try:
+        with open(args.out, "x", encoding="utf-8", newline="") as fh:  # never over another file
+            fh.write(text)
+    except FileExistsError:
+        sys.exit(f"stdlib_corpus: {args.out} exists; it is not replaced (remove it, or use it as it is)")
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
     print(f"wrote {args.out}: {len(text):,} characters from {len(MODULES)} modules of Python "
           f"{sys.version.split()[0]}; sha256 {digest}")

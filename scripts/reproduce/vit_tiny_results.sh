@@ -5,8 +5,9 @@
 # 1. dense, seeds 0-2: the reference;
 # 2. five methods at one matched sparsity (10% of the weights), lam searched on seed 0, then seeds 1 and 2 at its lam;
 # 3. the duality as an equivalence: adaptive dropout against its dual penalty LogSum at one lam, seeds 0-4 paired;
-# 4. by heads and units (structure=neuron: attention by heads, the other layers by output units), the five methods
-#    at one matched sparsity (25% of the weights), as in 2.
+# 4. by groups (structure=neuron: attention's input projection by heads, the Transformer layers' other Linear layers
+#    by output rows, the patch embedding by filters, the head by input columns), the five methods at one matched sparsity
+#    (25% of the weights), as in 2; magnitude pruning, whose search is its one run (final_sparsity 0.75), seeds 1, 2.
 set -euo pipefail
 DATA=${DATA:-${ADROP_DATA:-data}}
 OUT=${OUT:-outputs/multirun/vit_tiny}
@@ -22,3 +23,5 @@ adrop train -m hydra/sweeper=lam_search hydra.sweeper.target_nonzero=0.25 'hydra
   hydra.sweeper.short_epochs=1 hydra.sweeper.max_val_error=0.5 structure=neuron \
   method=logsum,adaprox,adaptive_dropout,hard_concrete,magnitude_pruning "hydra.sweep.dir=${OUT}/heads_0.25" \
   "${COMMON[@]}" || true
+adrop train -m structure=neuron method=magnitude_pruning method.params.final_sparsity=0.75 seed=1,2 \
+  "hydra.sweep.dir=${OUT}/heads_0.25" "${COMMON[@]}"
