@@ -1,10 +1,11 @@
 """adrop: adaptive dropout as regularisation (LeJeune, Javadi, Baraniuk, NeurIPS 2021), made usable.
 
-    adrop.sparsify     any method in your own training loop: adrop.sparsify(model, method=...), adrop.strip
-                       (adrop/sparsifier.py)
-    adrop.penalties    the penalty calculus: Omega, its eta-trick dual f, eta_hat; effective penalties of dropout
-    adrop.cli          the `adrop` command (`adrop --help`)
+adrop.sparsify     any method in your own training loop: adrop.sparsify(model, method=...), adrop.strip
+                   (adrop/sparsifier.py)
+adrop.penalties    the penalty calculus: Omega, its eta-trick dual f, eta_hat; effective penalties of dropout
+adrop.cli          the `adrop` command (`adrop --help`)
 """
+
 __version__ = "0.1.0"
 
 __all__ = ["sparsify", "strip", "Sparsifier", "SparsifyError"]

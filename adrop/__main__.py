@@ -1,4 +1,5 @@
 """`python -m adrop ...` is the same as `adrop ...`."""
+
 from adrop.cli import entry
 
 entry()

@@ -12,6 +12,7 @@ only picks the module and hands over the remaining arguments. Ctrl-C (SIGTERM) a
 imports torch too, ends in one line and exit status 130 (143) (adrop.interrupts; the exit statuses: docs/guide.md,
 "Errors, faults and exit codes").
 """
+
 from __future__ import annotations
 
 import gc
@@ -26,8 +27,10 @@ COMMANDS = {
     "penalty": ("adrop.commands.penalty", "the penalty calculus: Omega, f, eta_hat; --plot draws Figure 1"),
     "train": ("adrop.commands.train", "train a network with a sparsification method (Hydra: key=value overrides, -m)"),
     "report": ("adrop.commands.report", "turn runs and sweeps into the paper's tables and figures"),
-    "export": ("adrop.commands.export",
-               "a finished run's sparse network as CSR, a compact dense network or ONNX, checked"),
+    "export": (
+        "adrop.commands.export",
+        "a finished run's sparse network as CSR, a compact dense network or ONNX, checked",
+    ),
     "bench-inference": ("adrop.commands.bench_inference", "measured inference speed of a run's dense and sparse forms"),
 }
 

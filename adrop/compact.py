@@ -13,6 +13,7 @@ to float32 rounding.
 A chain's `input_index` says which inputs the compact network reads (an MLP's flat features, a conv net's
 channels), `flat_index` which of the last convolution's flattened outputs its first Linear layer reads.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ def conv2d(x, w, b):
 
 def max_pool2(x):
     n, c, h, w = x.shape
-    return x[:, :, :h // 2 * 2, :w // 2 * 2].reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+    return x[:, :, : h // 2 * 2, : w // 2 * 2].reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
 
 
 def read_inputs(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -57,12 +58,12 @@ def reading_rows(w: np.ndarray) -> np.ndarray:
 class Compact:
     names: list[str]
     layers: list[tuple[np.ndarray, np.ndarray]]  # the compact (weight, bias) per layer, float32
-    input_index: np.ndarray                      # the inputs read: flat features (MLP) or channels (conv net)
-    flat_index: np.ndarray | None                # conv nets: the flattened conv outputs the first Linear reads
-    image: tuple | None                          # conv nets: the input's (channels, height, width)
-    before: list[str]                            # the full network's units, input first (conv layers as c<filters>)
-    after: list[str]                             # the compact network's
-    inputs: int                                  # the full network's input features (MLP) or channels (conv net)
+    input_index: np.ndarray  # the inputs read: flat features (MLP) or channels (conv net)
+    flat_index: np.ndarray | None  # conv nets: the flattened conv outputs the first Linear reads
+    image: tuple | None  # conv nets: the input's (channels, height, width)
+    before: list[str]  # the full network's units, input first (conv layers as c<filters>)
+    after: list[str]  # the compact network's
+    inputs: int  # the full network's input features (MLP) or channels (conv net)
 
     @property
     def architecture(self) -> str:
@@ -132,9 +133,12 @@ class Compact:
     def arrays(self) -> dict:
         """The compact network as arrays for an .npz: `layers`, `input_index`, `inputs`, `architecture` (before ->
         after), `<name>.weight`, `<name>.bias`, and for a conv net `flat_index` and `image`."""
-        out = {"layers": np.array(self.names), "input_index": self.input_index.astype(np.int64),
-               "inputs": np.array(self.inputs), "architecture": np.array(f"{'-'.join(self.before)} -> "
-                                                                          f"{self.architecture}")}
+        out = {
+            "layers": np.array(self.names),
+            "input_index": self.input_index.astype(np.int64),
+            "inputs": np.array(self.inputs),
+            "architecture": np.array(f"{'-'.join(self.before)} -> {self.architecture}"),
+        }
         if self.image is not None:
             out["flat_index"], out["image"] = self.flat_index.astype(np.int64), np.array(self.image)
         for name, (w, b) in zip(self.names, self.layers):
@@ -147,17 +151,26 @@ class Compact:
         names = [str(n) for n in arrays["layers"]]
         before, _, after = str(arrays["architecture"]).partition(" -> ")
         image = tuple(int(v) for v in arrays["image"]) if "image" in arrays else None
-        return cls(names, [(arrays[f"{n}.weight"], arrays[f"{n}.bias"]) for n in names], arrays["input_index"],
-                   arrays["flat_index"] if "flat_index" in arrays else None, image, before.split("-"),
-                   after.split("-"), int(arrays["inputs"]))
+        return cls(
+            names,
+            [(arrays[f"{n}.weight"], arrays[f"{n}.bias"]) for n in names],
+            arrays["input_index"],
+            arrays["flat_index"] if "flat_index" in arrays else None,
+            image,
+            before.split("-"),
+            after.split("-"),
+            int(arrays["inputs"]),
+        )
 
 
 def compact(names: list[str], weights: dict, image: tuple | None = None) -> Compact:
     """The compact network of a built-in chain: `weights` name -> (W, b or None) in torch layout (the effective
     weights: weights.npz), `image` the input's (channels, height, width) for a conv net."""
     ws = [np.asarray(weights[n][0], np.float32) for n in names]
-    bs = [np.zeros(w.shape[0], np.float32) if weights[n][1] is None else np.array(weights[n][1], np.float32)
-          for n, w in zip(names, ws)]
+    bs = [
+        np.zeros(w.shape[0], np.float32) if weights[n][1] is None else np.array(weights[n][1], np.float32)
+        for n, w in zip(names, ws)
+    ]
     conv = [w.ndim == 4 for w in ws]
     n = len(ws)
     # the flattening: the last convolution's channels, each spread over `spread` columns of the first Linear
@@ -199,8 +212,16 @@ def compact(names: list[str], weights: dict, image: tuple | None = None) -> Comp
         else:
             kept_in = kept
     image = tuple(image) if image is not None else None
-    return Compact(list(names), layers, input_index, flat_index, image, units([w.shape for w in ws], image),
-                   units([w.shape for w, _ in layers], image, len(input_index)), ws[0].shape[1])
+    return Compact(
+        list(names),
+        layers,
+        input_index,
+        flat_index,
+        image,
+        units([w.shape for w in ws], image),
+        units([w.shape for w, _ in layers], image, len(input_index)),
+        ws[0].shape[1],
+    )
 
 
 def units(shapes: list[tuple], image: tuple | None, inputs: int | None = None) -> list[str]:

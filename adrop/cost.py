@@ -10,6 +10,7 @@
 
 Computed from the shapes and nonzero counts that evaluation reports, so they describe exactly weights.npz.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,11 +22,13 @@ COLUMNS = ["compression", "dense_bytes", "csr_bytes", "dense_macs", "sparse_macs
 def layer_cost(shape, nonzero: int, positions: int | None = 1, bias: bool = True) -> dict:
     rows, total = shape[0], math.prod(shape)
     biases = rows if bias else 0
-    return {"compression": total / nonzero if nonzero else None,
-            "dense_bytes": FLOAT * (total + biases),
-            "csr_bytes": (FLOAT + INDEX) * nonzero + INDEX * (rows + 1) + FLOAT * biases,
-            "dense_macs": None if positions is None else total * positions,
-            "sparse_macs": None if positions is None else nonzero * positions}
+    return {
+        "compression": total / nonzero if nonzero else None,
+        "dense_bytes": FLOAT * (total + biases),
+        "csr_bytes": (FLOAT + INDEX) * nonzero + INDEX * (rows + 1) + FLOAT * biases,
+        "dense_macs": None if positions is None else total * positions,
+        "sparse_macs": None if positions is None else nonzero * positions,
+    }
 
 
 def network_cost(layers, positions, biases=None) -> dict:

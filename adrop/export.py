@@ -37,6 +37,7 @@ Each export recomputes the run's test error from the exported file alone (for bu
 float32; for others with a fresh instance of the module loaded from it, or onnxruntime) and is refused unless it
 equals the test_error in the run's summary.json.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,9 +63,9 @@ class FinishedRun:
     folder: Path
     summary: dict
     config: object
-    names: list[str]    # the sparse layers, in order
-    weights: dict       # name -> (W, b or None), float32, torch layout
-    state: dict         # weights.npz: the network's state_dict as arrays
+    names: list[str]  # the sparse layers, in order
+    weights: dict  # name -> (W, b or None), float32, torch layout
+    state: dict  # weights.npz: the network's state_dict as arrays
 
     @property
     def conv(self) -> bool:
@@ -83,24 +84,36 @@ def read(folder: Path) -> FinishedRun:
     if summary is None:
         raise ExportError(f"{folder} is not a run folder (no summary.json)")
     if summary.get("status") != "completed" or not (folder / run_files.WEIGHTS).exists():
-        raise ExportError(f"{folder} holds a run that has not completed (status {summary.get('status')}): "
-                          "finish it first (rerun its command with hydra.run.dir=<that folder>)")
+        raise ExportError(
+            f"{folder} holds a run that has not completed (status {summary.get('status')}): "
+            "finish it first (rerun its command with hydra.run.dir=<that folder>)"
+        )
     config_path = folder / run_files.HYDRA_DIR / run_files.CONFIG
     if not config_path.exists():
         raise ExportError(f"{config_path} is missing: the run's configuration is needed to find its data")
     try:
         state = run_files.read_weights(folder)
-        names = list(summary["layers"]) if summary.get("layers") else \
-            [key.removesuffix(".weight") for key in state if key.endswith(".weight")]
+        names = (
+            list(summary["layers"])
+            if summary.get("layers")
+            else [key.removesuffix(".weight") for key in state if key.endswith(".weight")]
+        )
         from adrop.selection import tensor_key
 
         keys = {n: tensor_key(n, state) for n in names}
-        weights = {n: (state[keys[n]].astype(np.float32), state[f"{n}.bias"].astype(np.float32)
-                       if keys[n] == f"{n}.weight" and f"{n}.bias" in state else None) for n in names}
+        weights = {
+            n: (
+                state[keys[n]].astype(np.float32),
+                state[f"{n}.bias"].astype(np.float32) if keys[n] == f"{n}.weight" and f"{n}.bias" in state else None,
+            )
+            for n in names
+        }
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:  # truncated, or not an npz
         first = str(err).splitlines()[0] if str(err) else "truncated"
-        raise ExportError(f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: {first}); the run must "
-                          "be trained again") from None
+        raise ExportError(
+            f"{folder / run_files.WEIGHTS} cannot be read ({type(err).__name__}: {first}); the run must "
+            "be trained again"
+        ) from None
     return FinishedRun(folder, summary, OmegaConf.load(config_path), names, weights, state)
 
 
@@ -144,8 +157,10 @@ def module_of(run: FinishedRun, state: dict, shape: tuple, classes: int):
     try:
         module.load_state_dict({key: torch.from_numpy(np.asarray(value)) for key, value in state.items()})
     except RuntimeError as err:  # the class changed since the run: other keys or shapes
-        raise ExportError(f"{run.config.model._target_} does not take the run's weights (has the class changed "
-                          f"since?): {' '.join(str(err).split())[:200]}") from None
+        raise ExportError(
+            f"{run.config.model._target_} does not take the run's weights (has the class changed "
+            f"since?): {' '.join(str(err).split())[:200]}"
+        ) from None
     return module.eval()
 
 
@@ -153,8 +168,9 @@ def module_predict(module, x: np.ndarray, shape: tuple, batch: int = 4096) -> np
     import torch
 
     with torch.no_grad():
-        return np.concatenate([module(torch.from_numpy(x[i:i + batch]).reshape(-1, *shape)).numpy()
-                               for i in range(0, len(x), batch)])
+        return np.concatenate(
+            [module(torch.from_numpy(x[i : i + batch]).reshape(-1, *shape)).numpy() for i in range(0, len(x), batch)]
+        )
 
 
 def csr(run: FinishedRun) -> dict:
@@ -163,8 +179,14 @@ def csr(run: FinishedRun) -> dict:
     for name in run.names:
         w, b = run.weights[name]
         m = sp.csr_matrix(w.reshape(w.shape[0], -1))
-        arrays.update({f"{name}.data": m.data.astype(np.float32), f"{name}.indices": m.indices.astype(np.int32),
-                       f"{name}.indptr": m.indptr.astype(np.int32), f"{name}.shape": np.array(w.shape)})
+        arrays.update(
+            {
+                f"{name}.data": m.data.astype(np.float32),
+                f"{name}.indices": m.indices.astype(np.int32),
+                f"{name}.indptr": m.indptr.astype(np.int32),
+                f"{name}.shape": np.array(w.shape),
+            }
+        )
         if b is not None:
             arrays[f"{name}.bias"] = b
     if not run.built_in:
@@ -174,8 +196,10 @@ def csr(run: FinishedRun) -> dict:
         others = {key: value for key, value in run.state.items() if key not in sparse}
         taken = sorted(set(others) & {"layers", "architecture", "keys", *meaning(run.summary)})
         if taken:
-            raise ExportError(f"the network's state_dict has a tensor named {taken[0]}, a name the csr file gives to "
-                              "what the export says about the network: the onnx format has no such clash")
+            raise ExportError(
+                f"the network's state_dict has a tensor named {taken[0]}, a name the csr file gives to "
+                "what the export says about the network: the onnx format has no such clash"
+            )
         arrays["keys"] = np.array(list(run.state))
         arrays.update(others)
     return arrays
@@ -191,8 +215,10 @@ def csr_state(arrays: dict) -> dict:
         name = key if key in layers else key.removesuffix(".weight")
         if name in layers and tensor_key(name, arrays["keys"]) == key:
             shape = tuple(arrays[f"{name}.shape"])
-            m = sp.csr_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
-                              shape=(shape[0], int(np.prod(shape[1:]))))
+            m = sp.csr_matrix(
+                (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
+                shape=(shape[0], int(np.prod(shape[1:]))),
+            )
             state[key] = m.toarray().reshape(shape)
         else:
             state[key] = arrays[key]
@@ -204,8 +230,10 @@ def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
     names = list(arrays["layers"])
     for i, name in enumerate(names):
         shape = tuple(arrays[f"{name}.shape"])
-        m = sp.csr_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
-                          shape=(shape[0], int(np.prod(shape[1:]))))
+        m = sp.csr_matrix(
+            (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]),
+            shape=(shape[0], int(np.prod(shape[1:]))),
+        )
         if len(shape) == 4:
             x = x.reshape(-1, *image) if x.ndim == 2 else x
             x = max_pool2(relu(conv2d(x, m.toarray().reshape(shape), arrays[f"{name}.bias"])))
@@ -220,9 +248,11 @@ def csr_predict(arrays: dict, x: np.ndarray, image) -> np.ndarray:
 def check_compact(run: FinishedRun) -> None:
     """Refuses, in one line, a network whose compact form adrop cannot make."""
     if not run.built_in:
-        raise ExportError(f"the compact export removes neurons from adrop's built-in networks; "
-                          f"{run.summary.get('architecture')} is another network (how its layers connect is its "
-                          "code's): use --format csr or onnx")
+        raise ExportError(
+            f"the compact export removes neurons from adrop's built-in networks; "
+            f"{run.summary.get('architecture')} is another network (how its layers connect is its "
+            "code's): use --format csr or onnx"
+        )
 
 
 def compact_network(run: FinishedRun, image=None) -> tuple[dict, str]:
@@ -266,8 +296,9 @@ def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> str
         same = math.isclose(got, expected, rel_tol=1e-4)
     words = f"test {task.label(metric)}"
     if not same:
-        raise ExportError(f"the {form} export's {words} {got:.6g} differs from the run's {expected:.6g}; "
-                          "nothing written")
+        raise ExportError(
+            f"the {form} export's {words} {got:.6g} differs from the run's {expected:.6g}; nothing written"
+        )
     return f"{words} {task.format(metric, got)}"
 
 
@@ -279,14 +310,18 @@ def without_dead_heads(module) -> tuple:
 
     def count(m):
         heads = sum(a.num_heads for a in m.modules() if isinstance(a, (nn.MultiheadAttention, CompactAttention)))
-        units = sum(t.linear1.out_features for t in m.modules()
-                    if isinstance(t, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)))
+        units = sum(
+            t.linear1.out_features
+            for t in m.modules()
+            if isinstance(t, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer))
+        )
         return heads, units
 
     small = compact_heads(module)
     (heads, units), (kept_heads, kept_units) = count(module), count(small)
     said = ([f"attention heads {heads} -> {kept_heads}"] if heads else []) + (
-        [f"feed-forward units {units} -> {kept_units}"] if units else [])
+        [f"feed-forward units {units} -> {kept_units}"] if units else []
+    )
     return small, "; ".join(said)
 
 
@@ -300,18 +335,27 @@ def onnx_of_module(module, shape: tuple, tokens: bool = False):
     try:
         import onnxscript  # noqa: F401  (torch.onnx's exporter needs it)
     except ImportError:
-        raise ExportError("--format onnx of a network that is not built in needs onnxscript: pip install -e "
-                          "'.[export]'") from None
+        raise ExportError(
+            "--format onnx of a network that is not built in needs onnxscript: pip install -e '.[export]'"
+        ) from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             example = torch.zeros(2, *shape, dtype=torch.int64 if tokens else torch.float32)
-            program = torch.onnx.export(module, (example,), input_names=["x"], output_names=["logits"],
-                                        dynamic_shapes=({0: torch.export.Dim("n")},),  # whatever forward names it
-                                        dynamo=True, verbose=False)
+            program = torch.onnx.export(
+                module,
+                (example,),
+                input_names=["x"],
+                output_names=["logits"],
+                dynamic_shapes=({0: torch.export.Dim("n")},),  # whatever forward names it
+                dynamo=True,
+                verbose=False,
+            )
         except Exception as err:
-            raise ExportError(f"torch.onnx could not export {type(module).__name__} ({type(err).__name__}: "
-                              f"{' '.join(str(err).split())[:200]})") from None
+            raise ExportError(
+                f"torch.onnx could not export {type(module).__name__} ({type(err).__name__}: "
+                f"{' '.join(str(err).split())[:200]})"
+            ) from None
     return program.model_proto
 
 
@@ -330,8 +374,10 @@ def meaning(summary: dict) -> dict:
 
 def meaning_arrays(summary: dict) -> dict:
     """`meaning` as arrays for an .npz file: float32 numbers, the vocabulary as its symbols (str or int)."""
-    return {key: np.array(value) if key == "vocabulary" else np.array(value, np.float32)
-            for key, value in meaning(summary).items()}
+    return {
+        key: np.array(value) if key == "vocabulary" else np.array(value, np.float32)
+        for key, value in meaning(summary).items()
+    }
 
 
 def with_metadata(model, run: FinishedRun):
@@ -376,23 +422,31 @@ def onnx_model(run: FinishedRun, image, compact: bool = True):
         out = "logits" if last else f"{name}_out"
         if w.ndim == 4:
             conv = [x, const(f"{name}.weight", w), const(f"{name}.bias", b)]
-            nodes += [helper.make_node("Conv", conv, [f"{name}_c"]),
-                      helper.make_node("Relu", [f"{name}_c"], [f"{name}_r"]),
-                      helper.make_node("MaxPool", [f"{name}_r"], [out], kernel_shape=[2, 2], strides=[2, 2])]
+            nodes += [
+                helper.make_node("Conv", conv, [f"{name}_c"]),
+                helper.make_node("Relu", [f"{name}_c"], [f"{name}_r"]),
+                helper.make_node("MaxPool", [f"{name}_r"], [out], kernel_shape=[2, 2], strides=[2, 2]),
+            ]
             x = out
             continue
         if not flat and run.conv:
             nodes.append(helper.make_node("Flatten", [x], ["flat"], axis=1))
             x, flat = "flat", True
         gemm = out if last else f"{name}_g"
-        nodes.append(helper.make_node("Gemm", [x, const(f"{name}.weight", w), const(f"{name}.bias", b)], [gemm],
-                                      transB=1))
+        nodes.append(
+            helper.make_node("Gemm", [x, const(f"{name}.weight", w), const(f"{name}.bias", b)], [gemm], transB=1)
+        )
         if not last:
             nodes.append(helper.make_node("Relu", [gemm], [out]))
         x = out
     features = run.weights[run.names[0]][0].shape[1] if not run.conv else int(np.prod(image))
-    graph = helper.make_graph(nodes, "adrop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, features])],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [None, None])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "adrop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, features])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [None, None])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="adrop")
     model.ir_version = min(model.ir_version, 9)  # what onnxruntime releases of the last years read
     onnx.checker.check_model(model)

@@ -12,6 +12,7 @@ is zero (it outputs activation(b1), a constant linear2's bias takes) or its line
 where each attention with dead heads is a `CompactAttention` of the kept heads and each Transformer layer's
 feed-forward block keeps its live units: the same function in eval mode, to float32 rounding.
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,7 +37,7 @@ def dead_heads(in_proj_weight: torch.Tensor, out_proj_weight: torch.Tensor, head
     """(H,) bools: which heads are dead (their v rows, or their out_proj columns, all zero)."""
     embed = in_proj_weight.shape[1]
     d = embed // heads
-    v = in_proj_weight[2 * embed:].reshape(heads, d * embed)
+    v = in_proj_weight[2 * embed :].reshape(heads, d * embed)
     columns = out_proj_weight.reshape(out_proj_weight.shape[0], heads, d).transpose(0, 1).reshape(heads, -1)
     return ~(v != 0).any(1) | ~(columns != 0).any(1)
 
@@ -44,8 +45,7 @@ def dead_heads(in_proj_weight: torch.Tensor, out_proj_weight: torch.Tensor, head
 def plain_attention(m: nn.Module) -> bool:
     """An nn.MultiheadAttention whose heads can go: packed projections, no key/value bias rows (add_bias_kv) and no
     zero key (add_zero_attn), with which a head without v rows still attends to something other than its v bias."""
-    return (isinstance(m, nn.MultiheadAttention) and m._qkv_same_embed_dim and m.bias_k is None
-            and not m.add_zero_attn)
+    return isinstance(m, nn.MultiheadAttention) and m._qkv_same_embed_dim and m.bias_k is None and not m.add_zero_attn
 
 
 def attentions(model: nn.Module) -> dict[str, int]:
@@ -58,8 +58,9 @@ def kept_heads(heads: dict[str, int], state: dict) -> dict[str, list[int]]:
     out = {}
     for path, h in heads.items():
         prefix = f"{path}." if path else ""
-        dead = dead_heads(torch.as_tensor(state[f"{prefix}in_proj_weight"]),
-                          torch.as_tensor(state[f"{prefix}out_proj.weight"]), h)
+        dead = dead_heads(
+            torch.as_tensor(state[f"{prefix}in_proj_weight"]), torch.as_tensor(state[f"{prefix}out_proj.weight"]), h
+        )
         out[path] = [int((~dead).sum()), h]
     return out
 
@@ -85,16 +86,16 @@ class CompactAttention(nn.Module):
         with torch.no_grad():
             w, b = attention.in_proj_weight, attention.in_proj_bias
             self.in_proj = linear(E, 3 * len(rows), b is not None, w)
-            self.in_proj.weight.copy_(torch.cat([w[i * E:(i + 1) * E][rows] for i in range(3)]))
+            self.in_proj.weight.copy_(torch.cat([w[i * E : (i + 1) * E][rows] for i in range(3)]))
             if b is not None:
-                self.in_proj.bias.copy_(torch.cat([b[i * E:(i + 1) * E][rows] for i in range(3)]))
+                self.in_proj.bias.copy_(torch.cat([b[i * E : (i + 1) * E][rows] for i in range(3)]))
             out = attention.out_proj
             self.out_proj = linear(len(rows), E, True, w)
             self.out_proj.weight.copy_(out.weight[:, rows])
             bias = out.bias.clone() if out.bias is not None else torch.zeros_like(out.weight[:, 0])
             if b is not None:  # a dead head outputs its v bias, which out_proj's columns for it carry to the output
                 gone = torch.arange(E).view(H, d)[~kept].reshape(-1)
-                bias += out.weight[:, gone] @ b[2 * E:][gone]
+                bias += out.weight[:, gone] @ b[2 * E :][gone]
             self.out_proj.bias.copy_(bias)
 
     @property
@@ -102,8 +103,17 @@ class CompactAttention(nn.Module):
         """What torch's Transformer layers look for."""
         return self.in_proj.bias
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                average_attn_weights=True, is_causal=False):
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
         unbatched, same = query.dim() == 2, query is key and key is value
         if unbatched:
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
@@ -119,16 +129,21 @@ class CompactAttention(nn.Module):
             if same:  # self-attention: one product, fewer operators for a runtime
                 q, k, v = self.in_proj(query).chunk(3, -1)
             else:
-                q, k, v = (F.linear(x, w[i * n:(i + 1) * n], None if b is None else b[i * n:(i + 1) * n])
-                           for i, x in enumerate((query, key, value)))
+                q, k, v = (
+                    F.linear(x, w[i * n : (i + 1) * n], None if b is None else b[i * n : (i + 1) * n])
+                    for i, x in enumerate((query, key, value))
+                )
             q, k, v = (t.reshape(B, -1, h, d).transpose(1, 2) for t in (q, k, v))
             scores = (q * (1 / math.sqrt(d))) @ k.transpose(-2, -1)  # B x h x L x S
             if is_causal and attn_mask is None:
                 attn_mask = torch.ones(L, S, dtype=torch.bool, device=query.device).triu(1)
             if attn_mask is not None:
                 # a mask per head (B * H, L, S) is the original heads': the kept heads' rows
-                mask = attn_mask.view(B, self.heads_before, L, S).index_select(1, self.kept) \
-                    if attn_mask.dim() == 3 else attn_mask
+                mask = (
+                    attn_mask.view(B, self.heads_before, L, S).index_select(1, self.kept)
+                    if attn_mask.dim() == 3
+                    else attn_mask
+                )
                 scores = scores.masked_fill(mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
             if key_padding_mask is not None:
                 pad = key_padding_mask.view(B, 1, 1, S)
@@ -180,7 +195,8 @@ def compact_heads(model: nn.Module) -> nn.Module:
             elif isinstance(child, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
                 compact_feed_forward(child)
     for encoder in model.modules():  # its nested-tensor fast path asks its first layer's attention only
-        if isinstance(encoder, nn.TransformerEncoder) and any(isinstance(m, CompactAttention)
-                                                               for m in encoder.modules()):
+        if isinstance(encoder, nn.TransformerEncoder) and any(
+            isinstance(m, CompactAttention) for m in encoder.modules()
+        ):
             encoder.use_nested_tensor = False
     return model

@@ -7,6 +7,7 @@ KeyboardInterrupt and are remembered (`STOPS`), so that whatever error they surf
 `said()`: `adrop <command>: interrupted (SIGINT)`. A subcommand that handles a stop itself says its own line (adrop
 train: the run's status and the command that resumes it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,7 @@ import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOPS: list = []  # the signals that reached this command while recorded() was in force
-SAID: list = []   # not empty once said() has said a stop: the process then ends at once (exit_now)
+SAID: list = []  # not empty once said() has said a stop: the process then ends at once (exit_now)
 
 
 DEFERRED: list = []  # inside deferred(): len(STOPS) as it began; a first stop is remembered, raised when it ends

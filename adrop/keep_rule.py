@@ -5,6 +5,7 @@ zero when alpha < 0.05 (App. C). eta = inf keeps it for sure; eta = 0 drops it. 
 Molchanov alpha is lam / eta, the same rule reads log alpha_Molchanov > log(0.95 / 0.05) = 2.944.
 Works on NumPy arrays and torch tensors alike.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,5 @@
 """Markdown tables from DataFrames, without extra dependencies (pandas' to_markdown needs `tabulate`)."""
+
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,5 @@
 """Where commands write, without ever overwriting an earlier run's files."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -23,8 +24,9 @@ def claim(folder: str | Path, names: list[str]) -> Path:
     folder = Path(folder)
     taken = [name for name in names if (folder / name).exists()]
     if taken:
-        raise FileExistsError(f"{folder} already holds {', '.join(taken)}; adrop never overwrites earlier outputs, "
-                              "choose another --out")
+        raise FileExistsError(
+            f"{folder} already holds {', '.join(taken)}; adrop never overwrites earlier outputs, choose another --out"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -4,6 +4,7 @@ method's parameters (its Params dataclass, with its comments). A test checks the
 
     python -m adrop.reference > docs/reference.md
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -104,8 +105,10 @@ def keys_table(cls, prefix: str = "", composed: dict | None = None) -> list[str]
         default = default_of(f) if value is None else shown(value)
         if f.name == "model" and not prefix:
             default = "(the chosen network's)"
-        rows.append(f"| `{prefix}{f.name}` | {cell(type_name(hints[f.name]))} | {cell(default)} | "
-                    f"{cell(comments.get(f.name, ''))} |")
+        rows.append(
+            f"| `{prefix}{f.name}` | {cell(type_name(hints[f.name]))} | {cell(default)} | "
+            f"{cell(comments.get(f.name, ''))} |"
+        )
     for name, sub in nested:
         rows += keys_table(sub, f"{prefix}{name}.", composed)
     return rows
@@ -155,8 +158,11 @@ def method_parameters() -> list[str]:
         hints = typing.get_type_hints(params)
         comments = field_comments(params)
         out += ["| `method.params.` | type | default | meaning |", "|---|---|---|---|"]
-        out += [f"| `{f.name}` | {cell(type_name(hints[f.name]))} | {cell(default_of(f))} | "
-                f"{cell(comments.get(f.name, ''))} |" for f in fields]
+        out += [
+            f"| `{f.name}` | {cell(type_name(hints[f.name]))} | {cell(default_of(f))} | "
+            f"{cell(comments.get(f.name, ''))} |"
+            for f in fields
+        ]
         out.append("")
     return out
 
@@ -176,20 +182,32 @@ def composed_config() -> dict:
 def markdown() -> str:
     from adrop.train.schema import Config
 
-    lines = ["# Reference", "",
-             "Generated from the code by `python -m adrop.reference > docs/reference.md` (a test checks it is",
-             "current): the keys of `adrop train` from its schema (adrop/train/schema.py), the options of each",
-             "config group from conf/, and each method's parameters from its Params dataclass (adrop/methods/).",
-             "How to use them: [the guide](guide.md).", "",
-             "## `adrop train` keys", "",
-             "| key | type | default | meaning |", "|---|---|---|---|",
-             *keys_table(Config, composed=composed_config()), "",
-             "`model` is open: `_target_`, `name` and the constructor's arguments of the chosen network. `method` and",
-             "`dataset` are config groups (below): their defaults are the chosen option's.", "",
-             "## Config groups", "", *groups(),
-             "## Method parameters", "",
-             "`method.params.<name>=<value>` (`adrop train`), or keywords of `adrop.sparsify`.", "",
-             *method_parameters()]
+    lines = [
+        "# Reference",
+        "",
+        "Generated from the code by `python -m adrop.reference > docs/reference.md` (a test checks it is",
+        "current): the keys of `adrop train` from its schema (adrop/train/schema.py), the options of each",
+        "config group from conf/, and each method's parameters from its Params dataclass (adrop/methods/).",
+        "How to use them: [the guide](guide.md).",
+        "",
+        "## `adrop train` keys",
+        "",
+        "| key | type | default | meaning |",
+        "|---|---|---|---|",
+        *keys_table(Config, composed=composed_config()),
+        "",
+        "`model` is open: `_target_`, `name` and the constructor's arguments of the chosen network. `method` and",
+        "`dataset` are config groups (below): their defaults are the chosen option's.",
+        "",
+        "## Config groups",
+        "",
+        *groups(),
+        "## Method parameters",
+        "",
+        "`method.params.<name>=<value>` (`adrop train`), or keywords of `adrop.sparsify`.",
+        "",
+        *method_parameters(),
+    ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

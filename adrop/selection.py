@@ -4,6 +4,7 @@ embeddings, Conv1d/3d, transposed convolutions, GPT-2's Conv1D, what `include` n
 (SparseParameter). `select` checks a model and the user's include/exclude before anything changes; `Selection.apply`
 converts. adrop.sparsify's and the runner's (`convert`) one place for it.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -19,8 +20,15 @@ from adrop.methods.sparse_parameter import SparseParameter, heads_of, stores_inp
 # parametrized, not swapped for a layer whose forward would be bypassed
 FUSED = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
 # modules with a weight and no layer of adrop's own: their `weight` is parametrized
-TENSOR_MODULES = (nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
-                  nn.ConvTranspose3d)
+TENSOR_MODULES = (
+    nn.Embedding,
+    nn.EmbeddingBag,
+    nn.Conv1d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+)
 
 
 def is_tensor_module(module: nn.Module) -> bool:
@@ -42,9 +50,14 @@ def sparse_kind(module: nn.Module):
     return None
 
 
-def convert(module: nn.Module, method: Method, configs: int | None = None, prefix: str = "",
-            skip: Callable[[str], bool] = lambda path: False,
-            other: Callable[[nn.Module, str, nn.Module], bool] | None = None) -> list[tuple[str, SparseLayer]]:
+def convert(
+    module: nn.Module,
+    method: Method,
+    configs: int | None = None,
+    prefix: str = "",
+    skip: Callable[[str], bool] = lambda path: False,
+    other: Callable[[nn.Module, str, nn.Module], bool] | None = None,
+) -> list[tuple[str, SparseLayer]]:
     """Replace, in place, every Linear and Conv2d under `module` (but those whose path `skip` names) by the method's
     sparse layer with its weights (K copies with configs=K); the sparse layers by module path, in order. `other`
     (parent, path, child) sees each other child first and returns True where it took care of it (the runner's
@@ -56,9 +69,11 @@ def convert(module: nn.Module, method: Method, configs: int | None = None, prefi
         path = prefix + name
         kind = None if skip(path) else sparse_kind(child)
         if kind is not None and parametrize.is_parametrized(child):
-            raise SparsifyError(f"{path} ({type(child).__name__}) has a parametrization (weight_norm, spectral_norm, "
-                                "...): adrop trains a Linear or Conv2d layer's own weight, so it cannot train this "
-                                "one")
+            raise SparsifyError(
+                f"{path} ({type(child).__name__}) has a parametrization (weight_norm, spectral_norm, "
+                "...): adrop trains a Linear or Conv2d layer's own weight, so it cannot train this "
+                "one"
+            )
         if kind is not None:
             layer = kind.like(child, method, configs)
             setattr(module, name, layer)
@@ -84,9 +99,11 @@ def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
         for name, child in module.named_children():
             path = prefix + name
             if isinstance(child, nn.MultiheadAttention):
-                out.extend((f"{path}.{t}", child, t) for t in ("in_proj_weight", "q_proj_weight", "k_proj_weight",
-                                                               "v_proj_weight")
-                           if isinstance(getattr(child, t, None), nn.Parameter))
+                out.extend(
+                    (f"{path}.{t}", child, t)
+                    for t in ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight")
+                    if isinstance(getattr(child, t, None), nn.Parameter)
+                )
             elif (fused and sparse_kind(child) is not None) or is_tensor_module(child):
                 out.append((path, child, "weight"))
             visit(child, path + ".", fused or isinstance(child, FUSED))
@@ -95,8 +112,9 @@ def weight_tensors(model: nn.Module) -> list[tuple[str, nn.Module, str]]:
     return out
 
 
-def included_tensors(model: nn.Module, patterns: list[str], label: str | None = None) -> list[tuple[str, nn.Module,
-                                                                                                    str]]:
+def included_tensors(
+    model: nn.Module, patterns: list[str], label: str | None = None
+) -> list[tuple[str, nn.Module, str]]:
     """(path, module, tensor name) of each parameter whose path (as model.named_parameters gives it) an `include`
     pattern names or matches; a pattern that matches none is refused, naming the parameters."""
     params = dict(model.named_parameters())
@@ -104,8 +122,10 @@ def included_tensors(model: nn.Module, patterns: list[str], label: str | None = 
     for pattern in patterns:
         hits = [path for path in params if path == pattern or fnmatch.fnmatchcase(path, pattern)]
         if not hits:
-            raise SparsifyError(f"include={pattern!r} names no parameter of {label or type(model).__name__}; its "
-                                f"parameters outside sparsified layers: {', '.join(sorted(params)) or 'none'}")
+            raise SparsifyError(
+                f"include={pattern!r} names no parameter of {label or type(model).__name__}; its "
+                f"parameters outside sparsified layers: {', '.join(sorted(params)) or 'none'}"
+            )
         for path in hits:
             if params[path].dim() == 0:
                 raise SparsifyError(f"include={pattern!r}: {path} is a scalar; a method trains tensors with an axis")
@@ -130,14 +150,22 @@ class Selection:
         """Convert in place: the sparse layers by name, in the model's parameter order."""
         order = {name: i for i, (name, _) in enumerate(model.named_parameters())}
         converted = convert(model, method, skip=self.skip_module)
-        converted += [(name, SparseParameter(*self.tensors[name], method,
-                                             heads=heads_of(*self.tensors[name], method.structure)).register())
-                      for name in self.names if name in self.tensors]
+        converted += [
+            (
+                name,
+                SparseParameter(
+                    *self.tensors[name], method, heads=heads_of(*self.tensors[name], method.structure)
+                ).register(),
+            )
+            for name in self.names
+            if name in self.tensors
+        ]
         return sorted(converted, key=lambda item: order[self.path[item[0]]])
 
 
-def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str] = (),
-           label: str | None = None) -> Selection:
+def select(
+    model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str] = (), label: str | None = None
+) -> Selection:
     """The weights of `model` a method trains, `exclude` (module or tensor paths or patterns) left out and `include`
     (parameter paths or patterns) added; SparsifyError, naming the module and what to do, where none is left, a
     pattern names nothing, or a weight cannot be trained as its own (a parametrization, a tie). `label`: the model
@@ -146,10 +174,13 @@ def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str]
 
     patterns = list(exclude)
     fused = [path for path, m in model.named_modules() if isinstance(m, FUSED)]
-    under_fused = (lambda path: any(path.startswith(f + ".") for f in fused))
+    under_fused = lambda path: any(path.startswith(f + ".") for f in fused)
     # every path of a Linear or Conv2d (one module reachable at two is a tie, refused below)
-    swapped = [path for path, m in model.named_modules(remove_duplicate=False)
-               if sparse_kind(m) is not None and not under_fused(path)]
+    swapped = [
+        path
+        for path, m in model.named_modules(remove_duplicate=False)
+        if sparse_kind(m) is not None and not under_fused(path)
+    ]
     tensors = {name: (host, t) for name, host, t in weight_tensors(model)}
     # each name's parameter path: a module's weight named by module path, another tensor by its own path
     path_of = {name: f"{name}.weight" for name in swapped}
@@ -159,29 +190,44 @@ def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str]
         if path in path_of.values():
             continue  # selected already
         if path.rpartition(".")[0] in swapped:
-            raise SparsifyError(f"include={path!r}: {path.rpartition('.')[0]} ({type(host).__name__}) becomes a "
-                                "sparse layer of its own, whose weight the method trains; include names other "
-                                "tensors (its bias trains densely)")
+            raise SparsifyError(
+                f"include={path!r}: {path.rpartition('.')[0]} ({type(host).__name__}) becomes a "
+                "sparse layer of its own, whose weight the method trains; include names other "
+                "tensors (its bias trains densely)"
+            )
         tensors[path], path_of[path] = (host, t), path
     found = swapped + list(tensors)
     paths = [n for n, _ in model.named_modules() if n] + [n for n, _ in model.named_parameters()]
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(path, p) or path == p for path in paths)]
     if unmatched:
-        raise SparsifyError(f"exclude={unmatched[0]!r} names no module or tensor of {label} (its "
-                            f"weights: {', '.join(sorted(found)) or 'none'})")
-    matches = (lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns))
+        raise SparsifyError(
+            f"exclude={unmatched[0]!r} names no module or tensor of {label} (its "
+            f"weights: {', '.join(sorted(found)) or 'none'})"
+        )
+    matches = lambda path: any(fnmatch.fnmatchcase(path, p) or path == p for p in patterns)
     # a name is excluded by its own path or its tensor's (`fc` or `fc.weight`, `attn.in_proj_weight`)
     chosen = [name for name in found if not (matches(name) or matches(path_of[name]))]
     if not chosen:
-        raise SparsifyError(f"{label} has no nn.Linear or nn.Conv2d for a method to sparsify"
-                            + (" (exclude left none)" if found else " (nor another weight: include names one)"))
-    tied = [name for name in chosen if (parametrize.is_parametrized(model.get_submodule(name)) if name in swapped
-                                        else parametrize.is_parametrized(*tensors[name]))]
+        raise SparsifyError(
+            f"{label} has no nn.Linear or nn.Conv2d for a method to sparsify"
+            + (" (exclude left none)" if found else " (nor another weight: include names one)")
+        )
+    tied = [
+        name
+        for name in chosen
+        if (
+            parametrize.is_parametrized(model.get_submodule(name))
+            if name in swapped
+            else parametrize.is_parametrized(*tensors[name])
+        )
+    ]
     if tied:
         where = model.get_submodule(tied[0]) if tied[0] in swapped else tensors[tied[0]][0]
-        raise SparsifyError(f"{tied[0]} ({type(where).__name__}) has a parametrization (weight_norm, spectral_norm, "
-                            f"...): adrop trains a layer's own weight; exclude it (exclude=[{tied[0]!r}]) or remove "
-                            "the parametrization")
+        raise SparsifyError(
+            f"{tied[0]} ({type(where).__name__}) has a parametrization (weight_norm, spectral_norm, "
+            f"...): adrop trains a layer's own weight; exclude it (exclude=[{tied[0]!r}]) or remove "
+            "the parametrization"
+        )
     owners: dict[int, list[str]] = {}  # a shared tensor (tied embeddings): each path it has
     for path, p in model.named_parameters(remove_duplicate=False):
         owners.setdefault(id(p), []).append(path)
@@ -189,7 +235,14 @@ def select(model: nn.Module, exclude: Iterable[str] = (), include: Iterable[str]
         others = [o for o in owners[id(model.get_parameter(path_of[name]))] if o != path_of[name]]
         if others:
             both = [name] + [c for c in chosen if c != name and path_of[c] in others]
-            raise SparsifyError(f"{name}'s weight is tied to {others[0].rpartition('.')[0] or others[0]}'s: "
-                                f"converting it would untie them; pass exclude={both!r}")
-    return Selection(chosen, path_of, set(swapped), {n: tensors[n] for n in chosen if n in tensors},
-                     lambda path: under_fused(path) or matches(path) or matches(f"{path}.weight"))
+            raise SparsifyError(
+                f"{name}'s weight is tied to {others[0].rpartition('.')[0] or others[0]}'s: "
+                f"converting it would untie them; pass exclude={both!r}"
+            )
+    return Selection(
+        chosen,
+        path_of,
+        set(swapped),
+        {n: tensors[n] for n in chosen if n in tensors},
+        lambda path: under_fused(path) or matches(path) or matches(f"{path}.weight"),
+    )

@@ -25,6 +25,7 @@ attached optimizer: Adam and AdamW per coordinate, lr / (sqrt(v_hat) + eps), fro
 `update_alphas_Adam` reads it); SGD, with or without momentum, its lr. Another optimizer is refused when attached, for
 a method that needs a step size.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,8 +51,9 @@ def default_lam(name: str) -> float:
     return float(yaml.safe_load(text).get("lam") or 0.0)
 
 
-def make_method(name: str, params: dict, total_steps: int | None, steps_per_epoch: int | None,
-                structure: str) -> Method:
+def make_method(
+    name: str, params: dict, total_steps: int | None, steps_per_epoch: int | None, structure: str
+) -> Method:
     """The method by name with its parameters (its Params dataclass: an unknown one is refused naming the valid)."""
     try:
         cls = methods.get(name)
@@ -60,8 +62,9 @@ def make_method(name: str, params: dict, total_steps: int | None, steps_per_epoc
     fields = [f.name for f in dataclasses.fields(cls.Params)]
     unknown = [key for key in params if key not in fields]
     if unknown:
-        raise SparsifyError(f"method {name!r} has no parameter {unknown[0]!r}; its parameters: "
-                            f"{', '.join(fields) or 'none'}")
+        raise SparsifyError(
+            f"method {name!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(fields) or 'none'}"
+        )
     try:
         values = cls.Params(**params)
     except (TypeError, ValueError) as err:
@@ -85,11 +88,13 @@ def step_size_of(optimizer: torch.optim.Optimizer) -> Callable[[torch.Tensor], t
     read."""
     groups = {id(p): group for group in optimizer.param_groups for p in group["params"]}
     if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+
         def adam(p):
             group, state = groups[id(p)], optimizer.state[p]
             step = float(state["step"])
             v_hat = state["exp_avg_sq"] / (1 - group["betas"][1] ** step)
             return group["lr"] / (v_hat.sqrt() + group["eps"])
+
         return adam
     if isinstance(optimizer, torch.optim.SGD):
         return lambda p: torch.full_like(p, groups[id(p)]["lr"])
@@ -102,11 +107,11 @@ class Sparsifier:
 
     def __init__(self, model: nn.Module, method: Method, lam: float, names: list[str], layers: list[SparseLayer]):
         self.model, self.method, self.lam, self.names, self.layers = model, method, float(lam), names, layers
-        self.steps = 0          # optimizer steps taken (what the methods' schedules count)
+        self.steps = 0  # optimizer steps taken (what the methods' schedules count)
         self.optimizer = None
         self.step_size = None
         self._handles: list = []
-        self._versions = None   # a weight's version after our last post-step: an untracked step changes it
+        self._versions = None  # a weight's version after our last post-step: an untracked step changes it
         self.needs_steps = overrides(method, "before_update", "after_step", "end_epoch")
         self.positions: dict[str, int] = {}
         for layer in layers:
@@ -114,12 +119,17 @@ class Sparsifier:
         self._pre = model.register_forward_pre_hook(self._before_forward)
         self._caching = []  # parametrize.cached() contexts open during the model's forward
         if any(isinstance(layer, SparseParameter) for layer in layers):  # one draw per forward, however often read
-            self._cache_hooks = [model.register_forward_pre_hook(self._open_cache),
-                                 model.register_forward_hook(self._close_cache, always_call=True)]
+            self._cache_hooks = [
+                model.register_forward_pre_hook(self._open_cache),
+                model.register_forward_hook(self._close_cache, always_call=True),
+            ]
         else:
             self._cache_hooks = []
-        self._seen = {name: layer.register_forward_hook(self._count_positions(name))  # a product's layers
-                      for name, layer in zip(names, layers) if not isinstance(layer, SparseParameter)}
+        self._seen = {
+            name: layer.register_forward_hook(self._count_positions(name))  # a product's layers
+            for name, layer in zip(names, layers)
+            if not isinstance(layer, SparseParameter)
+        }
         self.method.start(layers)
         self._versions = self.versions()
 
@@ -143,8 +153,10 @@ class Sparsifier:
             return self
         self.step_size = step_size_of(optimizer)
         if self.step_size is None and overrides(self.method, "after_step", "end_epoch"):
-            raise SparsifyError(f"method {self.method.name!r} needs the step size of each optimizer step, which adrop "
-                                f"reads from Adam, AdamW and SGD, not {type(optimizer).__name__}")
+            raise SparsifyError(
+                f"method {self.method.name!r} needs the step size of each optimizer step, which adrop "
+                f"reads from Adam, AdamW and SGD, not {type(optimizer).__name__}"
+            )
         self._handles = [optimizer.register_step_post_hook(lambda *_: self.step())]
         if pre_step:
             self._handles.append(optimizer.register_step_pre_hook(lambda *_: self.before_update()))
@@ -170,8 +182,9 @@ class Sparsifier:
 
     def end_epoch(self, validation_batches: int = 0) -> None:
         """After an epoch's last step: what a method does between epochs (AdaProx's authors_validation_prox)."""
-        self.method.end_epoch(self.layers, self.lam, self.step_size or (lambda p: torch.ones_like(p)),
-                              validation_batches)
+        self.method.end_epoch(
+            self.layers, self.lam, self.step_size or (lambda p: torch.ones_like(p)), validation_batches
+        )
 
     def versions(self) -> list[int]:
         return [layer.weight._version for layer in self.layers]
@@ -181,8 +194,10 @@ class Sparsifier:
             return
         # a method that works around each step, its weights changed by a step it did not see: not attached
         if self.needs_steps and not self._handles and self.versions() != self._versions:
-            raise SparsifyError(f"method {self.method.name!r} works around each optimizer step, and the weights "
-                                "changed without it: call sp.attach(optimizer) before training")
+            raise SparsifyError(
+                f"method {self.method.name!r} works around each optimizer step, and the weights "
+                "changed without it: call sp.attach(optimizer) before training"
+            )
         self.method.before_step(self.steps, self.lam)
 
     def _open_cache(self, module, args):
@@ -201,17 +216,21 @@ class Sparsifier:
     def _count_positions(self, name: str):
         """A forward hook that records, once, how many times the layer's weights act per example (a conv's output
         positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
+
         def hook(layer, inputs, out):
             self.positions[name] = out[0].numel() // layer.weight.shape[0]
             self._seen[name].remove()
+
         return hook
 
     # -- what it did ------------------------------------------------------------------------------------------------
     @torch.no_grad()
     def effective(self) -> dict[str, torch.Tensor]:
         """Each sparse layer's effective weight (what eval mode and `strip` use), by module path."""
-        return {name: layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
-                for name, layer in zip(self.names, self.layers)}
+        return {
+            name: layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
+            for name, layer in zip(self.names, self.layers)
+        }
 
     @torch.no_grad()
     def stats(self):
@@ -229,9 +248,15 @@ class Sparsifier:
             units = {"units_in_kept": None, "units_in": None, "units_out_kept": None, "units_out": None}
             if weight.dim() > 1:
                 units = dict(zip(units, units_kept(nonzero, getattr(layer, "inputs_first", False))))
-            row = {"layer": name, "shape": "x".join(map(str, shape)), "nonzero": count, "total": weight.numel(),
-                   "nonzero_fraction": count / weight.numel(), **units,
-                   **cost.layer_cost(shape, count, self.positions.get(name, 1), layer.bias is not None)}
+            row = {
+                "layer": name,
+                "shape": "x".join(map(str, shape)),
+                "nonzero": count,
+                "total": weight.numel(),
+                "nonzero_fraction": count / weight.numel(),
+                **units,
+                **cost.layer_cost(shape, count, self.positions.get(name, 1), layer.bias is not None),
+            }
             if name not in self.positions:
                 row["dense_macs"] = row["sparse_macs"] = None
             rows.append(row)
@@ -260,18 +285,26 @@ class Sparsifier:
         nn.MultiheadAttention with dead heads becomes a CompactAttention of the others)."""
         from adrop.compact import compact as compact_of
 
-        children = [m for m in self.model.children() if not isinstance(m, nn.Dropout)] \
-            if isinstance(self.model, nn.Sequential) else []
+        children = (
+            [m for m in self.model.children() if not isinstance(m, nn.Dropout)]
+            if isinstance(self.model, nn.Sequential)
+            else []
+        )
         flatten = bool(children) and isinstance(children[0], nn.Flatten)
         body = children[1:] if flatten else children
-        chain = len(body) % 2 == 1 and all(isinstance(m, nn.ReLU) for m in body[1::2]) and all(
-            isinstance(m, SparseLayer) and m.weight.dim() == 2 for m in body[0::2])
+        chain = (
+            len(body) % 2 == 1
+            and all(isinstance(m, nn.ReLU) for m in body[1::2])
+            and all(isinstance(m, SparseLayer) and m.weight.dim() == 2 for m in body[0::2])
+        )
         if not chain:
             return self._compact_transformer()
         layers = body[0::2]
         names = [self.names[self.layers.index(layer)] for layer in layers]
-        weights = {n: (w.cpu().numpy(), None if layer.bias is None else layer.bias.detach().cpu().numpy())
-                   for (n, w), layer in zip(((n, self.effective()[n]) for n in names), layers)}
+        weights = {
+            n: (w.cpu().numpy(), None if layer.bias is None else layer.bias.detach().cpu().numpy())
+            for (n, w), layer in zip(((n, self.effective()[n]) for n in names), layers)
+        }
         small = compact_of(names, weights)
         device = layers[0].weight.device
         modules: list[nn.Module] = [nn.Flatten()] if flatten else []
@@ -334,9 +367,18 @@ class InputColumns(nn.Module):
         return x.index_select(-1, self.index)
 
 
-def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None, structure: str = "weight",
-             exclude: Iterable[str] = (), include: Iterable[str] = (), lam_scale: dict | None = None,
-             total_steps: int | None = None, steps_per_epoch: int | None = None, **params) -> Sparsifier:
+def sparsify(
+    model: nn.Module,
+    method: str = "logsum",
+    lam: float | None = None,
+    structure: str = "weight",
+    exclude: Iterable[str] = (),
+    include: Iterable[str] = (),
+    lam_scale: dict | None = None,
+    total_steps: int | None = None,
+    steps_per_epoch: int | None = None,
+    **params,
+) -> Sparsifier:
     """Prepare `model` in place for `method` and return its Sparsifier.
 
     method: adrop's methods by name (logsum, adaprox, adatikhonov, adaptive_dropout, eta_trick, vardrop, vardrop_lr,
@@ -353,22 +395,30 @@ def sparsify(model: nn.Module, method: str = "logsum", lam: float | None = None,
         raise SparsifyError(f"{type(model).__name__} is sparsified already (adrop.strip gives the plain model back)")
     runs = make_method(method, params, total_steps, steps_per_epoch, structure)
     if overrides(runs, "after_step") and method == "magnitude_pruning" and not total_steps:
-        raise SparsifyError("method 'magnitude_pruning' follows a schedule over training: give total_steps (the "
-                            "optimizer steps it lasts)")
+        raise SparsifyError(
+            "method 'magnitude_pruning' follows a schedule over training: give total_steps (the "
+            "optimizer steps it lasts)"
+        )
     selection = select(model, exclude, include)
     scales = dict(lam_scale or {})
     unknown = [name for name in scales if name not in selection.names]
     if unknown:
-        raise SparsifyError(f"lam_scale names {unknown[0]}, not a sparsified layer; they are: "
-                            f"{', '.join(sorted(selection.names))}")
+        raise SparsifyError(
+            f"lam_scale names {unknown[0]}, not a sparsified layer; they are: {', '.join(sorted(selection.names))}"
+        )
     converted = selection.apply(model, runs)  # no partial conversion: every check above came first
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
     device = next((p.device for p in model.parameters()), None)
     if device is not None:
         model.to(device)
-    return Sparsifier(model, runs, default_lam(method) if lam is None else lam, [n for n, _ in converted],
-                      [layer for _, layer in converted])
+    return Sparsifier(
+        model,
+        runs,
+        default_lam(method) if lam is None else lam,
+        [n for n, _ in converted],
+        [layer for _, layer in converted],
+    )
 
 
 @torch.no_grad()
@@ -384,8 +434,11 @@ def strip(model: nn.Module, sparsifier: Sparsifier | None = None) -> nn.Module:
         for child_name, child in list(module.named_children()):
             if not isinstance(child, SparseLayer):
                 continue
-            lam = child.eval_lam if getattr(child, "eval_lam", None) is not None else (
-                sparsifier.lam if sparsifier else 0.0)
+            lam = (
+                child.eval_lam
+                if getattr(child, "eval_lam", None) is not None
+                else (sparsifier.lam if sparsifier else 0.0)
+            )
             weight = child.method.effective_weight(child, lam).detach()
             plain = child.plain()
             plain.weight.copy_(weight)

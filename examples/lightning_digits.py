@@ -3,6 +3,7 @@ digits), the sparsity logged each epoch, the plain module saved.
 
     python examples/lightning_digits.py --epochs 10 --method logsum --lam 0.01 --out lightning_digits
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -48,8 +49,12 @@ class Digits(pl.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=self.lr)
 
     def train_dataloader(self):
-        return DataLoader(TensorDataset(self.x[:1500], self.y[:1500]), batch_size=64, shuffle=True,
-                          generator=torch.Generator().manual_seed(0))
+        return DataLoader(
+            TensorDataset(self.x[:1500], self.y[:1500]),
+            batch_size=64,
+            shuffle=True,
+            generator=torch.Generator().manual_seed(0),
+        )
 
     def test_dataloader(self):
         return DataLoader(TensorDataset(self.x[1500:], self.y[1500:]), batch_size=512)
@@ -66,16 +71,25 @@ args = parser.parse_args()
 torch.manual_seed(0)
 module = Digits()
 sparsify = Sparsify(method=args.method, lam=args.lam)
-trainer = pl.Trainer(max_epochs=args.epochs, callbacks=[sparsify], logger=CSVLogger(args.out, name="logs"),
-                     accelerator="cpu", devices=1, enable_progress_bar=False, enable_model_summary=False,
-                     enable_checkpointing=False)
+trainer = pl.Trainer(
+    max_epochs=args.epochs,
+    callbacks=[sparsify],
+    logger=CSVLogger(args.out, name="logs"),
+    accelerator="cpu",
+    devices=1,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    enable_checkpointing=False,
+)
 try:
     trainer.fit(module)
 except SparsifyError as err:
     print(f"{parser.prog}: {err}", file=sys.stderr)
     sys.exit(2)
-print(f"nonzero fraction {float(trainer.callback_metrics['sparsity/nonzero_fraction']):.3f} (logged in "
-      f"{trainer.logger.log_dir}/metrics.csv each epoch)")
+print(
+    f"nonzero fraction {float(trainer.callback_metrics['sparsity/nonzero_fraction']):.3f} (logged in "
+    f"{trainer.logger.log_dir}/metrics.csv each epoch)"
+)
 print(sparsify.stats()[["layer", "shape", "nonzero", "total", "nonzero_fraction"]].to_string(index=False))
 accuracy = trainer.test(module, verbose=False)[0]["test_accuracy"]  # eval mode: the keep rule, as strip folds in
 print(f"test accuracy {accuracy:.3f}")

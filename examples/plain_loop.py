@@ -3,6 +3,7 @@ method's work around each Adam step, the sparsity per layer, and the plain model
 
     python examples/plain_loop.py --steps 600 --method logsum --lam 0.01 --out digits_mlp.pt
 """
+
 import argparse
 import sys
 

@@ -6,6 +6,7 @@ follows the engine to float32 rounding (the engine runs a stack of one, whose pr
 
 Any `adrop train` overrides; prints both runs' test error and nonzero fraction, and the largest weight difference.
 """
+
 import math
 import sys
 import tempfile
@@ -32,8 +33,15 @@ def plain_loop(cfg, data):
     model = network_mod.instantiate(cfg.model, shape, data.classes)
     per_epoch = math.ceil(len(data.train) / cfg.batch_size)
     total = per_epoch * cfg.epochs
-    sp = adrop.sparsify(model, method=cfg.method.name, lam=run.lam, structure=cfg.structure, total_steps=total,
-                        steps_per_epoch=per_epoch, **OmegaConf.to_container(cfg.method.params, resolve=True))
+    sp = adrop.sparsify(
+        model,
+        method=cfg.method.name,
+        lam=run.lam,
+        structure=cfg.structure,
+        total_steps=total,
+        steps_per_epoch=per_epoch,
+        **OmegaConf.to_container(cfg.method.params, resolve=True),
+    )
     torch.manual_seed(cfg.seed)  # the engine's noise: one generator seeded with the run's seed
     optimizer = torch.optim.Adam(model.parameters(), lr=run.lr, fused=True)
     sp.attach(optimizer)
@@ -41,7 +49,7 @@ def plain_loop(cfg, data):
     for epoch in range(cfg.epochs):
         order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch))
         for b in range(per_epoch):
-            rows = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+            rows = order[b * cfg.batch_size : (b + 1) * cfg.batch_size]
             for group in optimizer.param_groups:
                 group["lr"] = schedules.lr_at(step, total, run.lr, cfg.schedule, cfg.decay_start, per_epoch)
             x, y = data.train.x[rows].view(-1, *shape), data.train.y[rows]
@@ -63,8 +71,15 @@ def main(overrides):
     summary = engine.fit()[0]
     sp, model = plain_loop(cfg, engine.data)
     with torch.no_grad():
-        wrong = (model(engine.data.test.x.view(-1, *network_mod.input_shape_of(engine.data))).argmax(1)
-                 != engine.data.test.y).float().mean().item()
+        wrong = (
+            (
+                model(engine.data.test.x.view(-1, *network_mod.input_shape_of(engine.data))).argmax(1)
+                != engine.data.test.y
+            )
+            .float()
+            .mean()
+            .item()
+        )
     stats = sp.stats()
     saved = np.load(f"{folder}/weights.npz")
     diff = max(float(np.abs(saved[f"{n}.weight"] - w.numpy()).max()) for n, w in sp.effective().items())

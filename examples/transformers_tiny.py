@@ -7,6 +7,7 @@ save_pretrained and read back with from_pretrained.
 adrop converts BERT's nn.Linear layers: the attention's query, key, value and output projections, the feed-forward
 layers, the pooler and the classifier; the embeddings and layer norms stay dense.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -40,13 +41,27 @@ parser.add_argument("--lam", type=float, default=1e-2, help="the penalty's weigh
 parser.add_argument("--out", type=Path, default=Path("tiny_bert"), help="a folder for the Trainer and the model")
 args = parser.parse_args()
 
-config = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                    max_position_embeddings=16)
+config = BertConfig(
+    vocab_size=50,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=16,
+)
 torch.manual_seed(0)
 model = BertForSequenceClassification(config)
-training = TrainingArguments(output_dir=str(args.out / "trainer"), max_steps=args.steps, per_device_train_batch_size=32,
-                             learning_rate=3e-3, logging_steps=max(args.steps // 4, 1), save_strategy="no",
-                             report_to=[], use_cpu=True, disable_tqdm=True)
+training = TrainingArguments(
+    output_dir=str(args.out / "trainer"),
+    max_steps=args.steps,
+    per_device_train_batch_size=32,
+    learning_rate=3e-3,
+    logging_steps=max(args.steps // 4, 1),
+    save_strategy="no",
+    report_to=[],
+    use_cpu=True,
+    disable_tqdm=True,
+)
 trainer = Trainer(model=model, args=training, train_dataset=Tokens(2048, seed=0))
 try:
     sp = sparsify_trainer(trainer, method=args.method, lam=args.lam)

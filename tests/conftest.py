@@ -8,6 +8,7 @@
 - MNIST where adrop finds it (`DATA`: $ADROP_DATA, else the checkout's data/); `needs_mnist()` skips a test without
   it, naming where it looked, or fails it with ADROP_REQUIRE_MNIST=1 (CI: no test skips silently there).
 """
+
 import os
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from hypothesis import HealthCheck, settings
 
 from adrop.train import schema
 
-settings.register_profile("adrop", max_examples=60, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "adrop", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("adrop")
 schema.register()
 
@@ -62,22 +64,25 @@ def config():
 @pytest.fixture(scope="session")
 def synthetic():
     """Synthetic data, a small MLP, the CPU, no progress bar: the cheapest configuration that trains."""
-    return lambda *overrides: compose_config("dataset=synthetic", "model=mlp", "device=cpu", "progress=never",
-                                             *overrides)
+    return lambda *overrides: compose_config(
+        "dataset=synthetic", "model=mlp", "device=cpu", "progress=never", *overrides
+    )
 
 
 @pytest.fixture(scope="session")
 def mnist():
     """The first 1,024 MNIST training examples (skipped where MNIST is missing: needs_mnist)."""
     needs_mnist()
-    return lambda *overrides: compose_config(f"data.root={DATA}", "data.train_limit=1024", "data.download=false",
-                                             "device=cpu", "progress=never", *overrides)
+    return lambda *overrides: compose_config(
+        f"data.root={DATA}", "data.train_limit=1024", "data.download=false", "device=cpu", "progress=never", *overrides
+    )
 
 
 def run_adrop(*args, cwd, env=None):
     env = {**{k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "adrop", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "adrop", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The engine's Adam (StackedAdam: every configuration's parameters as a row of one buffer) is torch's Adam: every
 method trains with it as with torch.optim.Adam on the separate parameters, to float32 rounding (it is torch's fused
 kernel per row on a CPU, not torch's single-tensor loop), and its checkpoints are torch.optim.Adam's state_dict."""
+
 import numpy as np
 import pytest
 import torch
@@ -67,8 +68,13 @@ def test_the_engines_adam_trains_every_method_as_torchs_adam(name):
     assert_follows(reference, ours, STEPS, longest_product=BATCH, lr_sum=sum(map(lr_at, range(1, STEPS + 1))))
     if name != "dense":  # the same comparison fails for another method's trajectory
         with pytest.raises(AssertionError):
-            assert_follows(Arrays(train("dense", ours=True)), ours, STEPS, longest_product=BATCH,
-                           lr_sum=sum(map(lr_at, range(1, STEPS + 1))))
+            assert_follows(
+                Arrays(train("dense", ours=True)),
+                ours,
+                STEPS,
+                longest_product=BATCH,
+                lr_sum=sum(map(lr_at, range(1, STEPS + 1))),
+            )
 
 
 def test_parameters_are_views_of_one_buffer():

@@ -1,5 +1,6 @@
 """Switches that follow the authors' public code where it departs from the paper (dlej/adaptive-dropout), off by
 default: eta-Trick's dual and extra term, AdaProx's counting rule and its prox on validation batches."""
+
 import math
 
 import numpy as np
@@ -97,9 +98,18 @@ def test_authors_validation_prox_proxes_once_per_validation_batch_after_each_epo
 
 
 def test_a_stack_proxes_on_validation_batches_as_its_single_runs(synthetic, tmp_path):
-    cfgs = [synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=2", f"seed={seed}",
-                      "method.params.authors_validation_prox=true", "method.params.authors_keep_rule=true")
-            for seed in (0, 1)]
+    cfgs = [
+        synthetic(
+            "method=adaprox",
+            "lam=0.05",
+            "lr=1e-2",
+            "epochs=2",
+            f"seed={seed}",
+            "method.params.authors_validation_prox=true",
+            "method.params.authors_keep_rule=true",
+        )
+        for seed in (0, 1)
+    ]
     assert_stack_near_its_singles(cfgs, tmp_path)
 
 
@@ -207,8 +217,10 @@ def test_adaptive_dropout_trains_with_every_penalty_that_has_a_closed_form_eta_h
     from adrop.methods.eta_hat_layer import _trains
 
     assert _trains(penalty)
-    run = one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.03", "lr=1e-2",
-                        "epochs=2"), tmp_path)
+    run = one(
+        synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}", "lam=0.03", "lr=1e-2", "epochs=2"),
+        tmp_path,
+    )
     assert type(run.method.pen).name == penalty
     stepped = before_the_last_prox(run)
     summary = run.fit()[0]
@@ -236,8 +248,17 @@ def test_a_numerical_eta_hat_is_tabulated_for_training(lam):
 
 
 def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tmp_path):
-    run = one(synthetic("method=adaptive_dropout", "method.params.penalty=variational_dropout",
-                        "+method.params.penalty_params.lam=0.02", "lam=0.02", "lr=1e-2", "epochs=2"), tmp_path)
+    run = one(
+        synthetic(
+            "method=adaptive_dropout",
+            "method.params.penalty=variational_dropout",
+            "+method.params.penalty_params.lam=0.02",
+            "lam=0.02",
+            "lr=1e-2",
+            "epochs=2",
+        ),
+        tmp_path,
+    )
     assert run.method.pen.name == "variational_dropout"
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["nonzero_fraction"] < 1
@@ -247,8 +268,11 @@ def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tm
 def test_a_penalty_without_a_usable_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
     from adrop.train.settings import TrainError
 
-    with pytest.raises(TrainError, match=f"penalty '{penalty}' has no eta_hat that training can use .*"
-                                         "penalties that train: .*logsum.*variational_dropout"):
+    with pytest.raises(
+        TrainError,
+        match=f"penalty '{penalty}' has no eta_hat that training can use .*"
+        "penalties that train: .*logsum.*variational_dropout",
+    ):
         one(synthetic("method=adaptive_dropout", f"method.params.penalty={penalty}"), tmp_path)
 
 
@@ -256,8 +280,9 @@ def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_ru
     from adrop.report import collect, tables
     from adrop.train import evaluate
 
-    run = one(synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"),
-              tmp_path / "run")
+    run = one(
+        synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"), tmp_path / "run"
+    )
     summary = run.fit()[0]
     raw = {key: t[0] for key, t in run.model.state_dict().items()}
     masked = run.weights(0, evaluate.effective(run.model, run.method, run.lam))
@@ -278,10 +303,19 @@ def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_ru
 
 @pytest.mark.parametrize("method", ["magnitude_pruning", "hard_concrete"])
 def test_unmasked_keeps_the_masks_and_gates_a_method_trains_with(synthetic, tmp_path, method):
-    run = one(synthetic(f"method={method}", "epochs=2", "evaluate_unmasked=true",
-                        *(["method.params.final_sparsity=0.5", "method.params.frequency=1"]
-                          if method == "magnitude_pruning" else ["method.params.init_drop=0.92", "lr=3e-2"])),
-              tmp_path / "run")
+    run = one(
+        synthetic(
+            f"method={method}",
+            "epochs=2",
+            "evaluate_unmasked=true",
+            *(
+                ["method.params.final_sparsity=0.5", "method.params.frequency=1"]
+                if method == "magnitude_pruning"
+                else ["method.params.init_drop=0.92", "lr=3e-2"]
+            ),
+        ),
+        tmp_path / "run",
+    )
     summary = run.fit()[0]
     assert summary["nonzero"] < summary["total"]
     assert summary["test_error_unmasked"] == summary["test_error"]
@@ -307,12 +341,17 @@ def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tm
     s_paper, s_authors = summaries["paper"], summaries["authors"]
     assert s_authors["nonzero"] > s_paper["nonzero"]  # else the recount below would prove nothing
     script = Path(__file__).resolve().parents[1] / "scripts" / "tools" / "recount_keep_rule.py"
-    out = subprocess.run([sys.executable, str(script), str(tmp_path / "authors"), str(tmp_path / "paper")],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "authors"), str(tmp_path / "paper")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     rows = [line.split() for line in out[1:]]
     assert [(float(r[1]), float(r[2])) for r in rows] == [
         (round(s_authors["nonzero_fraction"], 4), round(s_authors["test_error"], 4)),
-        (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4))]
+        (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4)),
+    ]
     for r in rows:  # the paper's count and error, for both
         assert (float(r[3]), float(r[4])) == (round(s_paper["nonzero_fraction"], 4), round(s_paper["test_error"], 4))
 
@@ -339,7 +378,7 @@ def test_authors_alpha_clamp_is_adaptive_tikhonov_nets_penalty():
         layer.weight.copy_(w)
     eta = w.abs() * (w.abs() + 2.0)
     alpha = torch.clamp(eta / (eta + lam), min=1e-3)
-    authors = torch.sum(w ** 2 / (alpha / (1 - alpha))) / 2
+    authors = torch.sum(w**2 / (alpha / (1 - alpha))) / 2
     method.before_step(0, lam)
     assert float(method.layer_penalty(layer, lam).detach()) == 0.0
     method.before_step(1, lam)

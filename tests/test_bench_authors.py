@@ -1,5 +1,6 @@
 """scripts/benchmarks/bench_authors.py: the notebook cells it reads, its refusals, and its adrop contenders on a tiny
 epoch."""
+
 import importlib.util
 import json
 import subprocess
@@ -18,8 +19,14 @@ spec.loader.exec_module(bench_authors)
 
 
 def notebook(path: Path, *cells: str) -> Path:
-    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": ["# for epoch in range"]}] + [
-        {"cell_type": "code", "source": cell.splitlines(keepends=True)} for cell in cells]}))
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [{"cell_type": "markdown", "source": ["# for epoch in range"]}]
+                + [{"cell_type": "code", "source": cell.splitlines(keepends=True)} for cell in cells]
+            }
+        )
+    )
     return path
 
 
@@ -55,8 +62,9 @@ def run(*args, cwd):
 def test_a_checkout_without_the_notebook_is_refused_in_one_line(tmp_path):
     out = run("--authors-dir", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines() == [f"bench_authors: {tmp_path} holds no experiments/Sparse MNIST.ipynb: "
-                                                "give a checkout of dlej/adaptive-dropout"]
+    assert out.stderr.strip().splitlines() == [
+        f"bench_authors: {tmp_path} holds no experiments/Sparse MNIST.ipynb: give a checkout of dlej/adaptive-dropout"
+    ]
 
 
 @pytest.mark.slow

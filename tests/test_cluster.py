@@ -1,6 +1,7 @@
 """Sweeps beyond one process: stacks as submitit jobs (stacked_submitit_local here, stacked_slurm on a cluster), a
 preempted job that is requeued and resumes, failed jobs told under every launcher, and records that two commands
 starting into one sweep folder at once both keep."""
+
 import json
 import os
 import shutil
@@ -37,8 +38,10 @@ def launcher_installed(name):
         return False
 
 
-needs_submitit = pytest.mark.skipif(not launcher_installed("hydra_plugins.hydra_submitit_launcher"),
-                                    reason="Hydra's submitit launcher is not installed (the launchers extra)")
+needs_submitit = pytest.mark.skipif(
+    not launcher_installed("hydra_plugins.hydra_submitit_launcher"),
+    reason="Hydra's submitit launcher is not installed (the launchers extra)",
+)
 
 
 def summaries(folder):
@@ -72,7 +75,8 @@ def test_records_created_at_the_same_moment_are_all_kept(tmp_path):
         assert len(set(paths)) == n
         assert sorted(OmegaConf.load(p).command for p in paths) == list(range(n))
         assert sorted(p.name for p in folder.iterdir()) == sorted(
-            ["multirun.yaml"] + [f"multirun.{i}.yaml" for i in range(2, n + 1)])
+            ["multirun.yaml"] + [f"multirun.{i}.yaml" for i in range(2, n + 1)]
+        )
 
 
 @pytest.mark.slow
@@ -80,10 +84,28 @@ def test_records_created_at_the_same_moment_are_all_kept(tmp_path):
 def test_two_sweeps_started_into_one_folder_at_once_keep_both_records(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     sweep = tmp_path / "sweep"
-    commands = [subprocess.Popen([sys.executable, "-m", "adrop", "train", "-m", "method=dense", f"lr={lr}",
-                                  "epochs=1", *SMALL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for lr in ("1e-3", "2e-3")]
+    commands = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "adrop",
+                "train",
+                "-m",
+                "method=dense",
+                f"lr={lr}",
+                "epochs=1",
+                *SMALL,
+                f"hydra.sweep.dir={sweep}",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for lr in ("1e-3", "2e-3")
+    ]
     for command in commands:
         out, err = command.communicate(timeout=300)
         assert command.returncode == 0, err
@@ -99,23 +121,42 @@ def test_two_sweeps_started_into_one_folder_at_once_keep_both_records(tmp_path):
 @needs_submitit
 def test_stacked_submitit_local_trains_a_stack_as_one_job_with_the_folder_contract(adrop, tmp_path):
     common = ["method=logsum", "lam=1e-4,3e-4", "epochs=2", *SMALL]
-    done = adrop("train", "-m", *common, "hydra/launcher=stacked_submitit_local", "hydra.launcher.max_stack=2",
-                 f"hydra.sweep.dir={tmp_path / 'cluster'}")
+    done = adrop(
+        "train",
+        "-m",
+        *common,
+        "hydra/launcher=stacked_submitit_local",
+        "hydra.launcher.max_stack=2",
+        f"hydra.sweep.dir={tmp_path / 'cluster'}",
+    )
     assert done.returncode == 0, done.stderr
     assert "1 local job submitted" in done.stdout
     assert not list((tmp_path / "cluster").rglob("%j"))  # no literal %j folder
     ran = summaries(tmp_path / "cluster")
     assert len(ran) == 2 and all(s["status"] == "completed" and s["stacked"] == 2 for s in ran.values())
     # the same stack trained by the stacked launcher in this process: the same files, bit for bit
-    reference = adrop("train", "-m", *common, "hydra/launcher=stacked", "hydra.launcher.max_stack=2",
-                      "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={tmp_path / 'here'}")
+    reference = adrop(
+        "train",
+        "-m",
+        *common,
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=2",
+        "hydra.launcher.n_jobs=1",
+        f"hydra.sweep.dir={tmp_path / 'here'}",
+    )
     assert reference.returncode == 0, reference.stderr
     for name in ran:
         a, b = weights(tmp_path / "cluster" / name), weights(tmp_path / "here" / name)
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     # a second command into the same folder: nothing to train, its record kept beside the first
-    again = adrop("train", "-m", *common, "hydra/launcher=stacked_submitit_local", "hydra.launcher.max_stack=2",
-                  f"hydra.sweep.dir={tmp_path / 'cluster'}")
+    again = adrop(
+        "train",
+        "-m",
+        *common,
+        "hydra/launcher=stacked_submitit_local",
+        "hydra.launcher.max_stack=2",
+        f"hydra.sweep.dir={tmp_path / 'cluster'}",
+    )
     assert again.returncode == 0, again.stderr
     assert "already holds this run, completed" in again.stdout and "submitted" not in again.stdout
     assert (tmp_path / "cluster" / "multirun.2.yaml").exists()
@@ -144,13 +185,35 @@ def task_processes(folder):
 def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, launcher):
     # long enough (8 epochs of 8,192 examples) that the job still runs when the signals come: 4 epochs of 4,096
     # finished within the half second between them on an idle machine
-    common = ["method=logsum", "lam=1e-4", "epochs=8", f"data.root={DATA}", "data.download=false",
-              "data.train_limit=8192", "progress=never", "device=cpu"]
+    common = [
+        "method=logsum",
+        "lam=1e-4",
+        "epochs=8",
+        f"data.root={DATA}",
+        "data.download=false",
+        "data.train_limit=8192",
+        "progress=never",
+        "device=cpu",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     sweep = tmp_path / "sweep"
-    command = subprocess.Popen([sys.executable, "-m", "adrop", "train", "-m", *common, f"hydra/launcher={launcher}",
-                                f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    command = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "adrop",
+            "train",
+            "-m",
+            *common,
+            f"hydra/launcher={launcher}",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 240
         while time.time() < deadline:  # preempt it once its first epoch is checkpointed, in the second
@@ -160,7 +223,7 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, l
         pids = task_processes(sweep / ".submitit")
         assert len(pids) == 1, pids
         os.kill(pids[0], signal.SIGTERM)  # a preemption as SLURM makes one (and submitit's SlurmJob._interrupt):
-        time.sleep(0.5)                   # SIGTERM, which must not end the job, then submitit's signal, USR2
+        time.sleep(0.5)  # SIGTERM, which must not end the job, then submitit's signal, USR2
         os.kill(pids[0], signal.SIGUSR2)
         out, err = command.communicate(timeout=300)
     finally:
@@ -174,9 +237,14 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, l
     logs = "".join(p.read_text() for p in [*(sweep / ".submitit").glob("*_log.*"), *folder.glob("*.log")])
     assert "Requeued job" in logs and "resumed" in logs
     # the resumed run lands where one that was never stopped does, bit for bit
-    reference = subprocess.run([sys.executable, "-m", "adrop", "train", *common,
-                                f"hydra.run.dir={tmp_path / 'reference'}"], cwd=tmp_path, env=env,
-                               capture_output=True, text=True, timeout=300)
+    reference = subprocess.run(
+        [sys.executable, "-m", "adrop", "train", *common, f"hydra.run.dir={tmp_path / 'reference'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert reference.returncode == 0, reference.stderr
     a, b = weights(folder), weights(tmp_path / "reference")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
@@ -190,13 +258,22 @@ LAUNCHERS = ["basic", "stacked", "joblib", "submitit_local", "stacked_submitit_l
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_every_launcher_tells_each_failed_job_in_one_line_and_exits_1(adrop, tmp_path, launcher):
     if launcher in ("submitit_local", "stacked_submitit_local") and not launcher_installed(
-            "hydra_plugins.hydra_submitit_launcher"):
+        "hydra_plugins.hydra_submitit_launcher"
+    ):
         pytest.skip("Hydra's submitit launcher is not installed")
     if launcher == "joblib" and not launcher_installed("hydra_plugins.hydra_joblib_launcher"):
         pytest.skip("Hydra's joblib launcher is not installed")
     sweep = tmp_path / "sweep"
-    done = adrop("train", "-m", "method=dense", "lr=1e9,1e-3", "epochs=1", *SMALL, f"hydra/launcher={launcher}",
-                 f"hydra.sweep.dir={sweep}")
+    done = adrop(
+        "train",
+        "-m",
+        "method=dense",
+        "lr=1e9,1e-3",
+        "epochs=1",
+        *SMALL,
+        f"hydra/launcher={launcher}",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert done.returncode == 1, done.stderr
     failed = [line for line in done.stderr.splitlines() if "lr=1000000000.0" in line and "diverged" in line]
     assert failed and all(line.startswith("adrop train: error: ") for line in failed), done.stderr

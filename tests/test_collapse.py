@@ -1,5 +1,6 @@
 """No layer collapse: a run whose final network no longer depends on its input fails in one line (the floor of
 magnitude pruning's rankings, min_kept, is tests/test_min_kept.py's)."""
+
 import json
 
 import pytest
@@ -30,7 +31,8 @@ def test_collapse_is_an_output_that_does_not_depend_on_the_input():
     assert collapse.collapsed(network, state, x, "dense") is None
     state["head.weight"].zero_()  # the output layer: every path crosses it
     assert collapse.collapsed(network, state, x, "logsum") == (
-        "the network collapsed: layers blocks.0.conv2, head keep no weight (no path from input to output); lower lam")
+        "the network collapsed: layers blocks.0.conv2, head keep no weight (no path from input to output); lower lam"
+    )
 
 
 def test_a_network_whose_units_all_stay_off_collapsed_with_no_layer_empty():
@@ -44,19 +46,28 @@ def test_a_network_whose_units_all_stay_off_collapsed_with_no_layer_empty():
     assert collapse.collapsed(network, state, x, "logsum") is None
     state["fc1.bias"].fill_(-1e3)  # every hidden unit below zero for these inputs: the ReLUs pass nothing on
     assert collapse.collapsed(network, state, x, "logsum") == (
-        "the network collapsed: its output does not depend on its input; lower lam")
+        "the network collapsed: its output does not depend on its input; lower lam"
+    )
 
 
-NEURON_LAYER = ("method=magnitude_pruning", "structure=neuron", "method.params.scope=layer",
-                "method.params.final_sparsity=0.98", "method.params.frequency=5", "epochs=2")
+NEURON_LAYER = (
+    "method=magnitude_pruning",
+    "structure=neuron",
+    "method.params.scope=layer",
+    "method.params.final_sparsity=0.98",
+    "method.params.frequency=5",
+    "epochs=2",
+)
 
 
 def test_a_run_whose_network_collapsed_fails_in_one_line(synthetic, tmp_path):
     """fc1's 20 input units round away at 98% per layer; without the floor nothing reaches the output."""
     summary = train(synthetic(*NEURON_LAYER, "method.params.min_kept=0"), tmp_path / "off")
     assert summary["status"] == "failed"
-    assert summary["error"] == ("the network collapsed: layer fc1 keeps no weight (no path from input to output); "
-                                "lower method.params.final_sparsity (or raise method.params.min_kept)")
+    assert summary["error"] == (
+        "the network collapsed: layer fc1 keeps no weight (no path from input to output); "
+        "lower method.params.final_sparsity (or raise method.params.min_kept)"
+    )
     assert json.loads((tmp_path / "off" / "summary.json").read_text())["status"] == "failed"
     assert not (tmp_path / "off" / "weights.npz").exists()
     kept = train(synthetic(*NEURON_LAYER), tmp_path / "floor")  # the default floor: one input unit of fc1 stays
@@ -69,7 +80,8 @@ def test_in_a_stack_only_the_collapsed_configuration_fails(synthetic, tmp_path):
     cfgs = [synthetic("method=logsum", f"lam={lam}", "epochs=1") for lam in (1e9, 1e-3)]
     huge, fine = stack(cfgs, [tmp_path / "huge", tmp_path / "fine"]).fit()
     assert huge["status"] == "failed" and huge["error"] == (
-        "the network collapsed: layers fc1, fc2 keep no weight (no path from input to output); lower lam")
+        "the network collapsed: layers fc1, fc2 keep no weight (no path from input to output); lower lam"
+    )
     assert fine["status"] == "completed"
 
 
@@ -79,5 +91,6 @@ def test_a_collapsed_run_exits_1_with_one_line(adrop, tmp_path):
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1] == (
         "adrop train: error: the network collapsed: layer fc1 keeps no weight (no path from input to output); "
-        "lower method.params.final_sparsity (or raise method.params.min_kept)")
+        "lower method.params.final_sparsity (or raise method.params.min_kept)"
+    )
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"

@@ -1,5 +1,6 @@
 """Convolutional networks: every method on Conv2d layers (one weight, and its eta, sigma^2, gate or mask, per kernel
 entry), LeNet-5's shapes, the files a reader needs to recompute the test error, stacks of conv nets, bad fits."""
+
 import json
 import re
 
@@ -37,8 +38,9 @@ def recompute_test_error(folder, split):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", methods.names())
 def test_each_method_trains_a_conv_net_and_its_files_agree(method, mnist, pruned_conv, tmp_path):
-    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"],
-             "fixed_mask": [f"init_from={pruned_conv}"]}.get(method, [])
+    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"], "fixed_mask": [f"init_from={pruned_conv}"]}.get(
+        method, []
+    )
     run = one(mnist(f"method={method}", *SMALL, "lr=1e-3", *extra), tmp_path)
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["architecture"] == "1x28x28-c4k5-p2-576-16-10"
@@ -57,20 +59,35 @@ def test_lenet5_has_the_caffe_shapes(config):
     dense = methods.get("dense")
     net = network.build(config("model=lenet5"), (1, 28, 28), 10, dense(dense.Params(), 1, 1))
     shapes = [tuple(layer.weight.shape) for layer in net.layers]
-    assert shapes == [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)] and net.names == ["conv1", "conv2",
-                                                                                                 "fc1", "fc2"]
+    assert shapes == [(20, 1, 5, 5), (50, 20, 5, 5), (500, 800), (10, 500)] and net.names == [
+        "conv1",
+        "conv2",
+        "fc1",
+        "fc2",
+    ]
     assert sum(int(np.prod(s)) for s in shapes) == 430_500  # + 580 biases: LeNet-5-Caffe's 431,080 parameters
     assert net(torch.zeros(1, 3, 784)).shape == (1, 3, 10) and net.positions() == [24 * 24, 8 * 8, 1, 1]
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["model=lenet5", "dataset=synthetic"],
-     "model=lenet5 (adrop.train.networks.ConvNet) could not be made: ValueError: a conv net needs images (channels, "
-     "height, width); the data gives flat"),
-    (["model=lenet5", "model.conv=[[20,5],[50,12]]"], "does not fit 1x28x28 images: a 12x12 convolution meets a 12x12"),
-    (["model=mlp", "+model.conv=[[4,5]]"], "model=mlp (adrop.train.networks.MLP) could not be made: TypeError: "
-                                           "MLP.__init__() got an unexpected keyword argument 'conv'"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["model=lenet5", "dataset=synthetic"],
+            "model=lenet5 (adrop.train.networks.ConvNet) could not be made: ValueError: a conv net needs images "
+            "(channels, height, width); the data gives flat",
+        ),
+        (
+            ["model=lenet5", "model.conv=[[20,5],[50,12]]"],
+            "does not fit 1x28x28 images: a 12x12 convolution meets a 12x12",
+        ),
+        (
+            ["model=mlp", "+model.conv=[[4,5]]"],
+            "model=mlp (adrop.train.networks.MLP) could not be made: TypeError: "
+            "MLP.__init__() got an unexpected keyword argument 'conv'",
+        ),
+    ],
+)
 def test_a_model_that_does_not_fit_the_data_fails_at_start(config, overrides, message):
     with pytest.raises(TrainError, match=re.escape(message)):
         resolve(config(*overrides))
@@ -82,8 +99,9 @@ def test_a_stack_of_conv_nets_follows_each_single_run(method, mnist, held_noise,
     """Grouped convolutions for a stack: three configurations end where their single runs end (noise held), as far as
     float32 rounding allows (test_stacked.assert_follows)."""
     extra = ["method.params.final_sparsity=0.5", "method.params.frequency=2"] if method == "magnitude_pruning" else []
-    cfgs = [mnist(f"method={method}", *SMALL, f"seed={i}", f"lr={lr}", *extra)
-            for i, lr in enumerate((1e-3, 2e-3, 5e-4))]
+    cfgs = [
+        mnist(f"method={method}", *SMALL, f"seed={i}", f"lr={lr}", *extra) for i, lr in enumerate((1e-3, 2e-3, 5e-4))
+    ]
     for i, cfg in enumerate(cfgs):
         train(cfg, tmp_path / f"single{i}")
     summaries = stack(cfgs, [tmp_path / f"stack{i}" for i in range(3)]).fit()
@@ -91,13 +109,17 @@ def test_a_stack_of_conv_nets_follows_each_single_run(method, mnist, held_noise,
         a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
         # 8 steps of 64 examples; the longest sum is conv1's gradient, over 64 examples x 24 x 24 positions
         assert_follows(a, b, steps=8, longest_product=64 * 24 * 24, lr_sum=8 * lr)
-        assert json.loads((tmp_path / f"stack{i}" / "summary.json").read_text())["architecture"] == \
-            summaries[i]["architecture"] == "1x28x28-c4k5-p2-576-16-10"
+        assert (
+            json.loads((tmp_path / f"stack{i}" / "summary.json").read_text())["architecture"]
+            == summaries[i]["architecture"]
+            == "1x28x28-c4k5-p2-576-16-10"
+        )
 
 
 @pytest.mark.parametrize("shape", [(16, 20, 24, 24), (16, 50, 8, 8), (3, 4, 5, 7)])
 def test_relu_pool_is_max_pool_of_relu_bit_for_bit_gradients_included(shape):
     from adrop.train.networks import relu_pool
+
     g = torch.Generator().manual_seed(0)
     x0 = torch.randn(shape, generator=g).round(decimals=1)  # many ties, positive, negative and zero
     x0[:, :, ::3] = 0.0

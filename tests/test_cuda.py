@@ -26,9 +26,11 @@ def exact_matmul():
 
 
 def extra_for(method, pruned):
-    return {"magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
-            "fixed_mask": [f"init_from={pruned}"],
-            "adaptive_dropout": ["method.params.mask=gaussian"]}.get(method, [])
+    return {
+        "magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
+        "fixed_mask": [f"init_from={pruned}"],
+        "adaptive_dropout": ["method.params.mask=gaussian"],
+    }.get(method, [])
 
 
 @pytest.mark.parametrize("method", methods.names())

@@ -1,6 +1,7 @@
 """The documentation as a site and as files: mkdocs builds it strictly (a link to a missing page or anchor fails), and
 every relative link in README.md and docs/ (data folders too, which mkdocs does not check) and every path of the
 checkout that a user's page names (scripts/..., conf/..., examples/...) exists."""
+
 import re
 from pathlib import Path
 
@@ -27,8 +28,11 @@ def test_the_site_builds_strictly(tmp_path):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_and_named_file_exists(page):
     text = page.read_text()
-    missing = [target for target in LINK.findall(text) if not re.match(r"[a-z]+:|#", target)
-               and not (page.parent / target.split("#")[0]).exists()]
+    missing = [
+        target
+        for target in LINK.findall(text)
+        if not re.match(r"[a-z]+:|#", target) and not (page.parent / target.split("#")[0]).exists()
+    ]
     if page.name not in HISTORY:
         missing += [path for path in CHECKOUT_PATH.findall(text) if not (ROOT / path).exists()]
     assert not missing, missing

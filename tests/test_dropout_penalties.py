@@ -1,4 +1,5 @@
 """Effective penalties of dropout methods (paper Table 2, Sec. 4): the facts the paper states about them."""
+
 import numpy as np
 import pytest
 from scipy.integrate import quad

@@ -1,5 +1,6 @@
 """adrop report --equivalence (adrop.report.equivalence): the two one-sided tests, the Jaccard overlap, and the
 command on a tiny sweep."""
+
 import os
 import subprocess
 import sys
@@ -40,12 +41,32 @@ def test_jaccard_counts_the_kept_entries_of_both():
 
 def test_pool_joins_earlier_seeds_and_refuses_one_seed_twice(tmp_path):
     def rows(seeds, difference):
-        d = pd.DataFrame({"group": "ad", "reference": "logsum", "seed": seeds, "test_error_reference": 0.02,
-                          "test_error_other": 0.02 + np.asarray(difference), "nonzero_reference": 0.02,
-                          "nonzero_other": 0.02, "difference": difference})
-        o = pd.DataFrame({"group": "ad", "reference": "logsum", "seed": seeds, "layer": "fc1.weight",
-                          "kept_reference": 10, "kept_other": 11, "jaccard": 0.4, "jaccard_if_independent": 0.01})
+        d = pd.DataFrame(
+            {
+                "group": "ad",
+                "reference": "logsum",
+                "seed": seeds,
+                "test_error_reference": 0.02,
+                "test_error_other": 0.02 + np.asarray(difference),
+                "nonzero_reference": 0.02,
+                "nonzero_other": 0.02,
+                "difference": difference,
+            }
+        )
+        o = pd.DataFrame(
+            {
+                "group": "ad",
+                "reference": "logsum",
+                "seed": seeds,
+                "layer": "fc1.weight",
+                "kept_reference": 10,
+                "kept_other": 11,
+                "jaccard": 0.4,
+                "jaccard_if_independent": 0.01,
+            }
+        )
         return d, o
+
     earlier = tmp_path / "seeds0-1"
     earlier.mkdir()
     d, o = rows([0, 1], [0.001, -0.002])
@@ -71,14 +92,34 @@ def test_pool_joins_earlier_seeds_and_refuses_one_seed_twice(tmp_path):
 
 @pytest.mark.slow
 def test_the_command_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
-                          "device=cpu", "method=logsum,adaptive_dropout", "lam=0.01", "seed=0,1,2",
-                          "hydra.sweep.dir=sweep"], check=False, capture_output=True, text=True, cwd=tmp_path,
-                         env=dict(os.environ), timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adrop",
+            "train",
+            "-m",
+            "dataset=synthetic",
+            "model=mlp",
+            "epochs=2",
+            "device=cpu",
+            "method=logsum,adaptive_dropout",
+            "lam=0.01",
+            "seed=0,1,2",
+            "hydra.sweep.dir=sweep",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     out = tmp_path / "eq"
-    assert equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--margin", "0.5",
-                             "--out", str(out)]) == 0
+    assert (
+        equivalence.main([str(tmp_path / "sweep"), "--reference", "logsum", "--margin", "0.5", "--out", str(out)]) == 0
+    )
     differences = pd.read_csv(out / "differences.csv")
     assert list(differences.seed) == [0, 1, 2] and (differences.group == "adaptive_dropout").all()
     assert np.allclose(differences.difference, differences.test_error_other - differences.test_error_reference)
@@ -94,7 +135,11 @@ def test_the_command_pairs_runs_by_seed_and_writes_its_tables(tmp_path):
     from adrop.commands import report as report_command
 
     again = tmp_path / "eq_command"
-    assert report_command.main([str(tmp_path / "sweep"), "--equivalence", "logsum", "--margin", "0.5",
-                                "--out", str(again)]) == 0
+    assert (
+        report_command.main(
+            [str(tmp_path / "sweep"), "--equivalence", "logsum", "--margin", "0.5", "--out", str(again)]
+        )
+        == 0
+    )
     assert pd.read_csv(again / "tost.csv").equals(summary)
     assert report_command.main([str(tmp_path / "sweep"), "--equivalence", "vardrop", "--out", str(tmp_path / "x")]) == 2

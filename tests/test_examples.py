@@ -1,5 +1,6 @@
 """The examples in examples/ run as a user runs them (a subprocess, small arguments), and what they save loads into a
 fresh plain model with the sparsity they print. The Lightning and transformers ones skip where those are missing."""
+
 import re
 import subprocess
 import sys
@@ -13,8 +14,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(name, *args, cwd):
-    return subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def nonzero_printed(stdout):
@@ -52,8 +54,10 @@ def test_lightning_example_logs_the_sparsity_and_saves_the_plain_net(tmp_path):
     assert "sparsity/nonzero_fraction" in logged.splitlines()[0]
     net = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     net.load_state_dict(torch.load(tmp_path / "out" / "net.pt", weights_only=True))
-    assert nonzero_printed(done.stdout) == {"net.0": int((net[0].weight != 0).sum()),
-                                           "net.2": int((net[2].weight != 0).sum())}
+    assert nonzero_printed(done.stdout) == {
+        "net.0": int((net[0].weight != 0).sum()),
+        "net.2": int((net[2].weight != 0).sum()),
+    }
 
 
 @pytest.mark.slow
@@ -70,10 +74,13 @@ def test_transformers_example_saves_a_model_from_pretrained_reads_back(tmp_path)
 
 @pytest.mark.slow
 def test_the_loop_adrop_train_runs_written_with_the_library_follows_it(tmp_path):
-    done = run("same_as_adrop_train.py", "method=logsum", "dataset=digits", "model=mlp", "epochs=3", "lr=0.01",
-               cwd=tmp_path)
+    done = run(
+        "same_as_adrop_train.py", "method=logsum", "dataset=digits", "model=mlp", "epochs=3", "lr=0.01", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
-    engine, loop = (re.search(rf"^{who}:\s+test error (\S+), nonzero (\S+)$", done.stdout, re.M).groups()
-                    for who in ("adrop train", "plain loop"))
+    engine, loop = (
+        re.search(rf"^{who}:\s+test error (\S+), nonzero (\S+)$", done.stdout, re.M).groups()
+        for who in ("adrop train", "plain loop")
+    )
     assert abs(float(engine[0]) - float(loop[0])) <= 0.006 and abs(float(engine[1]) - float(loop[1])) <= 0.01
     assert float(re.search(r"largest weight difference: (\S+)", done.stdout)[1]) < 1e-3

@@ -1,4 +1,5 @@
 """`adrop export`: CSR and compact exports of a finished run, each reproducing the run's test error."""
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -14,8 +15,7 @@ from helpers.engines import train
 def pruned_90(tmp_path_factory, synthetic):
     """A finished, 90%-pruned_90 MLP on synthetic data, with its .hydra/config.yaml as the command writes it."""
     folder = tmp_path_factory.mktemp("run")
-    cfg = synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.9", "model.hidden=[32,16]",
-                    "epochs=3")
+    cfg = synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.9", "model.hidden=[32,16]", "epochs=3")
     train(cfg, folder)
     run_files.write_config(folder, cfg, {}, [])
     return folder
@@ -56,8 +56,14 @@ def test_compact_folds_units_without_inputs_into_the_next_bias():
     b2 = np.zeros(2, dtype=np.float32)
     from omegaconf import OmegaConf
 
-    run = export.FinishedRun(None, {"architecture": "2-3-2"}, OmegaConf.create({"model": {"name": "mlp"}}),
-                             ["fc1", "fc2"], {"fc1": (w1, b1), "fc2": (w2, b2)}, {})
+    run = export.FinishedRun(
+        None,
+        {"architecture": "2-3-2"},
+        OmegaConf.create({"model": {"name": "mlp"}}),
+        ["fc1", "fc2"],
+        {"fc1": (w1, b1), "fc2": (w2, b2)},
+        {},
+    )
     arrays, arch = export.compact(run)
     assert arch == "2-3-2 -> 1-1-2"
     x = np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)
@@ -67,10 +73,11 @@ def test_compact_folds_units_without_inputs_into_the_next_bias():
 def test_what_cannot_be_exported_is_one_line_and_exit_2(pruned_90, synthetic, tmp_path, capsys):
     unfinished = tmp_path / "unfinished"
     train(synthetic("epochs=3"), unfinished, stop_after=1)
-    for argv, message in [([str(unfinished)], "has not completed (status running)"),
-                          ([str(tmp_path / "nothing")], "is not a run folder"),
-                          ([str(pruned_90), "--out", str(pruned_90 / "weights.npz")],
-                           "exists; adrop never overwrites")]:
+    for argv, message in [
+        ([str(unfinished)], "has not completed (status running)"),
+        ([str(tmp_path / "nothing")], "is not a run folder"),
+        ([str(pruned_90), "--out", str(pruned_90 / "weights.npz")], "exists; adrop never overwrites"),
+    ]:
         assert export_command.main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1
@@ -79,8 +86,13 @@ def test_what_cannot_be_exported_is_one_line_and_exit_2(pruned_90, synthetic, tm
 @pytest.mark.slow
 def test_a_conv_net_exports_as_csr_and_reproduces_its_error(mnist, tmp_path, capsys):
     folder = tmp_path / "conv"
-    cfg = mnist("model=conv_small", "method=magnitude_pruning", "method.params.final_sparsity=0.8", "epochs=1",
-                "data.train_limit=512")
+    cfg = mnist(
+        "model=conv_small",
+        "method=magnitude_pruning",
+        "method.params.final_sparsity=0.8",
+        "epochs=1",
+        "data.train_limit=512",
+    )
     summary = train(cfg, folder)
     run_files.write_config(folder, cfg, {}, [])
     assert export_command.main([str(folder), "--out", str(tmp_path / "c.npz")]) == 0
@@ -104,8 +116,9 @@ def test_onnx_export_runs_in_onnxruntime_and_reproduces_the_run(pruned_90, tmp_p
 def test_onnx_without_its_packages_says_what_to_install(pruned_90, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(__import__("sys").modules, "onnx", None)  # as if not installed
     assert export_command.main([str(pruned_90), "--format", "onnx", "--out", str(tmp_path / "x.onnx")]) == 2
-    assert capsys.readouterr().err.strip() == ("adrop export: error: --format onnx needs onnx and onnxruntime: "
-                                               "pip install -e '.[export]'")
+    assert capsys.readouterr().err.strip() == (
+        "adrop export: error: --format onnx needs onnx and onnxruntime: pip install -e '.[export]'"
+    )
     assert not (tmp_path / "x.onnx").exists()
 
 
@@ -131,8 +144,10 @@ def test_bench_inference_refuses_what_is_not_a_finished_run(tmp_path, capsys):
 @pytest.mark.parametrize("method", sorted(__import__("adrop.methods", fromlist=["names"]).names()))
 def test_every_method_exports_in_every_format_with_its_test_error(method, pruned_90, synthetic, tmp_path, capsys):
     pytest.importorskip("onnxruntime")
-    extra = {"fixed_mask": [f"init_from={pruned_90}", "model.hidden=[32,16]"],  # the shapes of the pruned_90 run
-             "magnitude_pruning": ["method.params.final_sparsity=0.5"]}
+    extra = {
+        "fixed_mask": [f"init_from={pruned_90}", "model.hidden=[32,16]"],  # the shapes of the pruned_90 run
+        "magnitude_pruning": ["method.params.final_sparsity=0.5"],
+    }
     cfg = synthetic(f"method={method}", "epochs=2", "lr=1e-2", *extra.get(method, []))
     folder = tmp_path / "run"
     summary = train(cfg, folder)
@@ -151,8 +166,9 @@ def test_check_exports_every_completed_run_under_the_folders(pruned_90, syntheti
     assert export_command.main(["--check", str(sweep)]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[0].startswith(f"{sweep / 'good'}: exported (onnx, ") and out[0].endswith("as the run's")
-    assert out[-1] == ("1 completed runs checked (onnx), 1 not completed skipped: each export reproduces its run's "
-                       "test error")
+    assert out[-1] == (
+        "1 completed runs checked (onnx), 1 not completed skipped: each export reproduces its run's test error"
+    )
     shutil.copytree(pruned_90, sweep / "broken")
     data = (sweep / "broken" / "weights.npz").read_bytes()
     (sweep / "broken" / "weights.npz").write_bytes(data[: len(data) // 2])

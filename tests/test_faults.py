@@ -16,6 +16,7 @@ tested here (the tests named test_exit_<status>_...; in this process where it ca
          the command that resumes it)
     143  SIGTERM, likewise
 """
+
 import errno
 import json
 import os
@@ -87,8 +88,15 @@ def start_and_wait_for(tmp_path):
 
     def start(text, stream, *args):
         command = [sys.executable, "-m", "adrop", "train", *args, *SMALL, "epochs=100000"]
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   start_new_session=True, preexec_fn=default_sigint)
+        process = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=default_sigint,
+        )
         started.append(process)
         deadline = time.time() + 120
         line = ""
@@ -107,16 +115,18 @@ def start_and_wait_for(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_exit_130_and_143_an_interrupted_run_says_so_in_one_line_and_resumes(start_and_wait_for, tmp_path, signum,
-                                                                             code):
+def test_exit_130_and_143_an_interrupted_run_says_so_in_one_line_and_resumes(
+    start_and_wait_for, tmp_path, signum, code
+):
     process = start_and_wait_for("epoch 2/", "stderr", "method=logsum", "hydra.run.dir=run")  # no terminal:
     #                                                                                         a line per epoch
     process.send_signal(signum)
     out, err = process.communicate(timeout=60)
     assert process.returncode == code, err
     last = err.strip().splitlines()[-1]
-    assert "Traceback" not in err and last.startswith(f"adrop train: interrupted ({signal.Signals(signum).name}); "
-                                                      "resume with: adrop train ")
+    assert "Traceback" not in err and last.startswith(
+        f"adrop train: interrupted ({signal.Signals(signum).name}); resume with: adrop train "
+    )
     assert f"hydra.run.dir={tmp_path / 'run'}" in last
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["epochs"] >= 2
@@ -136,16 +146,23 @@ def test_an_interrupted_stacked_sweep_marks_its_unfinished_jobs_and_no_other_fol
     foreign = tmp_path / "sweep" / "seed_3"  # another run's folder where the sweep's fourth job would go: refused
     foreign.mkdir(parents=True)
     (foreign / "summary.json").write_text('{"status": "running", "identity": {"method": "dense", "seed": 99}}')
-    process = start_and_wait_for("worker processes", "stdout", "-m", "method=logsum", "seed=0,1,2,3",
-                                 "hydra/launcher=stacked", "hydra.launcher.n_jobs=2", "hydra.sweep.dir=sweep",
-                                 "hydra.sweep.subdir=seed_${seed}")
+    process = start_and_wait_for(
+        "worker processes",
+        "stdout",
+        "-m",
+        "method=logsum",
+        "seed=0,1,2,3",
+        "hydra/launcher=stacked",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweep.dir=sweep",
+        "hydra.sweep.subdir=seed_${seed}",
+    )
     time.sleep(5)  # two stacks train, the third waits
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 143, err
     assert "Traceback" not in err and "hydra.sweep.dir=" in err.strip().splitlines()[-1]
-    statuses = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text())["status"]
-                for s in range(3)]
+    statuses = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text())["status"] for s in range(3)]
     assert statuses == ["interrupted"] * 3
     assert json.loads((foreign / "summary.json").read_text())["status"] == "running"  # not this sweep's to mark
 
@@ -160,23 +177,33 @@ def test_a_truncated_data_file_is_named(config, tmp_path):
     (raw / "t10k-labels-idx1-ubyte").unlink()
     (raw / "t10k-labels-idx1-ubyte").write_bytes((DATA / "MNIST" / "raw" / "t10k-labels-idx1-ubyte").read_bytes()[:999])
     cfg = config(f"data.root={tmp_path}", "data.download=false", "device=cpu")
-    with pytest.raises(TrainError, match=r"t10k-labels-idx1-ubyte is truncated or corrupt \(999 bytes, its header "
-                                         r"promises 10008\)"):
+    with pytest.raises(
+        TrainError,
+        match=r"t10k-labels-idx1-ubyte is truncated or corrupt \(999 bytes, its header "
+        r"promises 10008\)",
+    ):
         one(cfg, tmp_path / "run")
 
 
 @pytest.mark.slow
 def test_exit_1_a_checkpoint_that_cannot_be_written_is_one_line_and_leaves_no_temporary_file(tmp_path):
     """A file-size limit (ulimit -f) below the checkpoint's size: the write fails, its temporary file goes."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # the CSVs and YAMLs fit, the checkpoint not
 
-    out = subprocess.run([sys.executable, "-m", "adrop", "train", *SMALL, "epochs=2", "model.hidden=[64,64]",
-                          "hydra.run.dir=run"], cwd=tmp_path, capture_output=True, text=True, preexec_fn=limit,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "adrop", "train", *SMALL, "epochs=2", "model.hidden=[64,64]", "hydra.run.dir=run"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=300,
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
-    assert stderr_lines(out)[-1] == (f"adrop train: error: cannot write {tmp_path / 'run' / 'checkpoint.pt'}: file too "
-                                     "large (the file-size limit)")
+    assert stderr_lines(out)[-1] == (
+        f"adrop train: error: cannot write {tmp_path / 'run' / 'checkpoint.pt'}: file too large (the file-size limit)"
+    )
     assert not list((tmp_path / "run").glob("*.tmp"))
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
 
@@ -298,6 +325,7 @@ def test_a_truncated_weights_file_is_one_line(synthetic, tmp_path, capsys):
 
 # -- the exit statuses, row by row, in this process where it can be -------------------------------------------------
 
+
 @pytest.fixture
 def train_here(tmp_path, monkeypatch, capsys):
     """`adrop train <args>` in this process (adrop.train.app.main) in tmp_path: (exit status, stdout's lines,
@@ -335,10 +363,13 @@ def test_exit_0_a_job_held_by_another_command_that_completed_it_there(train_here
     the_other_command_ends_with(monkeypatch, run_files.Held(folder), {"status": "completed", "epochs": 1})
     code, out, err = train_here(*HELD_SWEEP, "seed=0")
     assert code == 0 and err == [], err
-    assert "adrop train: seed_0: held by another command, which is training it; this sweep counts how it ends " \
-           "there" in out
-    assert out[-1] == f"adrop train: 1 jobs done (1 of them by another command that held them); files in " \
-                      f"{tmp_path / 'sweep'}"
+    assert (
+        "adrop train: seed_0: held by another command, which is training it; this sweep counts how it ends there" in out
+    )
+    assert (
+        out[-1] == f"adrop train: 1 jobs done (1 of them by another command that held them); files in "
+        f"{tmp_path / 'sweep'}"
+    )
 
 
 LAUNCHERS = [(), ("hydra/launcher=stacked", "hydra.launcher.n_jobs=1")]  # the basic launcher's way, the stacked's
@@ -350,21 +381,25 @@ def test_exit_0_a_job_another_command_still_trains_is_named(train_here, tmp_path
         code, out, err = train_here(*HELD_SWEEP, "seed=0,1", *launcher)
     assert code == 0 and err == [], err
     assert "adrop train: seed_0: held by another command (still training)" in out
-    assert out[-1] == (f"adrop train: 1 jobs done, 1 held by another command (still training: that command reports "
-                       f"it); files in {tmp_path / 'sweep'}")
+    assert out[-1] == (
+        f"adrop train: 1 jobs done, 1 held by another command (still training: that command reports "
+        f"it); files in {tmp_path / 'sweep'}"
+    )
     assert json.loads((tmp_path / "sweep" / "seed_1" / "summary.json").read_text())["status"] == "completed"
     assert not (tmp_path / "sweep" / "seed_0" / "summary.json").exists()  # nothing written into the held folder
 
 
 def test_exit_1_a_job_held_by_another_command_that_failed_it_there(train_here, tmp_path, monkeypatch):
     folder = tmp_path / "sweep" / "seed_0"
-    the_other_command_ends_with(monkeypatch, run_files.Held(folder),
-                                {"status": "failed", "error": "the loss became nan"})
+    the_other_command_ends_with(
+        monkeypatch, run_files.Held(folder), {"status": "failed", "error": "the loss became nan"}
+    )
     code, out, err = train_here(*HELD_SWEEP, "seed=0")
     assert code == 1
-    assert err == ["adrop train: error: seed_0: held by another command, where it ended failed: the loss became nan",
-                   f"adrop train: error: 1 of 1 jobs failed: see {tmp_path / 'sweep'} (each failed job's summary.json "
-                   "says why)"]
+    assert err == [
+        "adrop train: error: seed_0: held by another command, where it ended failed: the loss became nan",
+        f"adrop train: error: 1 of 1 jobs failed: see {tmp_path / 'sweep'} (each failed job's summary.json says why)",
+    ]
 
 
 def test_exit_1_an_output_folder_that_cannot_be_made_is_one_plain_line(train_here, tmp_path, monkeypatch):
@@ -382,8 +417,9 @@ def test_exit_1_an_output_folder_that_cannot_be_made_is_one_plain_line(train_her
     assert code == 1 and err == [f"adrop train: error: cannot write {tmp_path / 'locked' / 'run'}: permission denied"]
     (tmp_path / "a_file").write_text("")
     code, out, err = train_here(*SMALL, "epochs=1", "hydra.run.dir=a_file/run")
-    assert code == 1 and err == [f"adrop train: error: cannot write {tmp_path / 'a_file' / 'run'}: "
-                                 f"{tmp_path / 'a_file'} is a file, not a folder"]
+    assert code == 1 and err == [
+        f"adrop train: error: cannot write {tmp_path / 'a_file' / 'run'}: {tmp_path / 'a_file'} is a file, not a folder"
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
@@ -393,9 +429,14 @@ def test_exit_1_a_read_only_output_folder_is_one_plain_line(train_here, tmp_path
     assert code == 1 and err == [f"adrop train: error: cannot write {tmp_path / 'locked' / 'run'}: permission denied"]
 
 
-@pytest.mark.parametrize("number, reason", [(errno.EACCES, "permission denied"),
-                                            (errno.ENOSPC, "no space left on device"),
-                                            (errno.EROFS, "read-only file system")])
+@pytest.mark.parametrize(
+    "number, reason",
+    [
+        (errno.EACCES, "permission denied"),
+        (errno.ENOSPC, "no space left on device"),
+        (errno.EROFS, "read-only file system"),
+    ],
+)
 def test_exit_1_a_write_the_system_refuses_names_the_file_in_plain_words(tmp_path, number, reason):
     def write(tmp):
         tmp.write_text("half")
@@ -424,6 +465,7 @@ def test_exit_1_a_checkpoint_past_the_file_size_limit_says_so(tmp_path):
 
 def offline(monkeypatch):
     """No internet: every download torchvision tries fails as it does without a network."""
+
     def unreachable(*args, **kwargs):
         raise urllib.error.URLError(OSError(-2, "Name or service not known"))
 
@@ -434,8 +476,10 @@ def test_exit_2_mnist_that_cannot_be_downloaded_is_one_line(train_here, tmp_path
     offline(monkeypatch)
     empty = tmp_path / "empty"
     empty.mkdir()
-    line = (f"adrop train: error: MNIST is not in {empty} and cannot be downloaded (no internet?): pass "
-            "data.root=<a folder holding MNIST/raw/> or set ADROP_DATA")
+    line = (
+        f"adrop train: error: MNIST is not in {empty} and cannot be downloaded (no internet?): pass "
+        "data.root=<a folder holding MNIST/raw/> or set ADROP_DATA"
+    )
     code, out, err = train_here("device=cpu", f"data.root={empty}", "hydra.run.dir=run")
     assert code == 2 and err == [line] and not (tmp_path / "run").exists()
     monkeypatch.setenv("ADROP_DATA", str(empty))  # data.root's default
@@ -447,13 +491,16 @@ def test_exit_2_mnist_that_cannot_be_downloaded_is_one_line(train_here, tmp_path
 def test_exit_2_a_sweep_offline_says_it_once(train_here, tmp_path, monkeypatch, launcher):
     offline(monkeypatch)
     monkeypatch.setenv("ADROP_DATA", str(tmp_path))
-    code, out, err = train_here("-m", "device=cpu", "seed=0,1,2", "hydra.sweep.dir=sweep",
-                                "hydra.sweep.subdir=seed_${seed}", *launcher)
+    code, out, err = train_here(
+        "-m", "device=cpu", "seed=0,1,2", "hydra.sweep.dir=sweep", "hydra.sweep.subdir=seed_${seed}", *launcher
+    )
     assert code == 2, err
-    assert err == [f"adrop train: error: seed_0: MNIST is not in {tmp_path} and cannot be downloaded (no internet?): "
-                   "pass data.root=<a folder holding MNIST/raw/> or set ADROP_DATA",
-                   f"adrop train: error: 3 of 3 jobs refused (their settings, data or folder, as said above; nothing "
-                   f"trained in them): see {tmp_path / 'sweep'}"]
+    assert err == [
+        f"adrop train: error: seed_0: MNIST is not in {tmp_path} and cannot be downloaded (no internet?): "
+        "pass data.root=<a folder holding MNIST/raw/> or set ADROP_DATA",
+        f"adrop train: error: 3 of 3 jobs refused (their settings, data or folder, as said above; nothing "
+        f"trained in them): see {tmp_path / 'sweep'}",
+    ]
     statuses = [json.loads((tmp_path / "sweep" / f"seed_{s}" / "summary.json").read_text())["status"] for s in range(3)]
     assert statuses == ["failed"] * 3  # each job's folder says why
 
@@ -461,8 +508,10 @@ def test_exit_2_a_sweep_offline_says_it_once(train_here, tmp_path, monkeypatch, 
 def test_exit_2_a_sweep_whose_jobs_were_refused_and_none_failed(train_here, tmp_path):
     code, out, err = train_here("-m", *SMALL, "epochs=1", "lam=0.001,-1", "method=logsum", "hydra.sweep.dir=sweep")
     assert code == 2
-    assert err[-1] == (f"adrop train: error: 1 of 2 jobs refused (their settings, data or folder, as said above; "
-                       f"nothing trained in them): see {tmp_path / 'sweep'}")
+    assert err[-1] == (
+        f"adrop train: error: 1 of 2 jobs refused (their settings, data or folder, as said above; "
+        f"nothing trained in them): see {tmp_path / 'sweep'}"
+    )
     assert "lam must be >= 0, got -1.0" in err[0]
 
 
@@ -474,22 +523,28 @@ def test_exit_2_a_folder_that_holds_another_run_or_is_in_use(train_here, tmp_pat
     assert code == 2 and len(err) == 1 and err[0].startswith(f"adrop train: error: {other} holds another run (")
     with run_files.Held(tmp_path / "busy"):
         code, out, err = train_here(*SMALL, "epochs=1", "hydra.run.dir=busy")
-    assert code == 2 and err == [f"adrop train: error: {tmp_path / 'busy'} is in use: another adrop command is "
-                                 "training this run right now; rerun this one once that has stopped (the run resumes "
-                                 "from its last checkpoint)"]
+    assert code == 2 and err == [
+        f"adrop train: error: {tmp_path / 'busy'} is in use: another adrop command is "
+        "training this run right now; rerun this one once that has stopped (the run resumes "
+        "from its last checkpoint)"
+    ]
 
 
 def test_exit_2_a_flag_hydra_does_not_take_is_one_line(train_here):
     before = os.environ.get("HYDRA_FULL_ERROR")
     code, out, err = train_here("--bogus", *SMALL)
-    assert code == 2 and out == [] and err == [
-        "adrop train: error: unrecognized arguments: --bogus (adrop train --help lists what it takes)"]
+    assert (
+        code == 2
+        and out == []
+        and err == ["adrop train: error: unrecognized arguments: --bogus (adrop train --help lists what it takes)"]
+    )
     assert os.environ.get("HYDRA_FULL_ERROR") == before  # the app's own switch does not outlive it
 
 
 def test_exit_130_ctrl_c_while_a_command_imports_is_one_line(monkeypatch, capsys):
     """A Ctrl-C that lands while torch imports, raised there as a KeyboardInterrupt, and one that a library's cleanup
     turns into another error (OmegaConf's, mid-composition)."""
+
     def ctrl_c(name):
         raise KeyboardInterrupt
 
@@ -522,8 +577,14 @@ def test_exit_130_ctrl_c_while_a_command_imports_is_one_line(monkeypatch, capsys
 def test_exit_130_and_143_a_stop_while_torch_imports_is_one_line(tmp_path, signum, code):
     """The real thing: the signal at several moments of the first seconds (Python's, adrop's, torch's imports)."""
     for delay in (0.3, 0.8, 1.5):
-        process = subprocess.Popen([sys.executable, "-m", "adrop", "train", *SMALL, "hydra.run.dir=run"], cwd=tmp_path,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "adrop", "train", *SMALL, "hydra.run.dir=run"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=default_sigint,
+        )
         time.sleep(delay)
         process.send_signal(signum)
         out, err = process.communicate(timeout=60)
@@ -536,8 +597,18 @@ def test_exit_0_two_identical_sweeps_into_one_folder_share_the_jobs(tmp_path):
     """Two commands at once: each trains the jobs the other does not hold, and both end done. The jobs are long
     enough (about 10 s each here) that the second command, started once the first trains seed_0, finds one of them
     in training; which one depends on how long the second takes to start."""
-    args = [sys.executable, "-m", "adrop", "train", "-m", *SMALL, "epochs=100", "seed=0,1", "hydra.sweep.dir=sweep",
-            "hydra.sweep.subdir=seed_${seed}"]
+    args = [
+        sys.executable,
+        "-m",
+        "adrop",
+        "train",
+        "-m",
+        *SMALL,
+        "epochs=100",
+        "seed=0,1",
+        "hydra.sweep.dir=sweep",
+        "hydra.sweep.subdir=seed_${seed}",
+    ]
     first = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not (tmp_path / "sweep" / "seed_0" / "summary.json").exists() and time.time() < deadline:

@@ -1,4 +1,5 @@
 """Figure 1's data: both panels, and the right one against the separable formula."""
+
 import numpy as np
 
 from adrop import penalties

@@ -17,14 +17,18 @@ def test_fine_tuning_starts_from_the_run_and_keeps_exactly_its_zeros(synthetic, 
         assert np.array_equal(layer.weight[0].detach().numpy(), start[f"{name}.weight"])
         assert np.array_equal(layer.bias[0].detach().numpy(), start[f"{name}.bias"])
     first = error(run, run.data.val)
-    assert first == pytest.approx(error(one(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5",
-                                                      "epochs=3"), pruned), run.data.val))
+    assert first == pytest.approx(
+        error(
+            one(synthetic("method=magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=3"), pruned),
+            run.data.val,
+        )
+    )
     summary = run.fit()[0]
     end = np.load(tmp_path / "weights.npz")
     for key in start.files:
         if key.endswith(".weight"):
             assert np.array_equal(end[key] == 0, start[key] == 0)  # the same zeros, no more, no fewer
-            assert not np.array_equal(end[key], start[key])      # and the rest trained
+            assert not np.array_equal(end[key], start[key])  # and the rest trained
     assert summary["nonzero"] == sum(int(np.count_nonzero(start[k])) for k in start.files if k.endswith(".weight"))
 
 

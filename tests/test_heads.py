@@ -1,5 +1,6 @@
 """Attention heads as groups (structure=neuron on nn.MultiheadAttention's in_proj_weight) and the transformer without
 its dead heads and feed-forward units (adrop.heads): the same function, in torch and in onnxruntime."""
+
 import numpy as np
 import pytest
 import torch
@@ -20,8 +21,9 @@ def test_structure_neuron_makes_a_head_one_group_of_its_q_k_and_v_rows():
     assert tuple(layer.weight.shape) == (3, 4, 4, 16) and layer.group_shape == (1, 4, 1, 1)
     assert layer.group_size == 3 * 4 * 16
     w = model.encoder.layers[0].self_attn.parametrizations.in_proj_weight.original.detach().reshape(48, 16)
-    by_hand = [torch.cat([w[part * 16 + h * 4:part * 16 + (h + 1) * 4] for part in range(3)]).norm()
-               for h in range(4)]
+    by_hand = [
+        torch.cat([w[part * 16 + h * 4 : part * 16 + (h + 1) * 4] for part in range(3)]).norm() for h in range(4)
+    ]
     assert torch.allclose(layer.group_norm(layer.weight).flatten(), torch.stack(by_hand))
     other = sp.layers[sp.names.index("encoder.layers.0.linear1")]
     assert other.group_shape == (32, 1)  # another tensor: its rows
@@ -38,8 +40,8 @@ def planted(model: nn.Module) -> nn.Module:
         for m in model.modules():
             if isinstance(m, nn.MultiheadAttention):
                 E, d = m.embed_dim, m.embed_dim // m.num_heads
-                m.in_proj_weight[2 * E:2 * E + d] = 0
-                m.out_proj.weight[:, 2 * d:3 * d] = 0
+                m.in_proj_weight[2 * E : 2 * E + d] = 0
+                m.out_proj.weight[:, 2 * d : 3 * d] = 0
             if isinstance(m, nn.TransformerEncoderLayer):
                 m.linear1.weight[:5] = 0
                 m.linear2.weight[:, 7:9] = 0
@@ -72,7 +74,7 @@ def test_compact_attention_is_the_attention_it_replaces(batch_first, kept):
     kept = torch.tensor(kept)
     with torch.no_grad():
         for h in torch.nonzero(~kept).flatten().tolist():
-            attention.in_proj_weight[32 + 4 * h:32 + 4 * (h + 1)] = 0
+            attention.in_proj_weight[32 + 4 * h : 32 + 4 * (h + 1)] = 0
     assert torch.equal(dead_heads(attention.in_proj_weight, attention.out_proj.weight, 4), ~kept)
     compact = CompactAttention(attention, kept).eval()
     q = torch.randn(3, 7, 16) if batch_first else torch.randn(7, 3, 16)
@@ -82,8 +84,13 @@ def test_compact_attention_is_the_attention_it_replaces(batch_first, kept):
     per_head = torch.rand(3 * 4, 7, 7) < 0.3  # B * H masks, one per example and (original) head
     per_head[..., 0] = False  # each row attends somewhere
     with torch.no_grad():
-        for options in ({}, {"key_padding_mask": pad}, {"attn_mask": causal}, {"attn_mask": causal.float() * -1e9},
-                        {"attn_mask": per_head}):
+        for options in (
+            {},
+            {"key_padding_mask": pad},
+            {"attn_mask": causal},
+            {"attn_mask": causal.float() * -1e9},
+            {"attn_mask": per_head},
+        ):
             want = attention(q, q, q, need_weights=False, **options)[0]
             got = compact(q, q, q, need_weights=False, **options)[0]
             assert torch.allclose(got, want, atol=1e-5), options
@@ -122,8 +129,15 @@ def test_a_compact_vit_exports_to_onnx_and_runs_in_onnxruntime():
     small = compact_heads(planted(TinyViT(dim=16, heads=4, layers=2)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(small, (torch.zeros(2, 1, 8, 8),), input_names=["x"], output_names=["logits"],
-                                    dynamic_shapes={"x": {0: torch.export.Dim("n")}}, dynamo=True, verbose=False)
+        program = torch.onnx.export(
+            small,
+            (torch.zeros(2, 1, 8, 8),),
+            input_names=["x"],
+            output_names=["logits"],
+            dynamic_shapes={"x": {0: torch.export.Dim("n")}},
+            dynamo=True,
+            verbose=False,
+        )
     session = ort.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
     x = torch.randn(6, 1, 8, 8)
     with torch.no_grad():

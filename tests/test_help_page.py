@@ -1,5 +1,6 @@
 """`adrop train --help` without torch (adrop.train.help_page): Hydra's help, line for line, from a cache of the
 methods' Params that follows adrop's sources."""
+
 import json
 import subprocess
 import sys
@@ -9,8 +10,10 @@ import pytest
 from adrop.train import help_page
 
 HYDRAS_HELP = "import sys; from adrop.train import app; sys.exit(app.main(sys.argv[1:]))"
-NO_TORCH = ("import sys; from adrop.commands import train; code = train.main(sys.argv[1:]); "
-            "assert not [m for m in sys.modules if m.split('.')[0] == 'torch'], 'torch imported'; sys.exit(code)")
+NO_TORCH = (
+    "import sys; from adrop.commands import train; code = train.main(sys.argv[1:]); "
+    "assert not [m for m in sys.modules if m.split('.')[0] == 'torch'], 'torch imported'; sys.exit(code)"
+)
 
 
 def python(code: str, *args: str) -> subprocess.CompletedProcess:
@@ -18,9 +21,14 @@ def python(code: str, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides", [[], ["method=adaptive_dropout", "method.params.mask=gaussian", "model=lenet5",
-                                            "dataset=digits", "lam=3e-4"],
-                                       ["method=hard_concrete", "method.params.beta=1"]])  # an int into a float field
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        [],
+        ["method=adaptive_dropout", "method.params.mask=gaussian", "model=lenet5", "dataset=digits", "lam=3e-4"],
+        ["method=hard_concrete", "method.params.beta=1"],
+    ],
+)  # an int into a float field
 def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
     hydras = python(HYDRAS_HELP, *overrides, "--help")
     cold = python(NO_TORCH.replace("assert not", "assert 1 or"), *overrides, "--help")  # fills the cache
@@ -28,8 +36,10 @@ def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
     assert hydras.returncode == 0 and cold.returncode == 0 and warm.returncode == 0, warm.stderr
     assert cold.stdout == hydras.stdout
     assert warm.stdout == hydras.stdout
-    assert "== Configuration groups ==" in warm.stdout and "penalty_params: {}" in python(
-        NO_TORCH, "method=logsum", "--help").stdout
+    assert (
+        "== Configuration groups ==" in warm.stdout
+        and "penalty_params: {}" in python(NO_TORCH, "method=logsum", "--help").stdout
+    )
 
 
 @pytest.mark.slow
@@ -49,8 +59,9 @@ def test_the_cached_params_are_typed_and_closed_as_the_methods_own(wrong, tmp_pa
 def test_a_wrong_override_in_the_help_is_one_line(adrop):
     out = adrop("train", "metod=logsum", "--help")
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr == ("adrop train: error: unknown key metod (did you mean method?); `adrop train --help` lists "
-                          "the keys and groups\n")
+    assert out.stderr == (
+        "adrop train: error: unknown key metod (did you mean method?); `adrop train --help` lists the keys and groups\n"
+    )
 
 
 def test_only_the_help_takes_the_quick_way():
@@ -104,10 +115,13 @@ def test_tab_completion_as_hydras_bash_script_installs_and_runs_it(tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
     def completed(line: str, word: int) -> subprocess.CompletedProcess:
-        script = (f'eval "$(adrop train -sc install=bash)"; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
-                  f'COMP_WORDS=({line}); COMP_CWORD={word}; hydra_bash_completion; echo "${{COMPREPLY[@]}}"')
-        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env,
-                              timeout=120)
+        script = (
+            f'eval "$(adrop train -sc install=bash)"; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
+            f'COMP_WORDS=({line}); COMP_CWORD={word}; hydra_bash_completion; echo "${{COMPREPLY[@]}}"'
+        )
+        return subprocess.run(
+            ["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+        )
 
     out = completed("adrop train method=lo", 2)
     assert out.stdout.split() == ["method=logsum"], out.stderr

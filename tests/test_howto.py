@@ -2,6 +2,7 @@
 a fresh folder beside the checkout's examples/ and scripts/, with the page's file blocks (a python block whose first
 line is `# <name>.py`) written there first and its other python blocks run after. Trainings are shortened to
 EPOCHS epochs (and a lam search's rounds with them); everything else is the page's text."""
+
 import os
 import re
 import shlex
@@ -54,12 +55,14 @@ def test_a_how_to_pages_commands_run_as_written(page, tmp_path):
     # the import path)
     env.pop("ADROP_DATA", None)  # the pages' data need no download and no data root
     for line in blocks(text, "bash")[0].splitlines():
-        done = subprocess.run(shortened(line), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            shortened(line), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         if shlex.split(line)[:2] == ["adrop", "train"]:
             assert "Traceback" not in done.stderr, done.stderr
     for code in later:
-        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
         assert done.returncode == 0, f"{code}\n{done.stderr[-2000:]}"

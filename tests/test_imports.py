@@ -2,14 +2,18 @@
 imports; an import inside a function is how a leaf reaches a heavy or optional module late), and the layers keep
 their order: the penalty calculus imports nothing of adrop's, the methods and the library (adrop.sparsify) nothing of
 the runner (adrop.train) or the plugins, directly or through another module."""
+
 import ast
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = {".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): f
-           for package in ("adrop", "hydra_plugins") for f in (ROOT / package).rglob("*.py")}
+MODULES = {
+    ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): f
+    for package in ("adrop", "hydra_plugins")
+    for f in (ROOT / package).rglob("*.py")
+}
 
 
 def _known(name: str) -> str | None:
@@ -30,7 +34,7 @@ def module_imports(module: str) -> set[str]:
         elif isinstance(statement, ast.ImportFrom):
             base = statement.module or ""
             if statement.level:
-                parts = package.split(".")[:len(package.split(".")) - statement.level + 1]
+                parts = package.split(".")[: len(package.split(".")) - statement.level + 1]
                 base = ".".join(parts + ([statement.module] if statement.module else []))
             found.update(_known(f"{base}.{a.name}") or _known(base) for a in statement.names)
     # importing a.b.c runs a's and a.b's __init__ first (those that are not the importer's own packages)
@@ -69,7 +73,7 @@ def test_no_module_imports_itself_back():
         state[module] = "open"
         for target in sorted(GRAPH[module]):
             if state.get(target) == "open":
-                cycles.append(path[path.index(target):] + [target])
+                cycles.append(path[path.index(target) :] + [target])
             elif target not in state:
                 visit(target, path + [target])
         state[module] = "done"
@@ -90,18 +94,25 @@ def reachable(module: str) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("layer, forbidden", [
-    ("adrop.penalties", ("adrop",)),
-    ("adrop.methods", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
-    ("adrop.sparsifier", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
-    ("adrop.selection", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
-    ("adrop.heads", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
-])
+@pytest.mark.parametrize(
+    "layer, forbidden",
+    [
+        ("adrop.penalties", ("adrop",)),
+        ("adrop.methods", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+        ("adrop.sparsifier", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+        ("adrop.selection", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+        ("adrop.heads", ("adrop.train", "adrop.report", "adrop.commands", "hydra_plugins")),
+    ],
+)
 def test_the_core_does_not_import_what_is_built_around_it(layer, forbidden):
     inside = [m for m in GRAPH if m == layer or m.startswith(layer + ".")]
     assert inside
-    wrong = {(m, t) for m in inside for t in reachable(m)
-             if t.startswith(forbidden) and not (t == layer or t.startswith(layer + "."))}
+    wrong = {
+        (m, t)
+        for m in inside
+        for t in reachable(m)
+        if t.startswith(forbidden) and not (t == layer or t.startswith(layer + "."))
+    }
     assert not wrong, sorted(wrong)
 
 

@@ -2,6 +2,7 @@
 config under the Hugging Face Trainer. Each converts before its framework makes the optimizer (which then holds the
 method's parameters), steps with the gradient of loss + penalty, logs the sparsity, and strips to a plain model that
 a fresh one loads with the same outputs. Each framework's tests skip where it is not installed."""
+
 import functools
 
 import pandas as pd
@@ -13,8 +14,16 @@ from torch import nn
 from adrop.methods.base import SparseLayer
 from adrop.sparsifier import SparsifyError
 
-TRAINER = dict(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
-               enable_checkpointing=False, num_sanity_val_steps=0, log_every_n_steps=1)
+TRAINER = dict(
+    accelerator="cpu",
+    devices=1,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    enable_checkpointing=False,
+    num_sanity_val_steps=0,
+    log_every_n_steps=1,
+)
 
 
 # -- Lightning ---------------------------------------------------------------------------------------------------------
@@ -57,8 +66,12 @@ def digits_module():
             return torch.optim.Adam(self.parameters(), lr=self.lr)
 
         def train_dataloader(self):
-            return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*self.data), batch_size=self.batch_size,
-                                               shuffle=True, generator=torch.Generator().manual_seed(0))
+            return torch.utils.data.DataLoader(
+                torch.utils.data.TensorDataset(*self.data),
+                batch_size=self.batch_size,
+                shuffle=True,
+                generator=torch.Generator().manual_seed(0),
+            )
 
     return Digits
 
@@ -150,8 +163,11 @@ def test_lightning_refuses_an_optimizer_made_before_the_conversion(pl):
             return self.early
 
     trainer = pl.Trainer(max_steps=1, callbacks=[sparsify_callback()(method="logsum")], **TRAINER)
-    with pytest.raises(SparsifyError, match=r"no optimizer of the Trainer holds net\.0\.weight: make it in "
-                                            r"configure_optimizers"):
+    with pytest.raises(
+        SparsifyError,
+        match=r"no optimizer of the Trainer holds net\.0\.weight: make it in "
+        r"configure_optimizers",
+    ):
         trainer.fit(Early())
 
 
@@ -202,9 +218,16 @@ def hf():
 
 
 def tiny_bert(hf, seed=0):
-    config = hf.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                           intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
-                           attention_probs_dropout_prob=0.0)
+    config = hf.BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     torch.manual_seed(seed)
     return hf.BertForSequenceClassification(config)
 
@@ -224,8 +247,16 @@ class Tokens(torch.utils.data.Dataset):
 
 
 def hf_trainer(hf, tmp_path, model, **args):
-    settings = dict(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True, save_strategy="no",
-                    disable_tqdm=True, per_device_train_batch_size=16, learning_rate=1e-2, logging_steps=2)
+    settings = dict(
+        output_dir=str(tmp_path / "out"),
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        per_device_train_batch_size=16,
+        learning_rate=1e-2,
+        logging_steps=2,
+    )
     return hf.Trainer(model=model, args=hf.TrainingArguments(**{**settings, **args}), train_dataset=Tokens())
 
 
@@ -261,12 +292,26 @@ def test_gpt2s_conv1d_layers_are_sparsified_trained_and_saved_as_conv1d(hf, tmp_
     import adrop
 
     torch.manual_seed(0)
-    config = hf.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=8, bos_token_id=0,
-                           eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    config = hf.GPT2Config(
+        n_layer=1,
+        n_embd=16,
+        n_head=2,
+        vocab_size=50,
+        n_positions=8,
+        bos_token_id=0,
+        eos_token_id=0,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
     model = hf.GPT2LMHeadModel(config)
     sp = adrop.sparsify(model, method="logsum", lam=1e-2, exclude=["lm_head", "transformer.wte"])
-    assert {"transformer.h.0.attn.c_attn", "transformer.h.0.attn.c_proj", "transformer.h.0.mlp.c_fc",
-            "transformer.h.0.mlp.c_proj"} <= set(sp.names)
+    assert {
+        "transformer.h.0.attn.c_attn",
+        "transformer.h.0.attn.c_proj",
+        "transformer.h.0.mlp.c_fc",
+        "transformer.h.0.mlp.c_proj",
+    } <= set(sp.names)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     sp.attach(optimizer)
     x = Tokens().ids
@@ -283,8 +328,7 @@ def test_gpt2s_conv1d_layers_are_sparsified_trained_and_saved_as_conv1d(hf, tmp_
     sp.strip().save_pretrained(tmp_path / "plain")
     loaded = hf.GPT2LMHeadModel.from_pretrained(tmp_path / "plain").eval()
     assert type(loaded.transformer.h[0].mlp.c_fc).__name__ == "Conv1D"
-    assert int((loaded.transformer.h[0].mlp.c_fc.weight != 0).sum()) == stats.loc["transformer.h.0.mlp.c_fc",
-                                                                                    "nonzero"]
+    assert int((loaded.transformer.h[0].mlp.c_fc.weight != 0).sum()) == stats.loc["transformer.h.0.mlp.c_fc", "nonzero"]
     with torch.no_grad():
         assert torch.allclose(loaded(input_ids=x).logits, before, atol=1e-5)
 
@@ -292,8 +336,7 @@ def test_gpt2s_conv1d_layers_are_sparsified_trained_and_saved_as_conv1d(hf, tmp_
 def test_a_conv1ds_groups_are_its_input_features_and_its_units_read_so(hf):
     import adrop
 
-    config = hf.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=8, bos_token_id=0,
-                           eos_token_id=0)
+    config = hf.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=8, bos_token_id=0, eos_token_id=0)
     model = hf.GPT2LMHeadModel(config)
     sp = adrop.sparsify(model, method="logsum", lam=1e-2, structure="neuron", exclude=["lm_head", "transformer.wte"])
     fc = model.transformer.h[0].mlp.c_fc  # 16 inputs, 64 outputs, stored 16 x 64
@@ -322,6 +365,7 @@ def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path)
             if key == "loss":
                 with torch.enable_grad():
                     seen["penalty"] = torch.autograd.grad(sp.penalty(), params, allow_unused=True)
+
         return hook
 
     class Recording(hf.TrainerCallback):
@@ -384,6 +428,8 @@ def test_transformers_refuses_what_it_cannot_sparsify(hf, tmp_path):
     tied = nn.Sequential(nn.Embedding(50, 16), nn.Linear(16, 50))
     tied[1].weight = tied[0].weight
     with pytest.raises(SparsifyError, match=r"1's weight is tied to 0's: .* pass exclude=\['1'\]"):
-        sparsify_trainer(hf.Trainer(model=tied, args=hf.TrainingArguments(output_dir=str(tmp_path), use_cpu=True,
-                                                                           report_to=[])), method="logsum")
+        sparsify_trainer(
+            hf.Trainer(model=tied, args=hf.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])),
+            method="logsum",
+        )
     assert type(tied[1]) is nn.Linear  # refused before any conversion

@@ -1,5 +1,6 @@
 """hydra/sweeper=lam_search: lam found for a target nonzero fraction per combination of the other swept settings,
 every trial an ordinary run folder, search.csv, the closest run said, exit 1 where the target was not reached."""
+
 import csv
 import math
 
@@ -18,8 +19,15 @@ def rows(folder):
 
 @pytest.mark.slow
 def test_lam_search_brings_each_combination_within_tolerance_of_the_target(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
-                "method=logsum,adaprox", "hydra.sweep.dir=sweep")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        *SMALL,
+        "method=logsum,adaprox",
+        "hydra.sweep.dir=sweep",
+    )
     assert out.returncode == 0, out.stderr
     table = rows(tmp_path / "sweep")
     for method in ("logsum", "adaprox"):
@@ -44,16 +52,31 @@ def test_lam_search_brings_each_combination_within_tolerance_of_the_target(adrop
 def test_a_round_is_one_launch_so_the_stacked_launcher_stacks_it(adrop, tmp_path):
     import json
 
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra/launcher=stacked", "hydra.launcher.max_stack=4",
-                "hydra.launcher.n_jobs=1", "hydra.sweeper.target_nonzero=0.5", "hydra.sweeper.rounds=1", *SMALL,
-                "method=logsum", "hydra.sweep.dir=sweep")
-    first = [json.loads((tmp_path / "sweep" / p.name / "summary.json").read_text())
-             for p in (tmp_path / "sweep").iterdir() if (p / "summary.json").exists()]
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=4",
+        "hydra.launcher.n_jobs=1",
+        "hydra.sweeper.target_nonzero=0.5",
+        "hydra.sweeper.rounds=1",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweep.dir=sweep",
+    )
+    first = [
+        json.loads((tmp_path / "sweep" / p.name / "summary.json").read_text())
+        for p in (tmp_path / "sweep").iterdir()
+        if (p / "summary.json").exists()
+    ]
     assert len(first) == 4 and [s["stacked"] for s in first] == [4, 4, 4, 4]
     assert out.returncode == 1  # one round of a wide grid does not reach 0.5 +- 5%
     last = out.stderr.splitlines()[-1]
-    assert last.startswith("adrop train: error: lam_search brought 0 of 1 combinations within 0.05 of nonzero 0.5: "
-                           "not dataset=synthetic model=mlp epochs=2 device=cpu method=logsum (closest: lam ")
+    assert last.startswith(
+        "adrop train: error: lam_search brought 0 of 1 combinations within 0.05 of nonzero 0.5: "
+        "not dataset=synthetic model=mlp epochs=2 device=cpu method=logsum (closest: lam "
+    )
     # the closest run, why the search stopped, and the command that goes on from its runs
     spent = f"; its 1 round (hydra.sweeper.rounds) spent) (see {tmp_path / 'sweep'}); continue with: adrop train "
     assert spent in last
@@ -63,14 +86,28 @@ def test_a_round_is_one_launch_so_the_stacked_launcher_stacks_it(adrop, tmp_path
 
 @pytest.mark.slow
 def test_magnitude_pruning_takes_the_target_directly(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.3", *SMALL,
-                "method=magnitude_pruning", "hydra.sweep.dir=sweep")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.3",
+        *SMALL,
+        "method=magnitude_pruning",
+        "hydra.sweep.dir=sweep",
+    )
     assert out.returncode == 0, out.stderr
     table = rows(tmp_path / "sweep")
     assert len(table) == 1 and abs(float(table[0]["nonzero_fraction"]) - 0.3) <= 0.05 * 0.3
     assert "method=magnitude_pruning: final_sparsity 0.7, nonzero 0.30" in out.stdout  # not "lam 0"
-    again = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.3", *SMALL,
-                  "method=magnitude_pruning", "hydra.sweep.dir=sweep")  # the same search: finished runs, replayed
+    again = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.3",
+        *SMALL,
+        "method=magnitude_pruning",
+        "hydra.sweep.dir=sweep",
+    )  # the same search: finished runs, replayed
     assert again.returncode == 0 and "nothing to do" in again.stdout
     assert rows(tmp_path / "sweep") == table  # the first command's table stays as it was
     with open(tmp_path / "sweep" / "search.2.csv") as fh:
@@ -81,8 +118,17 @@ def test_magnitude_pruning_takes_the_target_directly(adrop, tmp_path):
 def test_a_search_for_a_share_of_multiply_adds_goes_by_the_compact_networks(adrop, tmp_path):
     import json
 
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_macs=0.8", "hydra.sweeper.rounds=1",
-                *SMALL, "method=logsum", "structure=neuron", "hydra.sweep.dir=sweep")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_macs=0.8",
+        "hydra.sweeper.rounds=1",
+        *SMALL,
+        "method=logsum",
+        "structure=neuron",
+        "hydra.sweep.dir=sweep",
+    )
     assert out.returncode == 1  # one round of a wide grid
     table = rows(tmp_path / "sweep")
     assert len(table) == 4 and {r["epochs"] for r in table} == {"2"}  # one round: in full
@@ -91,28 +137,49 @@ def test_a_search_for_a_share_of_multiply_adds_goes_by_the_compact_networks(adro
         assert float(r["macs_fraction"]) == pytest.approx(cost["compact_macs"] / cost["dense_macs"])
     closest = min(table, key=lambda r: abs(float(r["macs_fraction"]) - 0.8))  # by the multiply-adds, not nonzero
     said = [line for line in out.stdout.splitlines() if line.startswith("lam_search:")]
-    assert len(said) == 1 and f"lam {float(closest['lam']):.4g}, compact multiply-adds " \
-                              f"{float(closest['macs_fraction']):.4f} (target 0.8, NOT within tolerance)" in said[0]
+    assert (
+        len(said) == 1
+        and f"lam {float(closest['lam']):.4g}, compact multiply-adds "
+        f"{float(closest['macs_fraction']):.4f} (target 0.8, NOT within tolerance)"
+        in said[0]
+    )
     assert "within 0.05 of compact multiply-adds 0.8: not" in out.stderr.splitlines()[-1]
-    pruning = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_macs=0.5", *SMALL,
-                    "method=magnitude_pruning", "hydra.sweep.dir=pruning")
-    assert pruning.returncode == 2 and "magnitude_pruning sets its fraction of weights directly" in \
-        pruning.stderr.strip().splitlines()[-1]
+    pruning = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_macs=0.5",
+        *SMALL,
+        "method=magnitude_pruning",
+        "hydra.sweep.dir=pruning",
+    )
+    assert (
+        pruning.returncode == 2
+        and "magnitude_pruning sets its fraction of weights directly" in pruning.stderr.strip().splitlines()[-1]
+    )
 
 
 def test_the_answer_is_a_healthy_run_within_tolerance_where_the_closest_failed():
     from hydra_plugins.adrop_plugins.search_table import closest_full_run
 
     def run(folder, nonzero, val):
-        return {"combination": "method=vardrop", "epochs": 200, "status": "completed", "folder": folder,
-                "nonzero_fraction": nonzero, "val_error": val}
+        return {
+            "combination": "method=vardrop",
+            "epochs": 200,
+            "status": "completed",
+            "folder": folder,
+            "nonzero_fraction": nonzero,
+            "val_error": val,
+        }
 
     rows = [run("a", 0.0200, 0.80), run("b", 0.0209, 0.03), run("c", 0.0150, 0.02)]
     assert closest_full_run(rows, 0.02, 200)["folder"] == "a"  # no bound: the closest
     assert closest_full_run(rows, 0.02, 200, tolerance=0.05, max_val_error=0.5)["folder"] == "b"
     assert closest_full_run(rows[::2], 0.02, 200, tolerance=0.05, max_val_error=0.5)["folder"] == "a"  # none healthy
-    assert closest_full_run([run("d", 0.02, "nan"), rows[1]], 0.02, 200, tolerance=0.05,
-                            max_val_error=0.5)["folder"] == "b"  # an error that is no number failed
+    assert (
+        closest_full_run([run("d", 0.02, "nan"), rows[1]], 0.02, 200, tolerance=0.05, max_val_error=0.5)["folder"]
+        == "b"
+    )  # an error that is no number failed
 
 
 def test_a_macs_search_reads_old_tables_through_their_runs_and_says_when_runs_have_no_compact_network(tmp_path):
@@ -123,14 +190,40 @@ def test_a_macs_search_reads_old_tables_through_their_runs_and_says_when_runs_ha
     earlier = tmp_path / "earlier"
     run = earlier / "run0"
     run.mkdir(parents=True)
-    (run / "summary.json").write_text(json.dumps({"status": "completed", "cost": {"compact_macs": 30,
-                                                                                  "dense_macs": 200}}))
+    (run / "summary.json").write_text(
+        json.dumps({"status": "completed", "cost": {"compact_macs": 30, "dense_macs": 200}})
+    )
     with open(earlier / "search.csv", "w", newline="") as fh:  # written before the macs_fraction column
-        writer = csv.DictWriter(fh, fieldnames=["combination", "round", "epochs", "lr", "lam", "nonzero_fraction",
-                                                "val_error", "test_error", "wall_time_s", "status", "folder"])
+        writer = csv.DictWriter(
+            fh,
+            fieldnames=[
+                "combination",
+                "round",
+                "epochs",
+                "lr",
+                "lam",
+                "nonzero_fraction",
+                "val_error",
+                "test_error",
+                "wall_time_s",
+                "status",
+                "folder",
+            ],
+        )
         writer.writeheader()
-        writer.writerow({"combination": "method=logsum seed=0", "round": 1, "epochs": 200, "lr": 1e-4, "lam": 1e-3,
-                         "nonzero_fraction": 0.3, "val_error": 0.02, "status": "completed", "folder": str(run)})
+        writer.writerow(
+            {
+                "combination": "method=logsum seed=0",
+                "round": 1,
+                "epochs": 200,
+                "lr": 1e-4,
+                "lam": 1e-3,
+                "nonzero_fraction": 0.3,
+                "val_error": 0.02,
+                "status": "completed",
+                "folder": str(run),
+            }
+        )
     s, p = lam_search().LamSearchSweeper(target_macs=0.15, reuse=[str(earlier)]), plan()
     reused = s.reused(p, read_search_tables(earlier))
     assert [t[:2] for t in p.full] == [(1e-3, 0.15)] and reused[0]["macs_fraction"] == 0.15
@@ -154,8 +247,9 @@ def test_one_target_a_fraction():
 def test_lam_in_the_command_is_refused_in_one_line(adrop):
     out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL, "lam=1,2")
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines()[-1] == ("adrop train: error: hydra/sweeper=lam_search chooses lam: leave "
-                                                   "lam out of the command")
+    assert out.stderr.strip().splitlines()[-1] == (
+        "adrop train: error: hydra/sweeper=lam_search chooses lam: leave lam out of the command"
+    )
 
 
 def test_the_next_round_looks_inside_the_bracket_around_the_interpolated_lam():
@@ -182,7 +276,8 @@ def test_beyond_the_range_tried_the_next_round_steps_a_decade_a_value_or_along_t
     assert next_lams([(1e-3, 1.0), (1e-2, 0.995)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-1, 1.0])
     guess = 1e-2 * 0.8 / 0.3  # the top run prunes: nonzero taken to fall as 1 / lam from there
     assert next_lams([(1e-3, 0.9), (1e-2, 0.8)], 0.3, 2, [1e-7, 1]) == pytest.approx(
-        [float(f"{guess / 10 ** 0.25:.6g}"), float(f"{guess * 10 ** 0.25:.6g}")])
+        [float(f"{guess / 10**0.25:.6g}"), float(f"{guess * 10**0.25:.6g}")]
+    )
     assert next_lams([(1e-3, 0.1)], 0.3, 2, [1e-7, 1]) == pytest.approx([1e-4, 1e-5])
     assert log_spaced(1e-7, 1.0, 4) == pytest.approx([1e-7, 10 ** (-14 / 3), 10 ** (-7 / 3), 1.0])
 
@@ -209,9 +304,10 @@ def test_a_bracket_whose_far_end_kept_nothing_is_searched_near_its_other_end():
     # LogSum's first short round on MNIST: 0.041 at lam 4.6e-3, a collapsed network (0) at lam 1
     lams = next_lams([(2.15443e-5, 0.99), (0.00464159, 0.041), (1.0, 0.0)], 0.02, 4, [1e-7, 1])
     guess = 0.00464159 * 0.041 / 0.02  # along the nominal slope -1 from the end that kept weights
-    assert lams == pytest.approx([guess / 10 ** 0.25 * 10 ** (i / 6) for i in range(4)], rel=1e-5)
+    assert lams == pytest.approx([guess / 10**0.25 * 10 ** (i / 6) for i in range(4)], rel=1e-5)
     assert estimate([(0.00464159, 0.041), (1.0, 0.0)], 0.02, prior_slope=-2.0)[0] == pytest.approx(
-        math.log(0.00464159) + math.log(0.041 / 0.02) / 2)
+        math.log(0.00464159) + math.log(0.041 / 0.02) / 2
+    )
 
 
 def test_the_search_leaves_lam_range_only_where_the_runs_respond():
@@ -224,6 +320,7 @@ def test_the_search_leaves_lam_range_only_where_the_runs_respond():
 
 
 # -- a round's jobs, from made-up results (no training) ---------------------------------------------------------
+
 
 def lam_search():
     """The plugin module as it is now: Hydra's plugin scan re-executes plugin modules (and BasicSweeper's), so a
@@ -282,10 +379,22 @@ def test_the_full_rounds_reach_logsums_200_epoch_point_where_one_factor_missed()
     # full runs' nonzero fraction against lam (seed 0: search.csv and the equivalence runs, log-log between them).
     # At 0.8 of the short runs' guess (one factor) the full runs kept 0.011-0.012, and the next round missed too.
     s, p = sweeper(target=0.02), plan()
-    p.short = [(1e-07, 0.998, {}), (2.15443e-05, 0.831, {}), (0.00464159, 0.0106, {}), (1.0, 0.0, {}),
-               (0.000555339, 0.0990, {}), (0.00112701, 0.0459, {}), (0.00228716, 0.0212, {})]
-    measured = [(1.0e-3, 0.01941), (1.03117e-3, 0.01875), (1.13935e-3, 0.01742), (1.84941e-3, 0.01186),
-                (2.04343e-3, 0.01089)]
+    p.short = [
+        (1e-07, 0.998, {}),
+        (2.15443e-05, 0.831, {}),
+        (0.00464159, 0.0106, {}),
+        (1.0, 0.0, {}),
+        (0.000555339, 0.0990, {}),
+        (0.00112701, 0.0459, {}),
+        (0.00228716, 0.0212, {}),
+    ]
+    measured = [
+        (1.0e-3, 0.01941),
+        (1.03117e-3, 0.01875),
+        (1.13935e-3, 0.01742),
+        (1.84941e-3, 0.01186),
+        (2.04343e-3, 0.01089),
+    ]
     x, y = np.log([lam for lam, _ in measured]), np.log([nz for _, nz in measured])
 
     def full_run(lam):  # inside the measured points, and beyond them along LogSum's slope there (about -0.8)
@@ -299,17 +408,38 @@ def test_the_full_rounds_reach_logsums_200_epoch_point_where_one_factor_missed()
     assert any(s.within(nz) for _, nz, _ in p.full)
 
 
-@pytest.mark.parametrize("short, measured", [
-    # adaptive dropout (Bernoulli, additive), LeNet-300-100, 200 epochs, seed 0: its search's short runs, and its
-    # full runs (the first full round's two, then the two its last round tried, side by side around its guess)
-    ([(1e-07, 0.9895), (2.15443e-05, 0.6954), (0.00464159, 0.01073), (1.0, 0.0), (0.000543218, 0.1037),
-      (0.00111055, 0.04545), (0.0022704, 0.02044)],
-     [(0.000930329, 0.02222), (0.000990118, 0.02142), (0.00110262, 0.01890), (0.00186066, 0.01185)]),
-    # AdaProx, the same setting
-    ([(1e-07, 0.9881), (2.15443e-05, 0.6763), (0.00464159, 0.01019), (1.0, 0.0), (0.000510921, 0.09761),
-      (0.00106608, 0.04314), (0.00222448, 0.02124)],
-     [(0.000945039, 0.02116), (0.000953387, 0.02122), (0.0010698, 0.01903), (0.00189008, 0.01176)]),
-])
+@pytest.mark.parametrize(
+    "short, measured",
+    [
+        # adaptive dropout (Bernoulli, additive), LeNet-300-100, 200 epochs, seed 0: its search's short runs, and its
+        # full runs (the first full round's two, then the two its last round tried, side by side around its guess)
+        (
+            [
+                (1e-07, 0.9895),
+                (2.15443e-05, 0.6954),
+                (0.00464159, 0.01073),
+                (1.0, 0.0),
+                (0.000543218, 0.1037),
+                (0.00111055, 0.04545),
+                (0.0022704, 0.02044),
+            ],
+            [(0.000930329, 0.02222), (0.000990118, 0.02142), (0.00110262, 0.01890), (0.00186066, 0.01185)],
+        ),
+        # AdaProx, the same setting
+        (
+            [
+                (1e-07, 0.9881),
+                (2.15443e-05, 0.6763),
+                (0.00464159, 0.01019),
+                (1.0, 0.0),
+                (0.000510921, 0.09761),
+                (0.00106608, 0.04314),
+                (0.00222448, 0.02124),
+            ],
+            [(0.000945039, 0.02116), (0.000953387, 0.02122), (0.0010698, 0.01903), (0.00189008, 0.01176)],
+        ),
+    ],
+)
 def test_inside_a_bracket_of_full_runs_the_last_round_lands_near_its_guess(short, measured):
     # Side by side, both windows' lams landed 5-7% from the target: at the tolerance's edges, where the nonzero
     # fraction's roughness decides. Overlapping by half, log-log between the measured runs, both land within.
@@ -326,8 +456,16 @@ def test_inside_a_bracket_of_full_runs_the_last_round_lands_near_its_guess(short
 def test_a_guess_already_tried_falls_back_to_the_bracket_of_the_full_runs():
     # a very steep curve: the first full round's upper run kept nothing, the lower one everything
     s, p = sweeper(target=0.05), plan()
-    p.short = [(1e-07, 1, {}), (2.15443e-05, 1, {}), (0.00464159, 0, {}), (1, 0, {}), (0.000177828, 1, {}),
-               (0.000261016, 1, {}), (0.000383119, 1, {}), (0.000562341, 1, {})]
+    p.short = [
+        (1e-07, 1, {}),
+        (2.15443e-05, 1, {}),
+        (0.00464159, 0, {}),
+        (1, 0, {}),
+        (0.000177828, 1, {}),
+        (0.000261016, 1, {}),
+        (0.000383119, 1, {}),
+        (0.000562341, 1, {}),
+    ]
     low, high = (lam for _, lam, _ in s.round_jobs(p, 3))
     p.full = [(low, 1.0, {}), (high, 0.0, {})]
     lams = [lam for _, lam, _ in s.round_jobs(p, 4)]
@@ -377,11 +515,22 @@ def test_the_searchs_answer_is_the_completed_full_run_closest_to_the_target_over
             writer = csv.DictWriter(fh, fieldnames=COLUMNS)
             writer.writeheader()
             for folder, epochs, lam, nonzero, status in runs:
-                writer.writerow({"combination": "method=logsum", "round": 1, "epochs": epochs, "lam": lam,
-                                 "nonzero_fraction": nonzero, "status": status, "folder": folder})
+                writer.writerow(
+                    {
+                        "combination": "method=logsum",
+                        "round": 1,
+                        "epochs": epochs,
+                        "lam": lam,
+                        "nonzero_fraction": nonzero,
+                        "status": status,
+                        "folder": folder,
+                    }
+                )
 
-    table("search.csv", [("a", 2, 1e-3, 0.0200, "completed"), ("b", 20, 1e-3, 0.030, "completed"),
-                         ("c", 20, 2e-3, "", "failed")])
+    table(
+        "search.csv",
+        [("a", 2, 1e-3, 0.0200, "completed"), ("b", 20, 1e-3, 0.030, "completed"), ("c", 20, 2e-3, "", "failed")],
+    )
     table("search.2.csv", [("b", 20, 1e-3, 0.030, "completed"), ("c", 20, 2e-3, 0.0197, "completed")])
     table("search.10.csv", [("d", 20, 3e-3, 0.0202, "interrupted"), ("c", 20, 2e-3, 0.0199, "completed")])
     runs = read_search_tables(tmp_path)
@@ -399,63 +548,129 @@ def test_a_search_reuses_an_earlier_searchs_runs_of_its_combination_and_goes_str
     earlier = tmp_path / "earlier"
     earlier.mkdir()
     combo = "method=logsum seed=0 data.root=/elsewhere progress=never"  # where the data lives is no difference
-    runs = [(combo, 20, 1e-3, 1e-3, 0.1), (combo, 20, 1e-3, 1e-2, 0.01), (combo, 200, 1e-4, 1e-3, 0.03),
-            (combo, 200, 1e-4, 2e-3, 0.022), (combo, 200, 1e-4, 3e-3, "", "failed"),
-            ("method=logsum seed=1", 200, 1e-4, 4e-3, 0.02),  # another combination
-            (combo, 100, 1e-4, 5e-3, 0.02)]  # another length
+    runs = [
+        (combo, 20, 1e-3, 1e-3, 0.1),
+        (combo, 20, 1e-3, 1e-2, 0.01),
+        (combo, 200, 1e-4, 1e-3, 0.03),
+        (combo, 200, 1e-4, 2e-3, 0.022),
+        (combo, 200, 1e-4, 3e-3, "", "failed"),
+        ("method=logsum seed=1", 200, 1e-4, 4e-3, 0.02),  # another combination
+        (combo, 100, 1e-4, 5e-3, 0.02),
+    ]  # another length
     with open(earlier / "search.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
         for i, (combination, epochs, lr, lam, nonzero, *status) in enumerate(runs):
-            writer.writerow({"combination": combination, "round": 1, "epochs": epochs, "lr": lr, "lam": lam,
-                             "nonzero_fraction": nonzero, "val_error": 0.03, "test_error": 0.03, "wall_time_s": 9.0,
-                             "status": (status or ["completed"])[0], "folder": f"{earlier}/run{i}"})
+            writer.writerow(
+                {
+                    "combination": combination,
+                    "round": 1,
+                    "epochs": epochs,
+                    "lr": lr,
+                    "lam": lam,
+                    "nonzero_fraction": nonzero,
+                    "val_error": 0.03,
+                    "test_error": 0.03,
+                    "wall_time_s": 9.0,
+                    "status": (status or ["completed"])[0],
+                    "folder": f"{earlier}/run{i}",
+                }
+            )
     from hydra_plugins.adrop_plugins.search_table import read_search_tables
 
     s, p = sweeper(target=0.02, reuse=[str(earlier)]), plan()
     tables = read_search_tables(earlier)
     rows = s.reused(p, tables)
-    assert [(r["round"], r["epochs"], r["lam"]) for r in rows] == [(0, 20, 1e-3), (0, 20, 1e-2), (0, 200, 1e-3),
-                                                                  (0, 200, 2e-3)]
-    assert [t[:2] for t in p.short] == [(1e-3, 0.1), (1e-2, 0.01)] and [t[:2] for t in p.full] == [(1e-3, 0.03),
-                                                                                                   (2e-3, 0.022)]
+    assert [(r["round"], r["epochs"], r["lam"]) for r in rows] == [
+        (0, 20, 1e-3),
+        (0, 20, 1e-2),
+        (0, 200, 1e-3),
+        (0, 200, 2e-3),
+    ]
+    assert [t[:2] for t in p.short] == [(1e-3, 0.1), (1e-2, 0.01)] and [t[:2] for t in p.full] == [
+        (1e-3, 0.03),
+        (2e-3, 0.022),
+    ]
     jobs = s.round_jobs(p, 1)  # full runs known: no short round, on along the full runs' own slope
     slope = math.log(0.022 / 0.03) / math.log(2)
     assert {phase for phase, _, _ in jobs} == {"full"} and len(jobs) == 2
     lams = [lam for _, lam, _ in jobs]
     assert math.sqrt(lams[0] * lams[1]) == pytest.approx(2e-3 * (0.02 / 0.022) ** (1 / slope), rel=1e-4)
     assert s.reused(plan(), tables) and not sweeper(reuse=[str(earlier)]).reused(
-        lam_search().Plan(["method=logsum", "seed=0"], True, 200, 1e-4, 20), tables)  # nothing reused where set
+        lam_search().Plan(["method=logsum", "seed=0"], True, 200, 1e-4, 20), tables
+    )  # nothing reused where set
     with pytest.raises(ValueError, match="holds no lam_search table"):
         sweeper(reuse=[str(tmp_path)])
 
 
 @pytest.mark.slow
 def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_path):
-    first = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
-                  "method=logsum", "hydra.sweep.dir=first")
+    first = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweep.dir=first",
+    )
     assert first.returncode == 0, first.stderr
-    again = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
-                  "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=again")
+    again = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweeper.reuse=[first]",
+        "hydra.sweep.dir=again",
+    )
     assert again.returncode == 0, again.stderr  # the first search's answer is within tolerance: nothing trained
     table = rows(tmp_path / "again")
-    assert table and {r["round"] for r in table} == {"0"} and all(r["folder"].startswith(str(tmp_path / "first"))
-                                                                  for r in table)
+    assert (
+        table
+        and {r["round"] for r in table} == {"0"}
+        and all(r["folder"].startswith(str(tmp_path / "first")) for r in table)
+    )
     said = [line for line in again.stdout.splitlines() if line.startswith("lam_search:")]
     assert len(said) == 1 and f"0 runs (0 short), 0.0 s of training; {len(table)} runs reused" in said[0]
-    strict = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
-                   "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweeper.max_val_error=1e-6",
-                   "hydra.sweep.dir=strict")  # the same answer, but its error is above the bound: no answer
+    strict = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweeper.reuse=[first]",
+        "hydra.sweeper.max_val_error=1e-6",
+        "hydra.sweep.dir=strict",
+    )  # the same answer, but its error is above the bound: no answer
     assert strict.returncode == 1 and {r["round"] for r in rows(tmp_path / "strict")} == {"0"}  # nothing trained
     assert "above max_val_error 1e-06: NOT an answer" in strict.stdout
     assert strict.stderr.splitlines()[-1].startswith("adrop train: error: lam_search brought 0 of 1 combinations")
     assert "above max_val_error 1e-06 at lam " in strict.stderr.splitlines()[-1]
-    own = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5", *SMALL,
-                "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=first")
+    own = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweeper.reuse=[first]",
+        "hydra.sweep.dir=first",
+    )
     assert own.returncode == 2 and "reuse names this search's own folder" in own.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "first" / "multirun.2.yaml").exists()  # refused before it recorded anything
-    other = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.4", *SMALL,
-                  "method=logsum", "hydra.sweeper.reuse=[first]", "hydra.sweep.dir=other")
+    other = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.4",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweeper.reuse=[first]",
+        "hydra.sweep.dir=other",
+    )
     assert other.returncode == 0, other.stderr
     table = rows(tmp_path / "other")
     own = [r for r in table if r["round"] != "0"]
@@ -469,27 +684,51 @@ def test_a_search_for_another_target_reuses_the_first_searchs_runs(adrop, tmp_pa
 
 @pytest.mark.slow
 def test_a_search_whose_full_runs_all_collapsed_says_so_in_its_last_line(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.4",
-                "hydra.sweeper.lam_range=[6,50]", "hydra.sweeper.max_runs=4", "hydra.sweeper.short_epochs=1", *SMALL,
-                "method=logsum", "hydra.sweep.dir=sweep")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.4",
+        "hydra.sweeper.lam_range=[6,50]",
+        "hydra.sweeper.max_runs=4",
+        "hydra.sweeper.short_epochs=1",
+        *SMALL,
+        "method=logsum",
+        "hydra.sweep.dir=sweep",
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert {r["status"] for r in rows(tmp_path / "sweep")} == {"collapsed"}
-    assert out.stderr.strip().splitlines()[-1].endswith(
-        "(every full run's network collapsed (4, the lowest lam 6): the target lies below; search again with a "
-        f"lower lam_range (see search.csv)) (see {tmp_path / 'sweep'})")
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "(every full run's network collapsed (4, the lowest lam 6): the target lies below; search again with a "
+            f"lower lam_range (see search.csv)) (see {tmp_path / 'sweep'})"
+        )
+    )
 
 
 def test_then_seeds_trains_each_answer_again_with_its_lam(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5",
-                "hydra.sweeper.then_seeds=[1,2]", *SMALL, "method=logsum,magnitude_pruning", "hydra.sweep.dir=s")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        "hydra.sweeper.then_seeds=[1,2]",
+        *SMALL,
+        "method=logsum,magnitude_pruning",
+        "hydra.sweep.dir=s",
+    )
     assert out.returncode == 0, out.stderr
     import json
 
     from hydra_plugins.adrop_plugins.search_table import closest_full_run
 
     table = rows(tmp_path / "s")
-    answers = {m: closest_full_run([r for r in table if r["combination"].endswith(f"method={m}")], 0.5, 2)
-               for m in ("logsum", "magnitude_pruning")}
+    answers = {
+        m: closest_full_run([r for r in table if r["combination"].endswith(f"method={m}")], 0.5, 2)
+        for m in ("logsum", "magnitude_pruning")
+    }
 
     for method in ("logsum", "magnitude_pruning"):
         seeds = sorted(tmp_path.glob(f"s/*method={method}*seed=*"))

@@ -2,6 +2,7 @@
 lands or its budget (max_runs) is spent, on any curve (monotone, noisy, flat, not monotone, collapsing), and a
 combination it cannot bring there is named with its closest run and the command that continues it. The search's own
 round_jobs, driven against made-up curves and against the curves a real search measured on scikit-learn's digits."""
+
 import csv
 import importlib
 import math
@@ -13,8 +14,10 @@ import pytest
 from hydra_plugins.adrop_plugins.lam_guess import closest_sides, narrowed
 
 ROOT = Path(__file__).resolve().parents[1]
-DIGITS = [ROOT / "docs" / "results" / "speed" / name for name in
-          ("lam_search_digits_56aa6ef.csv", "lam_search_digits_56aa6ef.2.csv")]
+DIGITS = [
+    ROOT / "docs" / "results" / "speed" / name
+    for name in ("lam_search_digits_56aa6ef.csv", "lam_search_digits_56aa6ef.2.csv")
+]
 
 
 def lam_search():
@@ -61,7 +64,7 @@ CURVES = {
     # concave in log-log: a slow fall, then a cliff to nothing (the interpolation keeps guessing short of it)
     "cliff": lambda lam: max(0.0, 0.6 * (1.0 - (lam / 1e-2) ** 3)),
     # not monotone: a bump up across the target inside the fall
-    "bump": lambda lam: min(1.0, smooth(lam) * (1.0 + 0.6 * math.exp(-(math.log(lam / 1.5e-3)) ** 2 / 0.02))),
+    "bump": lambda lam: min(1.0, smooth(lam) * (1.0 + 0.6 * math.exp(-((math.log(lam / 1.5e-3)) ** 2) / 0.02))),
 }
 
 
@@ -81,7 +84,7 @@ def test_once_bracketed_each_round_at_least_halves_the_bracket():
     assert len(lams) == 2 and all(1e-3 < lam < 2e-3 for lam in lams)
     assert float(f"{math.sqrt(2e-6):.6g}") in lams  # the bracket's middle in log lam, whatever the curve
     one = narrowed(trials, 0.3, 1, set())
-    assert len(one) == 1 and 1e-3 * 2 ** 0.25 <= one[0] <= 1e-3 * 2 ** 0.75
+    assert len(one) == 1 and 1e-3 * 2**0.25 <= one[0] <= 1e-3 * 2**0.75
 
 
 def test_the_closest_runs_on_both_sides_bracket_a_curve_that_is_not_monotone():
@@ -105,17 +108,31 @@ def test_a_spent_budget_is_named_with_the_closest_run_and_the_command_that_conti
     assert landed is None and plan.spent and plan.launched == 6
     why, more = sweeper.why_missed(plan)
     assert why == "its 6 runs (hydra.sweeper.max_runs) spent" and more
-    monkeypatch.setattr("sys.argv", ["adrop train", "-m", "hydra/sweeper=lam_search", "method=logsum",
-                                     "hydra.sweeper.max_runs=6", "hydra.sweep.dir=old"])
-    assert sweeper.continuing(tmp_path) == (f"adrop train -m hydra/sweeper=lam_search method=logsum "
-                                            f"hydra.sweep.dir={tmp_path} hydra.sweeper.max_runs=12")
+    monkeypatch.setattr(
+        "sys.argv",
+        [
+            "adrop train",
+            "-m",
+            "hydra/sweeper=lam_search",
+            "method=logsum",
+            "hydra.sweeper.max_runs=6",
+            "hydra.sweep.dir=old",
+        ],
+    )
+    assert sweeper.continuing(tmp_path) == (
+        f"adrop train -m hydra/sweeper=lam_search method=logsum hydra.sweep.dir={tmp_path} hydra.sweeper.max_runs=12"
+    )
 
 
 def measured_curves(method):
     """A method's curves from the digits search's tables (100 epochs at lr 0.01, short runs 10 epochs at lr 0.1):
     phase -> (log lam, log nonzero) of its completed runs, and the least lam that kept nothing."""
-    rows = [r for path in DIGITS for r in csv.DictReader(path.open())
-            if r["combination"].endswith(f"method={method}") and r["status"] == "completed"]
+    rows = [
+        r
+        for path in DIGITS
+        for r in csv.DictReader(path.open())
+        if r["combination"].endswith(f"method={method}") and r["status"] == "completed"
+    ]
     out = {}
     for phase, epochs in (("full", "100"), ("short", "10")):
         points = {}

@@ -1,4 +1,5 @@
 """lam_search replayed against the 200-epoch curves its searches measured (docs/results_matched_0.02)."""
+
 import importlib
 import importlib.util
 from pathlib import Path
@@ -27,8 +28,19 @@ def test_the_replay_takes_eta_tricks_search_as_it_ran_under_the_old_spread(monke
     assert [f"{lam:.4g}" for _, lam, _ in out["full"][:4]] == ["0.001921", "0.003842", "0.0006053", "0.0006775"]
 
 
-@pytest.mark.parametrize("method", ["logsum", "eta_trick", "adaprox", "adatikhonov", "adaptive_dropout",
-                                    "vardrop_lr_ar", "vardrop_lr", "hard_concrete"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        "logsum",
+        "eta_trick",
+        "adaprox",
+        "adatikhonov",
+        "adaptive_dropout",
+        "vardrop_lr_ar",
+        "vardrop_lr",
+        "hard_concrete",
+    ],
+)
 def test_each_method_whose_search_landed_lands_in_four_rounds_on_its_measured_curve(method):
     out = replay_script.replay(lam_search(), TABLES / method, 0.02, 4)
     assert out["landed"] is not None and out["landed"] <= 4, out

@@ -1,4 +1,5 @@
 """scripts/studies/lam_search_wall_cost.py: a search's busiest worker's epochs per round, scaled by the epoch ratio."""
+
 import csv
 import importlib.util
 from pathlib import Path
@@ -16,10 +17,21 @@ def rows(rounds: list[tuple[int, int, int]], method="logsum", status="completed"
     out = []
     for number, runs, epochs in rounds:
         for i in range(runs):
-            out.append({"combination": f"seed=0 method={method} epochs=200", "round": str(number),
-                        "epochs": str(epochs), "lr": "0.001", "lam": str(10.0 ** -(i + 1)), "nonzero_fraction": "0.1",
-                        "val_error": "0.02", "test_error": "0.02", "wall_time_s": "1.0", "status": status,
-                        "folder": f"/sweep/{method}/r{number}/run{i}"})
+            out.append(
+                {
+                    "combination": f"seed=0 method={method} epochs=200",
+                    "round": str(number),
+                    "epochs": str(epochs),
+                    "lr": "0.001",
+                    "lam": str(10.0 ** -(i + 1)),
+                    "nonzero_fraction": "0.1",
+                    "val_error": "0.02",
+                    "test_error": "0.02",
+                    "wall_time_s": "1.0",
+                    "status": status,
+                    "folder": f"/sweep/{method}/r{number}/run{i}",
+                }
+            )
     return out
 
 
@@ -61,8 +73,11 @@ def test_a_folders_tables_count_each_run_once_in_the_command_that_trained_it(tmp
     first = rows([(1, 4, 20), (2, 4, 20), (3, 3, 200)])
     write(folder / "search.csv", first)
     # a later command replays rounds 1-3 and trains 3 new runs in its round 3; a refused row trained nothing
-    again = first + [{**r, "folder": r["folder"] + "-new"} for r in first[8:]] + \
-        [{**first[0], "folder": "/elsewhere", "status": "refused"}]
+    again = (
+        first
+        + [{**r, "folder": r["folder"] + "-new"} for r in first[8:]]
+        + [{**first[0], "folder": "/elsewhere", "status": "refused"}]
+    )
     write(folder / "search.2.csv", again)
     table = wall.read_table(folder)
     assert len(table) == 14
@@ -72,8 +87,9 @@ def test_a_folders_tables_count_each_run_once_in_the_command_that_trained_it(tmp
 
 
 def test_cli_prints_the_range_over_benchmarks_and_says_what_is_missing(tmp_path, capsys):
-    bench = write(tmp_path / "bench.csv", [{"method": "logsum", "epoch_ratio": "1.4"},
-                                           {"method": "eta_trick", "epoch_ratio": ""}])
+    bench = write(
+        tmp_path / "bench.csv", [{"method": "logsum", "epoch_ratio": "1.4"}, {"method": "eta_trick", "epoch_ratio": ""}]
+    )
     again = write(tmp_path / "again.csv", [{"method": "logsum", "epoch_ratio": "1.0"}])
     logsum = write(tmp_path / "logsum.csv", rows([(1, 4, 20), (2, 4, 20), (3, 2, 200)]))
     eta = write(tmp_path / "eta_trick.csv", rows([(1, 4, 20)], method="eta_trick"))

@@ -1,5 +1,6 @@
 """The group duality in the linear lab (adrop.linear.groups): group dropout is group Tikhonov, group adaptive dropout
 lands on the group-penalised solution, the group lasso agrees with skglm's, and the group penalty's eta-trick."""
+
 import itertools
 
 import numpy as np
@@ -76,13 +77,14 @@ def test_the_group_lasso_agrees_with_skglm(grouped):
     ours = group_irls(problem, l1, lam, groups)
     indices, pointers = grp_converter(SIZES, groups.d)
     theirs = GroupBCD(tol=1e-12, max_iter=10000, fit_intercept=False).solve(
-        problem.X, problem.y, QuadraticGroup(pointers, indices),
-        WeightedGroupL2(lam, groups.weight, pointers, indices))[0]
+        problem.X, problem.y, QuadraticGroup(pointers, indices), WeightedGroupL2(lam, groups.weight, pointers, indices)
+    )[0]
     assert np.linalg.norm(ours - theirs) <= 1e-8 * np.linalg.norm(theirs)
     assert np.array_equal(groups.norms(ours) > 0, groups.norms(theirs) > 0)
     assert 0 < np.count_nonzero(groups.norms(ours)) < len(SIZES)
-    assert np.isclose(group_objective(problem, l1, lam, groups, ours),
-                      group_objective(problem, l1, lam, groups, theirs), rtol=1e-12)
+    assert np.isclose(
+        group_objective(problem, l1, lam, groups, ours), group_objective(problem, l1, lam, groups, theirs), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name, params", [("scad", {"a": 3.7}), ("logsum", {})])
@@ -108,10 +110,8 @@ def test_the_group_penalty_is_its_eta_trick(name):
         e = float(group.eta_hat(np.array([r]))[0])
         attained = r * r / (2 * e) + float(group.f_elementwise(np.array([e]))[0]) / 2
         assert np.isclose(attained, float(group.omega_elementwise(np.array([r]))[0]), rtol=1e-9)
-        objective = (lambda x: r * r / (2 * np.exp(x))
-                     + float(group.f_elementwise(np.array([np.exp(x)]))[0]) / 2)
-        best = minimize_scalar(objective,
-                               bounds=(-12, 8), method="bounded", options={"xatol": 1e-10})
+        objective = lambda x: r * r / (2 * np.exp(x)) + float(group.f_elementwise(np.array([np.exp(x)]))[0]) / 2
+        best = minimize_scalar(objective, bounds=(-12, 8), method="bounded", options={"xatol": 1e-10})
         assert attained <= best.fun + 1e-9
 
 

@@ -1,4 +1,5 @@
 """The linear-regression lab: solvers against peers, dropout as Tikhonov, Theorem 1 on a small problem, bad input."""
+
 import numpy as np
 import pytest
 from sklearn.linear_model import ElasticNet, Lasso
@@ -50,8 +51,10 @@ def test_elastic_net_matches_scikit_learn(data_name, theta, request):
     assert rel(ours.w, ref) < 1e-4
 
 
-@pytest.mark.parametrize("name,lam,params", [("logsum", 0.05, {"eps": 1.0}), ("scad", 0.05, {"a": 3.7}),
-                                             ("mcp", 0.05, {"a": 3.0}), ("lpp", 0.02, {"p": 0.5})])
+@pytest.mark.parametrize(
+    "name,lam,params",
+    [("logsum", 0.05, {"eps": 1.0}), ("scad", 0.05, {"a": 3.7}), ("mcp", 0.05, {"a": 3.0}), ("lpp", 0.02, {"p": 0.5})],
+)
 def test_irls_and_adaprox_reach_the_same_stationary_point(small, name, lam, params):
     X, y = small.problem.X, small.problem.y
     start = ridge_start(small.problem, lam)
@@ -99,8 +102,9 @@ def test_dropout_is_tikhonov_by_monte_carlo(small, mask):
     # with standardised columns the dropout term is lam/2 sum w^2/eta for alpha = eta/(eta + lam)
     lam = 0.3
     eta = lam * alpha / (1 - alpha)
-    assert np.isclose(expected_dropout_loss(small.problem, w, alpha),
-                      small.problem.loss(w) + lam / 2 * np.sum(w**2 / eta))
+    assert np.isclose(
+        expected_dropout_loss(small.problem, w, alpha), small.problem.loss(w) + lam / 2 * np.sum(w**2 / eta)
+    )
 
 
 @pytest.mark.parametrize("mask", ["gaussian", "bernoulli"])
@@ -119,25 +123,33 @@ def test_plain_adaptive_dropout_runs_and_drops_alpha_zero_weights(small):
     assert np.all(np.isfinite(run.w)) and len(run.history) == 201
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"X": np.ones(5)}, "X must be a 2-D array"),
-    ({"y": np.ones(7)}, "y must be a 1-D array of length n = 6"),
-    ({"X": np.full((6, 3), np.nan)}, "X contains NaN or inf"),
-    ({"y": np.array([1, 2, np.inf, 4, 5, 6.0])}, "y contains NaN or inf"),
-    ({"lam": -1.0}, "lam must be a finite number >= 0"),
-    ({"solver": "cd"}, "unknown solver 'cd'; valid solvers: irls, adaprox"),
-    ({"penalty": "lasso"}, "unknown penalty 'lasso'"),
-    ({"penalty": "logsum", "eps": -1.0}, "parameter eps=-1.0 is invalid"),
-    ({"stepsize": 0.1}, "unknown option 'stepsize'"),
-    ({"w0": np.ones(4)}, "w0 must be a finite vector of length d = 3"),
-    ({"solver": "gradient", "penalty": "hard_thresh"}, "needs a differentiable penalty"),
-    ({"solver": "adaptive_dropout", "X": 3 * np.eye(6)[:, :3]}, "standardised columns"),
-    ({"solver": "adaptive_dropout", "mask": "uniform"}, "unknown mask 'uniform'"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"X": np.ones(5)}, "X must be a 2-D array"),
+        ({"y": np.ones(7)}, "y must be a 1-D array of length n = 6"),
+        ({"X": np.full((6, 3), np.nan)}, "X contains NaN or inf"),
+        ({"y": np.array([1, 2, np.inf, 4, 5, 6.0])}, "y contains NaN or inf"),
+        ({"lam": -1.0}, "lam must be a finite number >= 0"),
+        ({"solver": "cd"}, "unknown solver 'cd'; valid solvers: irls, adaprox"),
+        ({"penalty": "lasso"}, "unknown penalty 'lasso'"),
+        ({"penalty": "logsum", "eps": -1.0}, "parameter eps=-1.0 is invalid"),
+        ({"stepsize": 0.1}, "unknown option 'stepsize'"),
+        ({"w0": np.ones(4)}, "w0 must be a finite vector of length d = 3"),
+        ({"solver": "gradient", "penalty": "hard_thresh"}, "needs a differentiable penalty"),
+        ({"solver": "adaptive_dropout", "X": 3 * np.eye(6)[:, :3]}, "standardised columns"),
+        ({"solver": "adaptive_dropout", "mask": "uniform"}, "unknown mask 'uniform'"),
+    ],
+)
 def test_bad_input_raises_a_value_error_naming_the_problem(kwargs, message):
     rng = np.random.default_rng(0)
-    args = {"X": standardise(rng.normal(size=(6, 3))), "y": rng.normal(size=6), "penalty": "l1", "lam": 0.1,
-            "solver": "irls"}
+    args = {
+        "X": standardise(rng.normal(size=(6, 3))),
+        "y": rng.normal(size=6),
+        "penalty": "l1",
+        "lam": 0.1,
+        "solver": "irls",
+    }
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         fit(args.pop("X"), args.pop("y"), **args)

@@ -1,6 +1,7 @@
 """scripts/reproduce/matched_sparsity.sh end to end on 1,024 MNIST examples: the search on seed 0, seeds 1 and 2 at the
 lam of its full run closest to the target, the report and search tables in RESULTS; magnitude pruning at the target
 directly."""
+
 import csv
 import os
 import subprocess
@@ -18,13 +19,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "DATA": str(DATA), "EPOCHS": "10", "TARGET": "0.3", "SWEEP_DIR": str(tmp_path / "sweep"),
-           "RESULTS": str(tmp_path / "results"), **env}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "DATA": str(DATA),
+        "EPOCHS": "10",
+        "TARGET": "0.3",
+        "SWEEP_DIR": str(tmp_path / "sweep"),
+        "RESULTS": str(tmp_path / "results"),
+        **env,
+    }
     env.pop("HYDRA_FULL_ERROR", None)
     script = ROOT / "scripts" / "reproduce" / "matched_sparsity.sh"
-    return subprocess.run(["bash", str(script), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        ["bash", str(script), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.slow
@@ -40,8 +49,14 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     needs_mnist()
     # 1,024 examples: 10 epochs of 8 steps, a network that barely learns (MAX_VAL_ERROR=1 takes it); a wide tolerance
     # so that the search lands
-    done = matched(tmp_path, "data.train_limit=1024", "data.download=false", MAX_VAL_ERROR="1",
-                   METHODS="logsum magnitude_pruning", SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5")
+    done = matched(
+        tmp_path,
+        "data.train_limit=1024",
+        "data.download=false",
+        MAX_VAL_ERROR="1",
+        METHODS="logsum magnitude_pruning",
+        SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     answer = closest_full_run(read_search_tables(tmp_path / "sweep" / "logsum" / "search"), 0.3, 10)
     assert abs(float(answer["nonzero_fraction"]) - 0.3) <= 0.5 * 0.3
@@ -60,8 +75,14 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     # under the default bound (val error 0.5) the same search, replayed, has no answer: exit 1, no seeds trained, the
     # search reported all the same (marked: a search that did not land)
     seeds = sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir())
-    strict = matched(tmp_path, "data.train_limit=1024", "data.download=false", METHODS="logsum",
-                     SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5", RESULTS=str(tmp_path / "strict_results"))
+    strict = matched(
+        tmp_path,
+        "data.train_limit=1024",
+        "data.download=false",
+        METHODS="logsum",
+        SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5",
+        RESULTS=str(tmp_path / "strict_results"),
+    )
     assert strict.returncode == 1 and "above max_val_error 0.5 at lam " in strict.stderr
     assert "logsum/seeds" not in strict.stdout and sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir()) == seeds
     missed = tmp_path / "strict_results" / "logsum"

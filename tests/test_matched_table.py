@@ -1,4 +1,5 @@
 """scripts/tools/matched_table.py: which runs make a method's row, and its statistics, from committed CSVs."""
+
 import importlib.util
 from pathlib import Path
 
@@ -20,32 +21,88 @@ def method_folder(root: Path, method: str, full_runs: dict, seeds: dict, elsewhe
     folder.mkdir()
     search, results = [], []
     for epochs, lam, nonzero, error in [(20, 1e-4, 0.3, 0.02), (20, 1e-2, 0.01, 0.05)] + [
-            (200, lam, nz, err) for lam, (nz, err) in full_runs.items()]:
+        (200, lam, nz, err) for lam, (nz, err) in full_runs.items()
+    ]:
         name = f"epochs={epochs},lam={lam},method={method},seed=0"
-        search.append({"combination": f"method={method}", "round": 1 if epochs == 20 else 3, "epochs": epochs,
-                       "lr": 1e-3, "lam": lam, "nonzero_fraction": nonzero, "val_error": error, "test_error": error,
-                       "wall_time_s": 10.0 * epochs, "status": "completed", "folder": f"/elsewhere/search/{name}"})
-        results.append({"run": f"search/{name}", "status": "completed", "method": method, "lam": lam, "seed": 0,
-                        "epochs": epochs, "test_error": error, "nonzero_fraction": nonzero})
+        search.append(
+            {
+                "combination": f"method={method}",
+                "round": 1 if epochs == 20 else 3,
+                "epochs": epochs,
+                "lr": 1e-3,
+                "lam": lam,
+                "nonzero_fraction": nonzero,
+                "val_error": error,
+                "test_error": error,
+                "wall_time_s": 10.0 * epochs,
+                "status": "completed",
+                "folder": f"/elsewhere/search/{name}",
+            }
+        )
+        results.append(
+            {
+                "run": f"search/{name}",
+                "status": "completed",
+                "method": method,
+                "lam": lam,
+                "seed": 0,
+                "epochs": epochs,
+                "test_error": error,
+                "nonzero_fraction": nonzero,
+            }
+        )
     lam = min(full_runs, key=lambda lam: abs(full_runs[lam][0] - 0.02), default=None)
     for seed, error in seeds.items():
-        results.append({"run": f"seeds/lam={lam},method={method},seed={seed}", "status": "completed",
-                        "method": method, "lam": lam, "seed": seed, "epochs": 200, "test_error": error,
-                        "nonzero_fraction": 0.0205})
+        results.append(
+            {
+                "run": f"seeds/lam={lam},method={method},seed={seed}",
+                "status": "completed",
+                "method": method,
+                "lam": lam,
+                "seed": seed,
+                "epochs": 200,
+                "test_error": error,
+                "nonzero_fraction": 0.0205,
+            }
+        )
     for seed, other_lam, error in elsewhere:  # other seeds' runs at another lam (an earlier try)
-        results.append({"run": f"seeds/lam={other_lam},method={method},seed={seed}", "status": "completed",
-                        "method": method, "lam": other_lam, "seed": seed, "epochs": 200, "test_error": error,
-                        "nonzero_fraction": 0.03})
-    results.append({"run": f"seeds/lam={lam},method={method},seed=3", "status": "failed", "method": method,
-                    "lam": lam, "seed": 3, "epochs": 200, "test_error": np.nan, "nonzero_fraction": np.nan})
+        results.append(
+            {
+                "run": f"seeds/lam={other_lam},method={method},seed={seed}",
+                "status": "completed",
+                "method": method,
+                "lam": other_lam,
+                "seed": seed,
+                "epochs": 200,
+                "test_error": error,
+                "nonzero_fraction": 0.03,
+            }
+        )
+    results.append(
+        {
+            "run": f"seeds/lam={lam},method={method},seed=3",
+            "status": "failed",
+            "method": method,
+            "lam": lam,
+            "seed": 3,
+            "epochs": 200,
+            "test_error": np.nan,
+            "nonzero_fraction": np.nan,
+        }
+    )
     pd.DataFrame(search).to_csv(folder / "search.csv", index=False)
     pd.DataFrame(results).to_csv(folder / "results.csv", index=False)
     return folder
 
 
 def test_a_methods_row_is_seed_0s_closest_full_run_and_the_other_seeds(tmp_path, capsys):
-    a = method_folder(tmp_path, "logsum", {1e-3: (0.025, 0.030), 2e-3: (0.0199, 0.031)}, {1: 0.029, 2: 0.033},
-                      elsewhere=[(1, 1e-3, 0.05), (2, 1e-3, 0.05)])
+    a = method_folder(
+        tmp_path,
+        "logsum",
+        {1e-3: (0.025, 0.030), 2e-3: (0.0199, 0.031)},
+        {1: 0.029, 2: 0.033},
+        elsewhere=[(1, 1e-3, 0.05), (2, 1e-3, 0.05)],
+    )
     b = method_folder(tmp_path, "adaprox", {3e-3: (0.0201, 0.026)}, {1: 0.027, 2: 0.025})
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert row["lam"] == 2e-3 and row["seeds"] == 3  # seed 3 failed: left out
@@ -76,8 +133,10 @@ def test_a_method_that_missed_the_target_or_failed_there_is_named_below_the_tabl
     assert matched_table.main([str(a), str(missed), str(failed), "--target", "0.02", "--out", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert [line.split(" | ")[0] for line in printed if line.startswith("| ")][1:] == ["| logsum"]  # header first
-    assert "- vardrop: not reached (not within 5%); the search's closest full run kept 0.0097 at lam 0.003, " \
-           "test error 73.56%; search: 3, 3 (2), 1.20" in printed
+    assert (
+        "- vardrop: not reached (not within 5%); the search's closest full run kept 0.0097 at lam 0.003, "
+        "test error 73.56%; search: 3, 3 (2), 1.20" in printed
+    )
     assert any(line.startswith("- hard_concrete: not reached (val error 88.00% above 50%)") for line in printed)
     assert list(pd.read_csv(out).reached) == [True, False, False]
     assert matched_table.main([str(a), str(failed), "--target", "0.02", "--max-val-error", "0.9"]) == 0
@@ -109,13 +168,26 @@ def test_two_runs_of_one_seed_at_its_lam_are_refused_and_magnitude_pruning_needs
 
 def second_command(folder: Path, replayed: pd.DataFrame) -> None:
     """search.2.csv: the runs a second command replayed, and one more full run (lam 2e-3, 0.0201) it trained."""
-    more = pd.DataFrame([{**replayed.iloc[-1].to_dict(), "round": 4, "lam": 2e-3, "nonzero_fraction": 0.0201,
-                          "folder": "/elsewhere/search/epochs=200,lam=0.002,method=logsum,seed=0"}])
+    more = pd.DataFrame(
+        [
+            {
+                **replayed.iloc[-1].to_dict(),
+                "round": 4,
+                "lam": 2e-3,
+                "nonzero_fraction": 0.0201,
+                "folder": "/elsewhere/search/epochs=200,lam=0.002,method=logsum,seed=0",
+            }
+        ]
+    )
     pd.concat([replayed, more]).to_csv(folder / "search.2.csv", index=False)
     results = pd.read_csv(folder / "results.csv")
-    results.loc[len(results)] = {**results[results.run.str.startswith("search/epochs=200")].iloc[0].to_dict(),
-                                 "run": "search/epochs=200,lam=0.002,method=logsum,seed=0", "lam": 2e-3,
-                                 "test_error": 0.028, "nonzero_fraction": 0.0201}
+    results.loc[len(results)] = {
+        **results[results.run.str.startswith("search/epochs=200")].iloc[0].to_dict(),
+        "run": "search/epochs=200,lam=0.002,method=logsum,seed=0",
+        "lam": 2e-3,
+        "test_error": 0.028,
+        "nonzero_fraction": 0.0201,
+    }
     results.to_csv(folder / "results.csv", index=False)
 
 
@@ -143,8 +215,9 @@ def test_the_cost_is_the_last_commands_search_and_what_earlier_commands_spent_be
 def test_runs_reused_from_another_search_cost_nothing_and_are_counted(tmp_path, capsys):
     a = method_folder(tmp_path, "logsum", {1e-3: (0.02, 0.030)}, {1: 0.029, 2: 0.033})
     search = pd.read_csv(a / "search.csv")
-    reused = search[search.epochs == 200].assign(round=0, lam=5e-4, nonzero_fraction=0.04,
-                                                 folder="/another/search/epochs=200,lam=0.0005")
+    reused = search[search.epochs == 200].assign(
+        round=0, lam=5e-4, nonzero_fraction=0.04, folder="/another/search/epochs=200,lam=0.0005"
+    )
     pd.concat([reused, search]).to_csv(a / "search.csv", index=False)
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert (row["search_runs"], row["search_cost_full_runs"], row["reused_runs"]) == (3, pytest.approx(1.2), 1)

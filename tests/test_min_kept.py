@@ -1,5 +1,6 @@
 """No layer emptied: magnitude pruning's rankings across a layer's weights or groups keep at least min_kept of
 each layer (its largest); min_kept=0 is the old ranking."""
+
 import pytest
 import torch
 
@@ -33,8 +34,9 @@ def test_global_weight_ranking_keeps_the_largest_weight_of_a_layer_it_would_empt
     assert after[0].sum() == 1 and after[0].flatten()[weights[0].abs().argmax()]
     assert torch.equal(after[1], before[1])
     three = pruned_masks("weight", "global", 0.5, weights, min_kept=3)[0].flatten()
-    assert torch.equal(three.nonzero().flatten().sort().values,
-                       weights[0].abs().flatten().topk(3).indices.sort().values)
+    assert torch.equal(
+        three.nonzero().flatten().sort().values, weights[0].abs().flatten().topk(3).indices.sort().values
+    )
 
 
 def test_layer_weight_ranking_keeps_the_largest_weight_of_a_layer_it_would_round_away():
@@ -65,8 +67,9 @@ def test_layer_group_ranking_keeps_the_largest_unit_of_a_layer_it_would_round_aw
     before = pruned_masks("neuron", "layer", 0.98, weights, min_kept=0)  # round(0.98 * 20) = 20 units
     assert not before[0].any() and before[1].sum() == 2
     after = pruned_masks("neuron", "layer", 0.98, weights, min_kept=2)
-    assert torch.equal(after[0].flatten().nonzero().flatten().sort().values,
-                       group_rms(weights[0]).topk(2).indices.sort().values)
+    assert torch.equal(
+        after[0].flatten().nonzero().flatten().sort().values, group_rms(weights[0]).topk(2).indices.sort().values
+    )
     assert torch.equal(after[1], before[1])
 
 
@@ -81,8 +84,9 @@ def test_the_floor_acts_per_configuration_and_leaves_layers_that_keep_enough_alo
     spread = [torch.randn(30, 20, generator=g) for _ in range(3)]  # nothing empties: the very same masks
     for structure in ("weight", "neuron"):
         for scope in ("global", "layer"):
-            for a, b in zip(pruned_masks(structure, scope, 0.9, spread, min_kept=0),
-                            pruned_masks(structure, scope, 0.9, spread)):
+            for a, b in zip(
+                pruned_masks(structure, scope, 0.9, spread, min_kept=0), pruned_masks(structure, scope, 0.9, spread)
+            ):
                 assert torch.equal(a, b)
 
 

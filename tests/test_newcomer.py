@@ -1,6 +1,7 @@
 """What a newcomer meets on small problems first: a validation split that fits small data, classes said and stray
 labels named or refused, a network beside the command importable and a bad `_target_` refused in one line, every
 parameter counted (what the method trains and what trains densely), the data term shown apart from the penalty."""
+
 import csv
 import os
 import re
@@ -26,8 +27,13 @@ def npz(tmp_path, n_train=1400, y_train=None, y_test=None):
     y_train = np.arange(n_train) % 4 if y_train is None else y_train
     y_test = np.arange(100) % 4 if y_test is None else y_test
     path = tmp_path / "small.npz"
-    np.savez(path, x_train=rng.normal(size=(len(y_train), 64)).astype(np.float32), y_train=y_train,
-             x_test=rng.normal(size=(len(y_test), 64)).astype(np.float32), y_test=y_test)
+    np.savez(
+        path,
+        x_train=rng.normal(size=(len(y_train), 64)).astype(np.float32),
+        y_train=y_train,
+        x_test=rng.normal(size=(len(y_test), 64)).astype(np.float32),
+        y_test=y_test,
+    )
     return path
 
 
@@ -40,10 +46,15 @@ def test_the_validation_split_is_a_fraction_of_a_users_data_by_default(config, t
 
 @pytest.mark.parametrize("val_size", [5000, 1400, 1.5, 0])
 def test_a_validation_split_that_does_not_fit_names_the_datas_size(val_size, config, tmp_path):
-    cfg = config("dataset=npz", f"dataset.path={npz(tmp_path)}", f"dataset.val_size={val_size}", "model=mlp",
-                 "device=cpu")
-    with pytest.raises(TrainError, match=re.escape(f"dataset.val_size={val_size:g} does not fit the data's 1400 "
-                                                   "training examples: give a fraction in (0, 1)")):
+    cfg = config(
+        "dataset=npz", f"dataset.path={npz(tmp_path)}", f"dataset.val_size={val_size}", "model=mlp", "device=cpu"
+    )
+    with pytest.raises(
+        TrainError,
+        match=re.escape(
+            f"dataset.val_size={val_size:g} does not fit the data's 1400 training examples: give a fraction in (0, 1)"
+        ),
+    ):
         one(cfg, tmp_path / "run")
     with pytest.raises(DataError):
         validation_count(val_size, 1400)
@@ -52,12 +63,14 @@ def test_a_validation_split_that_does_not_fit_names_the_datas_size(val_size, con
 def test_classes_come_from_the_training_labels_and_a_stray_one_is_named(config, tmp_path):
     y = np.arange(1400) % 4
     y[7] = 10  # one stray label: an 11-class network, said at the start with the classes it leaves nearly empty
-    engine = one(config("dataset=npz", f"dataset.path={npz(tmp_path, y_train=y)}", "model=mlp", "device=cpu"),
-                 tmp_path / "run")
+    engine = one(
+        config("dataset=npz", f"dataset.path={npz(tmp_path, y_train=y)}", "model=mlp", "device=cpu"), tmp_path / "run"
+    )
     first, *notes = engine.describe()
     assert "11 classes (from y_train's labels)" in first
-    assert len(notes) == 1 and notes[0].startswith("7 of the 11 classes have fewer than 5 training examples (class "
-                                                   "4: 0, class 5: 0")
+    assert len(notes) == 1 and notes[0].startswith(
+        "7 of the 11 classes have fewer than 5 training examples (class 4: 0, class 5: 0"
+    )
     assert "a stray label?" in notes[0]
 
 
@@ -65,8 +78,13 @@ def test_a_test_label_the_training_labels_do_not_have_is_refused_in_one_line(con
     y_test = np.arange(100) % 4
     y_test[3] = 12
     cfg = config("dataset=npz", f"dataset.path={npz(tmp_path, y_test=y_test)}", "model=mlp", "device=cpu")
-    with pytest.raises(TrainError, match=re.escape("y_test holds label 12, outside [0, 4); y_train's labels are 0..3: "
-                                                   "if the data has 13 classes, set dataset.classes=13")):
+    with pytest.raises(
+        TrainError,
+        match=re.escape(
+            "y_test holds label 12, outside [0, 4); y_train's labels are 0..3: "
+            "if the data has 13 classes, set dataset.classes=13"
+        ),
+    ):
         one(cfg, tmp_path / "run")
     one(config(*cfg_overrides(cfg), "dataset.classes=13"), tmp_path / "run2")  # said so, it trains
 
@@ -80,8 +98,10 @@ def test_what_trains_densely_is_said_and_counted_in_the_whole_networks_totals(co
     first = engine.describe()[0]
     gru = sum(p.numel() for p in engine.single.net.gru.parameters())
     norm = sum(p.numel() for p in engine.single.net.norm.parameters())
-    assert first.startswith(f"logsum trains 160 weights of 1 layer (head); {gru + norm + 10:,} parameters train "
-                            f"densely (gru {gru:,}, norm {norm}, the layers' biases 10); 10 classes (from the dataset)")
+    assert first.startswith(
+        f"logsum trains 160 weights of 1 layer (head); {gru + norm + 10:,} parameters train "
+        f"densely (gru {gru:,}, norm {norm}, the layers' biases 10); 10 classes (from the dataset)"
+    )
     summary = engine.fit()[0]
     params = summary["parameters"]
     assert params["sparsified"] == summary["total"] == 160 and params["dense"] == gru + norm + 10
@@ -90,7 +110,10 @@ def test_what_trains_densely_is_said_and_counted_in_the_whole_networks_totals(co
     assert params["nonzero"] == summary["nonzero"] + params["dense_nonzero"]
     rows = [r for r in csv.DictReader((tmp_path / "layers.csv").open())]
     assert [(r["layer"], r["trained"], int(r["total"])) for r in rows] == [
-        ("head", "method", 160), ("gru", "dense", gru), ("norm", "dense", norm)]
+        ("head", "method", 160),
+        ("gru", "dense", gru),
+        ("norm", "dense", norm),
+    ]
 
 
 def test_the_epoch_line_shows_the_data_term_with_the_penalty_beside_it(config, tmp_path, capsys):
@@ -121,7 +144,8 @@ def test_a_network_beside_the_command_imports_and_a_missing_one_is_one_line(tmp_
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         "adrop train: error: model._target_=mynets.NoSuchNet does not import (ModuleNotFoundError: No module named "
-        f"'mynets'; mynets.py is not in the current folder ({tmp_path}) nor an installed package)"]
+        f"'mynets'; mynets.py is not in the current folder ({tmp_path}) nor an installed package)"
+    ]
 
 
 @pytest.mark.parametrize("written, mode", [("false", "never"), ("true", "always"), ("never", "never")])

@@ -1,4 +1,5 @@
 """`adrop penalty` and the `adrop` dispatcher."""
+
 import subprocess
 import sys
 
@@ -34,11 +35,14 @@ def test_table_prints_values_with_parameters(capsys):
     assert ["mcp(a=1,", "lam=1)", "1", "0.5", "inf"] in lines
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--method", "nope"], "unknown penalty 'nope'; valid names:"),
-    (["--method", "logsum", "--eps", "-1"], "parameter eps=-1.0 is invalid"),
-    (["--method", "l1", "--eps", "1"], "--eps applies to none of: l1"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--method", "nope"], "unknown penalty 'nope'; valid names:"),
+        (["--method", "logsum", "--eps", "-1"], "parameter eps=-1.0 is invalid"),
+        (["--method", "l1", "--eps", "1"], "--eps applies to none of: l1"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert penalty_command.main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -56,15 +60,18 @@ def test_dispatcher_lists_subcommands_and_rejects_unknown(capsys):
     assert cli.main(["frobnicate"]) == 2 and "valid commands: penalty" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--w", "nan"], "argument --w: expected finite numbers, got nan"),
-    (["--w", "0,1,inf"], "argument --w: expected finite numbers, got inf"),
-    (["--method", "l1", "--vector", "1,nan"], "argument --vector: expected finite numbers"),
-    (["--method", "l1", "--eta=-inf"], "argument --eta: expected finite numbers or inf, got -inf"),
-    (["--method", "l1", "--eta", "nan"], "argument --eta: expected finite numbers or inf, got nan"),
-    (["--method", "logsum", "--eps", "nan"], "argument --eps: expected a finite number"),
-    (["--weight", "inf", "--plot"], "argument --weight: expected a finite number"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--w", "nan"], "argument --w: expected finite numbers, got nan"),
+        (["--w", "0,1,inf"], "argument --w: expected finite numbers, got inf"),
+        (["--method", "l1", "--vector", "1,nan"], "argument --vector: expected finite numbers"),
+        (["--method", "l1", "--eta=-inf"], "argument --eta: expected finite numbers or inf, got -inf"),
+        (["--method", "l1", "--eta", "nan"], "argument --eta: expected finite numbers or inf, got nan"),
+        (["--method", "logsum", "--eps", "nan"], "argument --eps: expected a finite number"),
+        (["--weight", "inf", "--plot"], "argument --weight: expected a finite number"),
+    ],
+)
 def test_nan_and_inf_inputs_are_refused_with_exit_2(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
         penalty_command.main(argv)
@@ -102,7 +109,8 @@ def test_plot_draws_a_groups_penalty_against_its_norm(tmp_path):
     assert len(l1) > 10 and (l1.omega.to_numpy() == pytest.approx(2 * l1.x.abs().to_numpy()))  # sqrt(4) |w_g|
     single = tmp_path / "single"
     assert penalty_command.main(["--plot", "--method", "logsum", "--out", str(single)]) == 0
-    one, four = (pd.read_csv(f / "penalties.csv").query("method == 'logsum' and panel == 'separable'")
-                 for f in (single, out))
+    one, four = (
+        pd.read_csv(f / "penalties.csv").query("method == 'logsum' and panel == 'separable'") for f in (single, out)
+    )
     assert len(one) > 10 and four.x.tolist() == one.x.tolist()
     assert four.omega.to_numpy() == pytest.approx(2 * one.omega.to_numpy())

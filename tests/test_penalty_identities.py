@@ -1,4 +1,5 @@
 """The eta-trick identities for every closed-form penalty, as properties (paper eq. 5, eq. 6, Appendix A)."""
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -76,8 +77,12 @@ def test_lp_norm_identities(w, p, noise):
     assert 0.5 * (np.sum(duality.tikhonov(w, other)) + pen.f(other)) >= pen.omega(w) * (1 - 1e-9)
 
 
-@given(u1=st.lists(st.floats(0, 10), min_size=4, max_size=4), u2=st.lists(st.floats(0, 10), min_size=4, max_size=4),
-       t=unit, p=st.floats(0.2, 1.9))
+@given(
+    u1=st.lists(st.floats(0, 10), min_size=4, max_size=4),
+    u2=st.lists(st.floats(0, 10), min_size=4, max_size=4),
+    t=unit,
+    p=st.floats(0.2, 1.9),
+)
 def test_lp_concave_in_w_squared(u1, u2, t, p):
     pen = penalties.get("lp", p=p)
     u1, u2 = np.array(u1), np.array(u2)
@@ -151,7 +156,11 @@ def test_documented_edge_values(name, params, omega0, f0, finf):
 
 
 ALL_WITH_PARAMS = [(name, {}) for name in penalties.names()] + [
-    ("elastic_net", {"theta": 0.5}), ("huber", {"eps": 2.0}), ("lp", {"p": 1.5}), ("lpp", {"p": 0.5})]
+    ("elastic_net", {"theta": 0.5}),
+    ("huber", {"eps": 2.0}),
+    ("lp", {"p": 1.5}),
+    ("lpp", {"p": 0.5}),
+]
 
 
 @pytest.mark.parametrize("name,params", ALL_WITH_PARAMS)

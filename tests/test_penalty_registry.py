@@ -1,4 +1,5 @@
 """Finding penalties by name, and bad input."""
+
 import numpy as np
 import pytest
 
@@ -15,15 +16,27 @@ def test_unknown_parameter_is_named():
         penalties.get("logsum", epsilon=1.0)
 
 
-@pytest.mark.parametrize("name,params,param", [
-    ("logsum", {"eps": 0.0}, "eps"), ("huber", {"eps": -1.0}, "eps"),
-    ("lp", {"p": 2.0}, "p"), ("lpp", {"p": 0.0}, "p"),
-    ("scad", {"a": 2.0}, "a"), ("scad", {"lam": 0.0}, "lam"), ("mcp", {"a": 0.0}, "a"),
-    ("hard_thresh", {"k": -1}, "k"), ("hard_thresh", {"k": 1.5}, "k"), ("elastic_net", {"theta": 1.0}, "theta"),
-    ("variational_dropout", {"lam": 0.0}, "lam"), ("hard_concrete", {"gamma": 0.1}, "gamma"),
-    ("hard_concrete", {"zeta": 0.9}, "zeta"), ("bernoulli_l0", {"lam": -1.0}, "lam"), ("standout", {"w2": 0.0}, "w2"),
-    ("logsum", {"eps": float("nan")}, "eps"),
-])
+@pytest.mark.parametrize(
+    "name,params,param",
+    [
+        ("logsum", {"eps": 0.0}, "eps"),
+        ("huber", {"eps": -1.0}, "eps"),
+        ("lp", {"p": 2.0}, "p"),
+        ("lpp", {"p": 0.0}, "p"),
+        ("scad", {"a": 2.0}, "a"),
+        ("scad", {"lam": 0.0}, "lam"),
+        ("mcp", {"a": 0.0}, "a"),
+        ("hard_thresh", {"k": -1}, "k"),
+        ("hard_thresh", {"k": 1.5}, "k"),
+        ("elastic_net", {"theta": 1.0}, "theta"),
+        ("variational_dropout", {"lam": 0.0}, "lam"),
+        ("hard_concrete", {"gamma": 0.1}, "gamma"),
+        ("hard_concrete", {"zeta": 0.9}, "zeta"),
+        ("bernoulli_l0", {"lam": -1.0}, "lam"),
+        ("standout", {"w2": 0.0}, "w2"),
+        ("logsum", {"eps": float("nan")}, "eps"),
+    ],
+)
 def test_invalid_parameters_raise_value_error_naming_them(name, params, param):
     with pytest.raises(ValueError, match=f"parameter {param}="):
         penalties.get(name, **params)

@@ -10,6 +10,7 @@
   nothing in it is written.
 The command line runs in subprocesses (marked slow); the rules behind it are also tested in-process (fast).
 """
+
 import json
 
 import pytest
@@ -36,6 +37,7 @@ def last_line(process):
 
 # -- the rules, in-process ------------------------------------------------------------------------------------------
 
+
 def test_claim_says_new_resume_completed_or_refuses(synthetic, tmp_path):
     cfg = synthetic("epochs=2")
     assert run_files.claim(tmp_path / "missing", resolve(cfg).identity) == "new"
@@ -43,8 +45,15 @@ def test_claim_says_new_resume_completed_or_refuses(synthetic, tmp_path):
     assert run_files.claim(tmp_path / "a", resolve(cfg).identity) == "resume"
     train(cfg, tmp_path / "a")
     assert run_files.claim(tmp_path / "a", resolve(cfg).identity) == "completed"
-    for other in ("seed=1", "lam=0.5", "method=logsum", "model.hidden=[32]", "epochs=3", "schedule=constant",
-                  "schedule=linear_per_epoch"):
+    for other in (
+        "seed=1",
+        "lam=0.5",
+        "method=logsum",
+        "model.hidden=[32]",
+        "epochs=3",
+        "schedule=constant",
+        "schedule=linear_per_epoch",
+    ):
         with pytest.raises(run_files.FolderTaken, match="holds another run"):
             run_files.claim(tmp_path / "a", resolve(synthetic("epochs=2", other)).identity)
 
@@ -81,19 +90,25 @@ def test_a_truncated_or_foreign_checkpoint_is_named_with_what_to_do(synthetic, t
 
 def test_unknown_keys_are_refused_even_when_added_with_plus(config):
     cfg = config("+epoch=3", "+data.rot=1", "+dataset.colour=red")
-    assert sorted(schema.unknown_keys(cfg)) == [("data.rot", "data.root"), ("dataset.colour", None),
-                                                 ("epoch", "epochs")]
+    assert sorted(schema.unknown_keys(cfg)) == [
+        ("data.rot", "data.root"),
+        ("dataset.colour", None),
+        ("epoch", "epochs"),
+    ]
     with pytest.raises(TrainError, match=r"unknown key epoch \(did you mean epochs\?\)"):
         resolve(config("method=logsum", "+epoch=3"))
     assert schema.unknown_keys(config("method=logsum", "lam=0.1")) == []
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["model.hidden=[]"], "model=lenet_300_100 with model.hidden=[] has no hidden layer; ask for model=linear"),
-    (["model=mlp", "model.hidden=[]"], "model=mlp with model.hidden=[] has no hidden layer"),
-    (["model.hidden=[50]"], "model=lenet_300_100 has hidden widths [300, 100], got [50]"),
-    (["model=linear", "model.hidden=[5]"], "model=linear has no hidden layer"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["model.hidden=[]"], "model=lenet_300_100 with model.hidden=[] has no hidden layer; ask for model=linear"),
+        (["model=mlp", "model.hidden=[]"], "model=mlp with model.hidden=[] has no hidden layer"),
+        (["model.hidden=[50]"], "model=lenet_300_100 has hidden widths [300, 100], got [50]"),
+        (["model=linear", "model.hidden=[5]"], "model=linear has no hidden layer"),
+    ],
+)
 def test_a_model_without_hidden_layers_only_by_name(config, overrides, message):
     with pytest.raises(TrainError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
         resolve(config(*overrides))
@@ -107,16 +122,24 @@ def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
     assert json.loads((tmp_path / "mlp" / "summary.json").read_text())["identity"]["model"] == "mlp[16, 8]"
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["method=lasso"], "unknown method 'lasso'; valid method options: adaprox, adaptive_dropout, adatikhonov, dense,"),
-    (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
-    (["data.rot=x"], "unknown key data.rot (did you mean data.root?)"),
-    (["method=logsum", "method.params.penalty_params.eps=3"],
-     "method.params.penalty_params.eps is not set by default (the penalty's own defaults apply): add it with "
-     "+method.params.penalty_params.eps=<value>"),
-    (["epochs=abc"], "Error merging override epochs=abc: Value 'abc' of type 'str' could not be converted"),
-    (["hydra/launcher=joblb"], "unknown hydra/launcher 'joblb'; valid hydra/launcher options:"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["method=lasso"],
+            "unknown method 'lasso'; valid method options: adaprox, adaptive_dropout, adatikhonov, dense,",
+        ),
+        (["epoch=3"], "unknown key epoch (did you mean epochs?)"),
+        (["data.rot=x"], "unknown key data.rot (did you mean data.root?)"),
+        (
+            ["method=logsum", "method.params.penalty_params.eps=3"],
+            "method.params.penalty_params.eps is not set by default (the penalty's own defaults apply): add it with "
+            "+method.params.penalty_params.eps=<value>",
+        ),
+        (["epochs=abc"], "Error merging override epochs=abc: Value 'abc' of type 'str' could not be converted"),
+        (["hydra/launcher=joblb"], "unknown hydra/launcher 'joblb'; valid hydra/launcher options:"),
+    ],
+)
 def test_hydra_errors_become_one_line(config, overrides, message):
     with pytest.raises(Exception) as caught:
         config(*overrides)
@@ -136,6 +159,7 @@ def test_a_held_folder_cannot_be_held_again_until_released(tmp_path):
 
 
 # -- the command line -----------------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_a_folder_with_another_run_is_never_touched(adrop, tmp_path):
@@ -171,11 +195,20 @@ def test_a_folder_in_use_by_another_command_is_refused(adrop, tmp_path):
     before = files(folder)
     with run_files.Held(folder):
         single = adrop("train", *SMALL, "epochs=3", f"hydra.run.dir={folder}")
-        sweep = adrop("train", "-m", *SMALL, "epochs=3", "seed=0,1", "hydra/launcher=stacked",
-                      f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=seed_${seed}")
+        sweep = adrop(
+            "train",
+            "-m",
+            *SMALL,
+            "epochs=3",
+            "seed=0,1",
+            "hydra/launcher=stacked",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            "hydra.sweep.subdir=seed_${seed}",
+        )
     assert single.returncode == 2 and single.stderr.strip().splitlines() == [
         f"adrop train: error: {folder} is in use: another adrop command is training this run right now; rerun this "
-        "one once that has stopped (the run resumes from its last checkpoint)"]
+        "one once that has stopped (the run resumes from its last checkpoint)"
+    ]
     assert sweep.returncode == 0 and "seed_0: held by another command (still training)" in sweep.stdout
     assert sweep.stdout.strip().splitlines()[-1].startswith("adrop train: 1 jobs done, 1 held by another command")
     assert json.loads((tmp_path / "sweep" / "seed_1" / "summary.json").read_text())["status"] == "completed"
@@ -220,8 +253,10 @@ def test_a_sweep_with_failed_jobs_exits_non_zero_and_keeps_its_record(adrop, tmp
     a second command into the sweep folder leaves the first one's multirun.yaml as it was."""
     out = adrop("train", "-m", *SMALL, "method=dense,logsum", "lam=0.001,-1", "hydra.sweep.dir=sweep")
     assert out.returncode == 2  # refused values, no failed run
-    assert last_line(out) == (f"adrop train: error: 2 of 4 jobs refused (their settings, data or folder, as said "
-                              f"above; nothing trained in them): see {tmp_path / 'sweep'}")
+    assert last_line(out) == (
+        f"adrop train: error: 2 of 4 jobs refused (their settings, data or folder, as said "
+        f"above; nothing trained in them): see {tmp_path / 'sweep'}"
+    )
     summaries = [json.loads(p.read_text()) for p in (tmp_path / "sweep").glob("*/summary.json")]
     assert sorted(s["status"] for s in summaries) == ["completed", "completed", "failed", "failed"]
     record = (tmp_path / "sweep" / "multirun.yaml").read_bytes()
@@ -257,9 +292,11 @@ def test_method_parameters_are_typed_and_closed(config):
     assert config("method=magnitude_pruning", "method.params.final_sparsity=0.5").method.params.final_sparsity == 0.5
     with pytest.raises(Exception) as caught:
         config("method=magnitude_pruning", "method.params.final_sparsty=0.5")
-    assert errors.one_line(caught.value) == ("unknown key method.params.final_sparsty (did you mean "
-                                             "method.params.final_sparsity?); `adrop train --help` lists the keys "
-                                             "and groups")
+    assert errors.one_line(caught.value) == (
+        "unknown key method.params.final_sparsty (did you mean "
+        "method.params.final_sparsity?); `adrop train --help` lists the keys "
+        "and groups"
+    )
     with pytest.raises(TrainError, match="method.params for logsum: Key 'epsilon' not in 'PenaltyParams'"):
         resolve(config("method=logsum", "+method.params.epsilon=1"))  # `+` passes Hydra, not the start
 
@@ -269,13 +306,17 @@ def test_help_lists_the_groups_a_user_chooses_from(adrop):
     method fills it in); piped into a reader that stops early, it ends quietly."""
     out = adrop("train", "--help")
     assert out.returncode == 0 and out.stderr == ""
-    groups = dict(line.split(": ", 1) for line in out.stdout.split("== Configuration groups ==")[1]
-                  .split("== Config ==")[0].splitlines() if ": " in line)
+    groups = dict(
+        line.split(": ", 1)
+        for line in out.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0].splitlines()
+        if ": " in line
+    )
     assert set(groups) == {"dataset", "experiment", "method", "model"}
     assert "logsum" in groups["method"].split(", ") and "lenet5" in groups["model"].split(", ")
     import subprocess
     import sys
 
-    piped = subprocess.run(f"{sys.executable} -m adrop train --help | head -1", shell=True, capture_output=True,
-                           text=True, timeout=120)
+    piped = subprocess.run(
+        f"{sys.executable} -m adrop train --help | head -1", shell=True, capture_output=True, text=True, timeout=120
+    )
     assert piped.stdout.startswith("adrop train:") and piped.stderr == ""

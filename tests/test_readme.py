@@ -1,5 +1,6 @@
 """The README starts with exactly two commands, and CI runs the second (the test command); its first look's commands
 find MNIST offline."""
+
 import re
 import shlex
 from pathlib import Path
@@ -15,7 +16,7 @@ def test_readme_opens_with_two_commands_and_ci_runs_the_test_one():
     main_cmd, test_cmd = (b.strip() for b in blocks)
     assert "adrop " in main_cmd and "pytest" in test_cmd
     ci = (ROOT / ".ci" / "run").read_text()
-    assert test_cmd.replace('pip install -e', 'pip install -q -e') in ci
+    assert test_cmd.replace("pip install -e", "pip install -q -e") in ci
 
 
 def test_the_first_look_commands_find_mnist_offline(monkeypatch):

@@ -1,4 +1,5 @@
 """docs/reference.md is generated from the code (adrop.reference) and current; every key and parameter is in it."""
+
 import dataclasses
 from pathlib import Path
 
@@ -9,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_committed_reference_is_current():
     assert (ROOT / "docs" / "reference.md").read_text() == reference.markdown(), (
-        "docs/reference.md is stale: python -m adrop.reference > docs/reference.md")
+        "docs/reference.md is stale: python -m adrop.reference > docs/reference.md"
+    )
 
 
 def test_every_key_group_option_and_method_parameter_is_in_it():
@@ -30,7 +32,7 @@ def test_every_key_group_option_and_method_parameter_is_in_it():
 def test_comments_are_read_with_their_continuations_and_from_base_classes():
     @dataclasses.dataclass
     class Base:
-        a: int = 1     # the first
+        a: int = 1  # the first
         #                continued
 
     @dataclasses.dataclass

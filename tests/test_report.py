@@ -1,4 +1,5 @@
 """`adrop report` on a tiny multirun: two methods, one epoch, small data, and one job that fails on purpose."""
+
 import json
 import os
 import subprocess
@@ -13,9 +14,27 @@ from adrop.commands import report as report_command
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("sweep")
-    run = subprocess.run([sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "epochs=2",
-                          "device=cpu", "method=dense,logsum", "lam=0.01,-1", "hydra.sweep.dir=sweep"],
-                         capture_output=True, text=True, cwd=cwd, env=dict(os.environ), timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adrop",
+            "train",
+            "-m",
+            "dataset=synthetic",
+            "model=mlp",
+            "epochs=2",
+            "device=cpu",
+            "method=dense,logsum",
+            "lam=0.01,-1",
+            "hydra.sweep.dir=sweep",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=dict(os.environ),
+        timeout=300,
+    )
     assert run.returncode == 2 and "2 of 4 jobs refused" in run.stderr, run.stderr  # the two lam=-1 jobs
     return cwd / "sweep"
 
@@ -30,8 +49,20 @@ def test_report_writes_csv_table_and_figures(sweep, tmp_path, capsys):
         assert f"wrote {out / name}" in printed
     table = pd.read_csv(out / "results.csv")
     assert len(table) == 4
-    assert {"method", "lam", "lr", "seed", "epochs", "test_error", "val_error", "nonzero_fraction",
-            "nonzero_fc1", "nonzero_fc2", "status", "overrides"} <= set(table.columns)
+    assert {
+        "method",
+        "lam",
+        "lr",
+        "seed",
+        "epochs",
+        "test_error",
+        "val_error",
+        "nonzero_fraction",
+        "nonzero_fc1",
+        "nonzero_fc2",
+        "status",
+        "overrides",
+    } <= set(table.columns)
     failed = table[table.status == "failed"]
     assert len(failed) == 2 and failed.error.str.contains("lam must be >= 0").all()
     done = table[table.status == "completed"]
@@ -48,8 +79,9 @@ def test_report_writes_csv_table_and_figures(sweep, tmp_path, capsys):
         for name in ("fc1", "fc2"):
             assert rows[f"units_{name}"].tolist() == layers[layers.layer == name].units_out_kept.tolist()
     md = (out / "results.md").read_text()
-    assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | compression | kMACs/example | "
-                         "fc1 | fc2 |")
+    assert md.startswith(
+        "| method | lam | lr | runs | epochs | test error | nonzero | compression | kMACs/example | fc1 | fc2 |"
+    )
     assert "Not completed" in md and "failed: lam must be >= 0" in md
     assert "paper test error" in md  # logsum has a paper row; dense does not ("-")
 
@@ -77,10 +109,22 @@ def test_table_aggregates_seeds_as_mean_and_spread(tmp_path):
     for seed, err, nz in [(0, 0.020, 0.05), (1, 0.030, 0.07)]:
         folder = tmp_path / f"method=logsum,seed={seed}"
         folder.mkdir()
-        (folder / "summary.json").write_text(json.dumps({
-            "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-4, "seed": seed, "epochs": 3,
-            "test_error": err, "val_error": err, "nonzero_fraction": nz,
-            "layers": {"fc1": {"fraction": nz}, "fc2": {"fraction": 2 * nz}}}))
+        (folder / "summary.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "method": "logsum",
+                    "lam": 1e-3,
+                    "lr": 1e-4,
+                    "seed": seed,
+                    "epochs": 3,
+                    "test_error": err,
+                    "val_error": err,
+                    "nonzero_fraction": nz,
+                    "layers": {"fc1": {"fraction": nz}, "fc2": {"fraction": 2 * nz}},
+                }
+            )
+        )
     assert report_command.main([str(tmp_path), "--out", str(tmp_path / "r")]) == 0
     md = (tmp_path / "r" / "results.md").read_text().splitlines()
     row = md[2].split(" | ")
@@ -94,10 +138,23 @@ def test_runs_that_differ_in_another_override_are_rows_of_their_own(tmp_path):
         folder = tmp_path / f"end={end},seed={seed}"
         (folder / ".hydra").mkdir(parents=True)
         (folder / ".hydra" / "overrides.yaml").write_text(
-            f"- method=magnitude_pruning\n- method.params.end={end}\n- seed={seed}\n- data.root=somewhere\n")
-        (folder / "summary.json").write_text(json.dumps({
-            "status": "completed", "method": "magnitude_pruning", "lam": 0.0, "lr": 1e-3, "seed": seed, "epochs": 3,
-            "test_error": err, "val_error": err, "nonzero_fraction": 0.1}))
+            f"- method=magnitude_pruning\n- method.params.end={end}\n- seed={seed}\n- data.root=somewhere\n"
+        )
+        (folder / "summary.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "method": "magnitude_pruning",
+                    "lam": 0.0,
+                    "lr": 1e-3,
+                    "seed": seed,
+                    "epochs": 3,
+                    "test_error": err,
+                    "val_error": err,
+                    "nonzero_fraction": 0.1,
+                }
+            )
+        )
     assert report_command.main([str(tmp_path), "--out", str(tmp_path / "r")]) == 0
     md = (tmp_path / "r" / "results.md").read_text().splitlines()
     assert md[0].startswith("| method | setting | lam | lr | runs |")
@@ -106,8 +163,10 @@ def test_runs_that_differ_in_another_override_are_rows_of_their_own(tmp_path):
     from adrop.report import collect
 
     table = pd.read_csv(tmp_path / "r" / "results.csv")
-    assert set(collect.labels(table)) == {"magnitude_pruning (method.params.end=0.25)",
-                                          "magnitude_pruning (method.params.end=0.5)"}
+    assert set(collect.labels(table)) == {
+        "magnitude_pruning (method.params.end=0.25)",
+        "magnitude_pruning (method.params.end=0.5)",
+    }
     assert all((tmp_path / "r" / name).stat().st_size > 0 for name in ("figure2.png", "pareto.png", "layers.png"))
 
 
@@ -134,17 +193,20 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     assert report_command.main([str(first), "--out", str(tmp_path / "again")]) == 0
     before, after = (pd.read_csv(f / "results.csv") for f in (first, tmp_path / "again"))
     pd.testing.assert_frame_equal(before, after, check_dtype=False)
-    pd.testing.assert_frame_equal(*(pd.read_csv(f / "histories.csv") for f in (first, tmp_path / "again")),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        *(pd.read_csv(f / "histories.csv") for f in (first, tmp_path / "again")), check_dtype=False
+    )
     # a histories.csv written before it held units per layer reads back with its fractions nonzero
     old = tmp_path / "old"
     shutil.copytree(first, old)
     history = pd.read_csv(old / "histories.csv")
-    history.drop(columns=[c for c in history.columns if c.startswith("units_")]).to_csv(old / "histories.csv",
-                                                                                        index=False)
+    history.drop(columns=[c for c in history.columns if c.startswith("units_")]).to_csv(
+        old / "histories.csv", index=False
+    )
     assert report_command.main([str(old), "--out", str(tmp_path / "old_again")]) == 0
-    pd.testing.assert_frame_equal(*(pd.read_csv(f / "histories.csv") for f in (old, tmp_path / "old_again")),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        *(pd.read_csv(f / "histories.csv") for f in (old, tmp_path / "old_again")), check_dtype=False
+    )
     # beside new runs (their sweep folder), each named under its folder, the new run's history from its files
     other = tmp_path / "other_sweep"
     job = next(p for p in sweep.iterdir() if p.is_dir() and "method=dense" in p.name and "lam=0.01" in p.name)
@@ -174,7 +236,8 @@ def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, t
     history, curves = (pd.Series(pd.read_csv(f / "histories.csv").run.unique()) for f in (tmp_path / "again2", first))
     assert curves.str.startswith("first/").sum() == 2 and f"other_sweep/{job.name}" in set(curves)  # the completed
     assert set(history) == {run if run.startswith("first/") else f"first/{run}" for run in curves} | {
-        f"newer_sweep/{job.name}"}
+        f"newer_sweep/{job.name}"
+    }
 
 
 def _another_run(job, folder, later=1.0):
@@ -231,10 +294,19 @@ def test_an_old_report_without_later_columns_is_read_and_a_folder_named_twice_on
 
     old = tmp_path / "old"
     old.mkdir()
-    pd.DataFrame({"run": ["logsum/seed=0", "logsum/seed=1"], "status": ["completed"] * 2, "method": ["logsum"] * 2,
-                  "lam": [1e-3] * 2, "lr": [1e-3] * 2, "seed": [0, 1], "epochs": [200] * 2,
-                  "test_error": [0.02, 0.022], "nonzero_fraction": [0.02, 0.021]}).to_csv(old / "results.csv",
-                                                                                       index=False)
+    pd.DataFrame(
+        {
+            "run": ["logsum/seed=0", "logsum/seed=1"],
+            "status": ["completed"] * 2,
+            "method": ["logsum"] * 2,
+            "lam": [1e-3] * 2,
+            "lr": [1e-3] * 2,
+            "seed": [0, 1],
+            "epochs": [200] * 2,
+            "test_error": [0.02, 0.022],
+            "nonzero_fraction": [0.02, 0.021],
+        }
+    ).to_csv(old / "results.csv", index=False)
     table = collect.results([old, tmp_path / "old" / "."])
     assert len(table) == 2 and set(collect.ROW_COLUMNS) <= set(table.columns)
     assert report_command.main([str(old), "--out", str(tmp_path / "r")]) == 0
@@ -245,7 +317,7 @@ def test_a_run_folders_row_has_the_columns_reports_are_read_back_with(sweep):
     from adrop.report import collect
 
     job = next(p for p in sweep.iterdir() if p.is_dir() and "method=logsum" in p.name and "lam=0.01" in p.name)
-    assert list(collect.read_run(sweep, job))[:len(collect.ROW_COLUMNS)] == collect.ROW_COLUMNS
+    assert list(collect.read_run(sweep, job))[: len(collect.ROW_COLUMNS)] == collect.ROW_COLUMNS
 
 
 def test_a_folder_that_is_no_report_is_one_line(tmp_path, capsys):
@@ -257,11 +329,20 @@ def test_a_folder_that_is_no_report_is_one_line(tmp_path, capsys):
 def test_legend_labels_name_what_tells_runs_apart():
     from adrop.report import collect
 
-    table = pd.DataFrame({"method": ["vardrop_lr_ar", "vardrop_lr_ar", "logsum", "logsum"],
-                          "lam": [1.0, 1.0, 0.1, 0.1], "lr": [1e-4, 1e-3, 1e-4, 1e-4],
-                          "setting": ["experiment=x", "experiment=x", "", ""]})
-    assert collect.labels(table).tolist() == ["vardrop_lr_ar (lr=0.0001)", "vardrop_lr_ar (lr=0.001)",
-                                              "logsum", "logsum"]
+    table = pd.DataFrame(
+        {
+            "method": ["vardrop_lr_ar", "vardrop_lr_ar", "logsum", "logsum"],
+            "lam": [1.0, 1.0, 0.1, 0.1],
+            "lr": [1e-4, 1e-3, 1e-4, 1e-4],
+            "setting": ["experiment=x", "experiment=x", "", ""],
+        }
+    )
+    assert collect.labels(table).tolist() == [
+        "vardrop_lr_ar (lr=0.0001)",
+        "vardrop_lr_ar (lr=0.001)",
+        "logsum",
+        "logsum",
+    ]
 
 
 def test_every_label_of_a_large_report_looks_different():
@@ -293,12 +374,16 @@ def test_log_axes_are_labelled_at_any_range():
 def test_paper_points_take_their_methods_colour_and_paths_group_runs():
     from adrop.report import collect, figures, paper
 
-    table = pd.DataFrame({"method": ["logsum", "logsum", "vardrop_lr_ar", "fixed_mask", "fixed_mask"],
-                          "lam": [1e-3, 2e-3, 1 / 60000, 0.0, 0.0], "lr": [1e-4, 1e-4, 1e-3, 1e-3, 1e-3],
-                          "setting": ["", "", "", "init_from=/a/run1", "init_from=/a/run2"]})
+    table = pd.DataFrame(
+        {
+            "method": ["logsum", "logsum", "vardrop_lr_ar", "fixed_mask", "fixed_mask"],
+            "lam": [1e-3, 2e-3, 1 / 60000, 0.0, 0.0],
+            "lr": [1e-4, 1e-4, 1e-3, 1e-3, 1e-3],
+            "setting": ["", "", "", "init_from=/a/run1", "init_from=/a/run2"],
+        }
+    )
     groups = collect.groups(table)
-    assert groups.tolist() == ["logsum (lam=0.001)", "logsum (lam=0.002)", "vardrop_lr_ar", "fixed_mask",
-                               "fixed_mask"]
+    assert groups.tolist() == ["logsum (lam=0.001)", "logsum (lam=0.002)", "vardrop_lr_ar", "fixed_mask", "fixed_mask"]
     assert collect.labels(table).nunique() == 5  # the settings stay apart in the table
     styles = figures._styles(groups.unique())
     table = table.assign(group=groups, method_name=table.method)
@@ -316,8 +401,9 @@ def test_layer_figure_has_integer_epoch_ticks(tmp_path):
     from adrop.report import figures
 
     table = pd.DataFrame({"run": ["a"], "method": ["logsum"], "lam": [1e-3], "lr": [1e-4], "setting": [""]})
-    layers = pd.DataFrame({"epoch": [1, 2, 3] * 2, "layer": ["fc1"] * 3 + ["fc2"] * 3,
-                           "nonzero_fraction": [1.0, 0.5, 0.2, 1.0, 0.8, 0.6]})
+    layers = pd.DataFrame(
+        {"epoch": [1, 2, 3] * 2, "layer": ["fc1"] * 3 + ["fc2"] * 3, "nonzero_fraction": [1.0, 0.5, 0.2, 1.0, 0.8, 0.6]}
+    )
     seen = {}
     real_savefig = plt.Figure.savefig
 
@@ -351,10 +437,24 @@ def test_cost_accounting_counts_weights_bytes_and_multiply_adds():
 def test_report_table_shows_compression_and_multiply_adds(tmp_path):
     from adrop.report import tables
 
-    table = pd.DataFrame({"run": ["a", "b"], "method": ["logsum", "logsum"], "lam": [1e-3, 1e-3], "lr": [1e-4, 1e-4],
-                          "seed": [0, 1], "epochs": [2, 2], "status": ["completed"] * 2, "setting": ["", ""],
-                          "test_error": [0.02, 0.03], "val_error": [0.02, 0.03], "nonzero_fraction": [0.02, 0.02],
-                          "compression": [50.0, 50.0], "sparse_macs": [5324.0, 5324.0], "error": [None, None]})
+    table = pd.DataFrame(
+        {
+            "run": ["a", "b"],
+            "method": ["logsum", "logsum"],
+            "lam": [1e-3, 1e-3],
+            "lr": [1e-4, 1e-4],
+            "seed": [0, 1],
+            "epochs": [2, 2],
+            "status": ["completed"] * 2,
+            "setting": ["", ""],
+            "test_error": [0.02, 0.03],
+            "val_error": [0.02, 0.03],
+            "nonzero_fraction": [0.02, 0.02],
+            "compression": [50.0, 50.0],
+            "sparse_macs": [5324.0, 5324.0],
+            "error": [None, None],
+        }
+    )
     md = tables.markdown_table(table)
     assert md.splitlines()[0].endswith("| nonzero | compression | kMACs/example |")  # |W| / |W != 0|, as x
     assert md.splitlines()[2].endswith("| 0.020 ± 0.000 | 50x | 5.3 |")
@@ -363,10 +463,23 @@ def test_report_table_shows_compression_and_multiply_adds(tmp_path):
 def _finished(folder, model, architecture, error):
     (folder / ".hydra").mkdir(parents=True)
     (folder / ".hydra" / "overrides.yaml").write_text("- method=logsum\n- seed=0\n")
-    (folder / "summary.json").write_text(json.dumps({
-        "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-4, "seed": 0, "epochs": 200,
-        "test_error": error, "val_error": error, "nonzero_fraction": 0.02, "model": model,
-        "architecture": architecture}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "method": "logsum",
+                "lam": 1e-3,
+                "lr": 1e-4,
+                "seed": 0,
+                "epochs": 200,
+                "test_error": error,
+                "val_error": error,
+                "nonzero_fraction": 0.02,
+                "model": model,
+                "architecture": architecture,
+            }
+        )
+    )
 
 
 def test_runs_of_two_models_are_two_rows_and_the_paper_sits_beside_lenet300_only(tmp_path):
@@ -395,8 +508,9 @@ def test_published_points_follow_the_networks_in_the_report(tmp_path, monkeypatc
 
     _finished(tmp_path / "runs" / "lenet5", "lenet5", "1x28x28-c20k5-p2-c50k5-p2-800-500-10", 0.01)
     seen = []
-    monkeypatch.setattr(figures, "pareto", lambda table, path, reference=None, published=(): seen.append(
-        (reference, list(published))))
+    monkeypatch.setattr(
+        figures, "pareto", lambda table, path, reference=None, published=(): seen.append((reference, list(published)))
+    )
     assert report_command.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r1"), "--paper"]) == 0
     assert seen[-1][0] is None and seen[-1][1] == paper.LENET5_PUBLISHED
     assert ("Sparse VD (Molchanov et al. 2017)", 0.0075, 1 / 280) in seen[-1][1]
@@ -415,10 +529,23 @@ def test_runs_of_another_length_are_another_row_without_the_papers_numbers(tmp_p
     for epochs, error in [(200, 0.03), (1000, 0.02)]:
         folder = tmp_path / f"epochs={epochs}"
         folder.mkdir()
-        (folder / "summary.json").write_text(json.dumps({
-            "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-4, "seed": 0, "epochs": epochs,
-            "epochs_planned": epochs, "test_error": error, "val_error": error, "nonzero_fraction": 0.02,
-            "model": "lenet_300_100"}))
+        (folder / "summary.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "method": "logsum",
+                    "lam": 1e-3,
+                    "lr": 1e-4,
+                    "seed": 0,
+                    "epochs": epochs,
+                    "epochs_planned": epochs,
+                    "test_error": error,
+                    "val_error": error,
+                    "nonzero_fraction": 0.02,
+                    "model": "lenet_300_100",
+                }
+            )
+        )
     table = collect.results(tmp_path)
     md = tables.markdown_table(table, with_paper=True).splitlines()
     rows = {line.split(" | ")[4]: line for line in md[2:]}  # by epochs
@@ -440,9 +567,24 @@ def test_units_kept_are_averaged_over_seeds():
 def test_units_kept_show_where_a_per_weight_or_fine_tuned_run_lost_whole_units():
     from adrop.report import tables
 
-    row = {"run": "a", "status": "completed", "method": "fixed_mask", "lam": 0.0, "lr": 1e-4, "seed": 0, "epochs": 10,
-           "test_error": 0.0187, "val_error": 0.02, "nonzero_fraction": 0.54, "setting": "", "model": "lenet_300_100",
-           "structure": "weight", "kept_architecture": "457-58-75-10", "dense_macs": 266200.0, "compact_macs": 31606.0}
+    row = {
+        "run": "a",
+        "status": "completed",
+        "method": "fixed_mask",
+        "lam": 0.0,
+        "lr": 1e-4,
+        "seed": 0,
+        "epochs": 10,
+        "test_error": 0.0187,
+        "val_error": 0.02,
+        "nonzero_fraction": 0.54,
+        "setting": "",
+        "model": "lenet_300_100",
+        "structure": "weight",
+        "kept_architecture": "457-58-75-10",
+        "dense_macs": 266200.0,
+        "compact_macs": 31606.0,
+    }
     md = tables.markdown_table(pd.DataFrame([row]))
     assert "| units kept | compact kMACs |" in md.splitlines()[0] and "| 457-58-75-10 | 31.6 |" in md
     whole = {**row, "kept_architecture": "784-300-100-10", "compact_macs": 266200.0}  # none lost: no such columns
@@ -456,10 +598,23 @@ def test_heads_kept_are_counted_over_every_attention_and_averaged_over_seeds(tmp
         folder = tmp_path / f"seed={seed}"
         (folder / ".hydra").mkdir(parents=True)
         (folder / ".hydra" / "overrides.yaml").write_text(f"- method=logsum\n- structure=neuron\n- seed={seed}\n")
-        (folder / "summary.json").write_text(json.dumps({
-            "status": "completed", "method": "logsum", "lam": 1e-3, "lr": 1e-3, "seed": seed, "epochs": 10,
-            "test_error": 0.1, "val_error": 0.1, "nonzero_fraction": 0.25, "structure": "neuron",
-            "heads": {"encoder.layers.0.self_attn": [kept[0], 4], "encoder.layers.1.self_attn": [kept[1], 4]}}))
+        (folder / "summary.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "method": "logsum",
+                    "lam": 1e-3,
+                    "lr": 1e-3,
+                    "seed": seed,
+                    "epochs": 10,
+                    "test_error": 0.1,
+                    "val_error": 0.1,
+                    "nonzero_fraction": 0.25,
+                    "structure": "neuron",
+                    "heads": {"encoder.layers.0.self_attn": [kept[0], 4], "encoder.layers.1.self_attn": [kept[1], 4]},
+                }
+            )
+        )
     table = collect.results([tmp_path])
     assert sorted(table.heads_kept) == [6, 7] and set(table.heads) == {8}
     md = tables.markdown_table(table)
@@ -472,8 +627,16 @@ def test_heads_kept_are_counted_over_every_attention_and_averaged_over_seeds(tmp
     assert cells[" heads kept "] == " - "  # a mean over fewer runs than the row's is none
 
 
-RESNET18_LAYERS = ["conv1", *[f"layer{s}.{b}.{part}" for s in range(1, 5) for b in range(2)
-                              for part in ("conv1", "conv2", *(["downsample.0"] if s > 1 and b == 0 else []))], "fc"]
+RESNET18_LAYERS = [
+    "conv1",
+    *[
+        f"layer{s}.{b}.{part}"
+        for s in range(1, 5)
+        for b in range(2)
+        for part in ("conv1", "conv2", *(["downsample.0"] if s > 1 and b == 0 else []))
+    ],
+    "fc",
+]
 
 
 def _layer_history(names, epochs=6, seed=0, dense=("bn1",)):
@@ -484,22 +647,49 @@ def _layer_history(names, epochs=6, seed=0, dense=("bn1",)):
     rates = np.random.default_rng(seed).uniform(0.1, 0.8, len(names))
     epoch, layer = np.meshgrid(np.arange(1, epochs + 1), np.arange(len(names)), indexing="ij")
     fraction = np.exp(-rates[layer] * epoch)
-    sparse = pd.DataFrame({"epoch": epoch.ravel(), "layer": np.asarray(names)[layer.ravel()], "trained": "method",
-                           "nonzero_fraction": fraction.ravel(), "units_out": 64,
-                           "units_out_kept": np.ceil(64 * np.sqrt(fraction)).ravel()})
-    dense_rows = pd.DataFrame([{"epoch": e, "layer": n, "trained": "dense", "nonzero_fraction": 1.0}
-                               for e in range(1, epochs + 1) for n in dense])
+    sparse = pd.DataFrame(
+        {
+            "epoch": epoch.ravel(),
+            "layer": np.asarray(names)[layer.ravel()],
+            "trained": "method",
+            "nonzero_fraction": fraction.ravel(),
+            "units_out": 64,
+            "units_out_kept": np.ceil(64 * np.sqrt(fraction)).ravel(),
+        }
+    )
+    dense_rows = pd.DataFrame(
+        [
+            {"epoch": e, "layer": n, "trained": "dense", "nonzero_fraction": 1.0}
+            for e in range(1, epochs + 1)
+            for n in dense
+        ]
+    )
     return pd.concat([sparse, dense_rows], ignore_index=True)
 
 
 def _runs(specs):
     """A report's table and histories from (run, method, model, setting, layers, seed) specs; layers None: a run
     without a layers.csv."""
-    table = pd.DataFrame([{"run": run, "method": method, "lam": 1e-3, "lr": 1e-4, "seed": seed, "epochs": 6,
-                           "status": "completed", "setting": setting, "model": model}
-                          for run, method, model, setting, _, seed in specs])
-    histories = {run: (None, None if names is None else _layer_history(names, seed=seed + len(run)))
-                 for run, _, _, _, names, seed in specs}
+    table = pd.DataFrame(
+        [
+            {
+                "run": run,
+                "method": method,
+                "lam": 1e-3,
+                "lr": 1e-4,
+                "seed": seed,
+                "epochs": 6,
+                "status": "completed",
+                "setting": setting,
+                "model": model,
+            }
+            for run, method, model, setting, _, seed in specs
+        ]
+    )
+    histories = {
+        run: (None, None if names is None else _layer_history(names, seed=seed + len(run)))
+        for run, _, _, _, names, seed in specs
+    }
     return table, histories
 
 
@@ -508,8 +698,11 @@ def _panels(fig):
 
 
 def _legends(fig):
-    return [*fig.legends, *(leg for sub in fig.subfigs for leg in sub.legends),
-            *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    return [
+        *fig.legends,
+        *(leg for sub in fig.subfigs for leg in sub.legends),
+        *(ax.get_legend() for ax in fig.axes if ax.get_legend()),
+    ]
 
 
 def _assert_readable(fig, panels: int):
@@ -529,7 +722,7 @@ def _assert_readable(fig, panels: int):
     extents = [t.get_window_extent(renderer) for t in titles]
     for i, (title, extent) in enumerate(zip(titles, extents)):
         assert title.get_text().strip()
-        assert not any(extent.overlaps(other) for other in extents[i + 1:]), title.get_text()
+        assert not any(extent.overlaps(other) for other in extents[i + 1 :]), title.get_text()
         assert not any(extent.overlaps(box) for box in boxes), title.get_text()
     for ax, extent in zip(axes, extents):
         assert extent.width <= ax.get_window_extent(renderer).width * 1.02, ax.get_title()
@@ -544,8 +737,13 @@ def test_a_deep_networks_layer_figures_are_heat_maps_of_module_paths(tmp_path):
     from adrop.report import figures, layer_figures
 
     methods = ["logsum", "adaprox", "magnitude_pruning", "dense"]
-    table, histories = _runs([(f"{m}/seed={s}", m, "resnet18", "experiment=cifar10_resnet18", RESNET18_LAYERS, s)
-                              for m in methods for s in range(2)])
+    table, histories = _runs(
+        [
+            (f"{m}/seed={s}", m, "resnet18", "experiment=cifar10_resnet18", RESNET18_LAYERS, s)
+            for m in methods
+            for s in range(2)
+        ]
+    )
     for column in ("nonzero_fraction", layer_figures.UNITS):
         fig = layer_figures.draw(table, histories, column, "label", "colour", "title")
         _assert_readable(fig, panels=4)
@@ -574,17 +772,27 @@ def test_mixed_runs_draw_one_section_per_network(tmp_path):
 
     lenet300, lenet5 = ["fc1", "fc2", "fc3"], ["conv1", "conv2", "fc1", "fc2"]
     long = "experiment=paper_lenet5_structured structure=neuron method.params.end={} data.train_limit=5000"
-    table, histories = _runs([
-        *[(f"a/{m}{s}", m, "lenet_300_100", "", lenet300, s) for m in ("logsum", "vardrop_lr_ar") for s in range(2)],
-        *[(f"b/{end}", "logsum", "lenet5", long.format(end), lenet5, 0) for end in (0.25, 0.5)],
-        ("c/r18", "adaprox", "resnet18", "experiment=cifar10_resnet18", RESNET18_LAYERS, 0),
-        ("c/failed", "adaprox", "resnet18", "lam=-1", None, 0)])
+    table, histories = _runs(
+        [
+            *[
+                (f"a/{m}{s}", m, "lenet_300_100", "", lenet300, s)
+                for m in ("logsum", "vardrop_lr_ar")
+                for s in range(2)
+            ],
+            *[(f"b/{end}", "logsum", "lenet5", long.format(end), lenet5, 0) for end in (0.25, 0.5)],
+            ("c/r18", "adaprox", "resnet18", "experiment=cifar10_resnet18", RESNET18_LAYERS, 0),
+            ("c/failed", "adaprox", "resnet18", "lam=-1", None, 0),
+        ]
+    )
     table = collect.with_models_told_apart(table)
     for column in ("nonzero_fraction", layer_figures.UNITS):
         fig = layer_figures.draw(table, histories, column, "label", "colour", "title")
         _assert_readable(fig, panels=5)
-        assert [s._suptitle.get_text() for s in fig.subfigs] == ["lenet5: 4 layers", "lenet_300_100: 3 layers",
-                                                                 "resnet18: 21 layers"]
+        assert [s._suptitle.get_text() for s in fig.subfigs] == [
+            "lenet5: 4 layers",
+            "lenet_300_100: 3 layers",
+            "resnet18: 21 layers",
+        ]
         sections = {"lenet5": lenet5, "lenet_300_100": lenet300}
         for sub in fig.subfigs[:2]:
             layers = sections[sub._suptitle.get_text().split(":")[0]]
@@ -615,13 +823,29 @@ def _run_folder(folder, method, model, layers, seed, error, setting=""):
     last = history[(history.epoch == 6) & (history.trained == "method")]
     (folder / ".hydra").mkdir(parents=True)
     (folder / ".hydra" / "overrides.yaml").write_text(
-        "".join(f"- {o}\n" for o in [f"method={method}", f"seed={seed}", *setting.split()]))
-    (folder / "summary.json").write_text(json.dumps({
-        "status": "completed", "method": method, "lam": 1e-3, "lr": 1e-4, "seed": seed, "epochs": 6,
-        "test_error": error, "val_error": error, "nonzero_fraction": 0.1, "model": model, "wall_time_s": 1.0 + seed,
-        "layers": {r.layer: {"fraction": r.nonzero_fraction} for r in last.itertuples()}}))
+        "".join(f"- {o}\n" for o in [f"method={method}", f"seed={seed}", *setting.split()])
+    )
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "method": method,
+                "lam": 1e-3,
+                "lr": 1e-4,
+                "seed": seed,
+                "epochs": 6,
+                "test_error": error,
+                "val_error": error,
+                "nonzero_fraction": 0.1,
+                "model": model,
+                "wall_time_s": 1.0 + seed,
+                "layers": {r.layer: {"fraction": r.nonzero_fraction} for r in last.itertuples()},
+            }
+        )
+    )
     pd.DataFrame({"epoch": range(1, 7), "val_error": error, "nonzero_fraction": 0.1}).to_csv(
-        folder / "metrics.csv", index=False)
+        folder / "metrics.csv", index=False
+    )
     history.to_csv(folder / "layers.csv", index=False)
 
 
@@ -632,8 +856,15 @@ def test_results_md_keeps_a_readers_columns_and_results_csv_every_layer(tmp_path
     for seed in range(2):
         _run_folder(runs / f"r18_{seed}", "logsum", "resnet18", RESNET18_LAYERS, seed, 0.1 + seed / 100)
         _run_folder(runs / f"l300_{seed}", "logsum", "lenet_300_100", ["fc1", "fc2", "fc3"], seed, 0.02)
-    _run_folder(runs / "l300_path", "fixed_mask", "lenet_300_100", ["fc1", "fc2", "fc3"], 0, 0.02,
-                setting="init_from=/somewhere/deep/runs/l300_0")
+    _run_folder(
+        runs / "l300_path",
+        "fixed_mask",
+        "lenet_300_100",
+        ["fc1", "fc2", "fc3"],
+        0,
+        0.02,
+        setting="init_from=/somewhere/deep/runs/l300_0",
+    )
     assert report_command.main([str(runs), "--out", str(tmp_path / "r"), "--paper"]) == 0
     table = pd.read_csv(tmp_path / "r" / "results.csv")
     assert {f"nonzero_{name}" for name in {*RESNET18_LAYERS, "fc1", "fc2", "fc3"}} <= set(table.columns)

@@ -1,4 +1,5 @@
 """`adrop report --compare OLD NEW` (adrop.report.compare): Welch's and the paired t-test per method and metric."""
+
 import math
 from pathlib import Path
 
@@ -12,8 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def runs(method, seeds, test_errors, nonzero=0.5):
-    return pd.DataFrame({"method": method, "seed": seeds, "status": "completed", "test_error": test_errors,
-                         "val_error": test_errors, "nonzero_fraction": nonzero})
+    return pd.DataFrame(
+        {
+            "method": method,
+            "seed": seeds,
+            "status": "completed",
+            "test_error": test_errors,
+            "val_error": test_errors,
+            "nonzero_fraction": nonzero,
+        }
+    )
 
 
 def test_welch_over_all_runs_and_the_paired_test_over_shared_seeds():
@@ -53,8 +62,10 @@ def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
 
 def test_options_of_another_report_are_refused(capsys):
     pages = ROOT / "docs" / "results" / "vardrop_kl"
-    for argv, said in [(["--compare", "--paper", "a", "b"], "--paper belongs to the report of runs"),
-                       ([str(pages), "--margin", "0.01"], "--margin and --pool belong to --equivalence")]:
+    for argv, said in [
+        (["--compare", "--paper", "a", "b"], "--paper belongs to the report of runs"),
+        ([str(pages), "--margin", "0.01"], "--margin and --pool belong to --equivalence"),
+    ]:
         with pytest.raises(SystemExit) as stop:
             report_command.main(argv)
         assert stop.value.code == 2 and said in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """The schedules are pure functions of the step (adrop.train.schedules)."""
+
 import pytest
 
 from adrop.train.schedules import lam_at, lr_at

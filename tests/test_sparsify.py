@@ -2,6 +2,7 @@
 regression on scikit-learn's diabetes data), gradient accumulation; eval mode is the keep rule, strip gives plain
 modules with the same outputs, stats() the numbers layers.csv holds, state_dict resumes exactly; bad calls are one
 exception each and leave the model as it was."""
+
 import copy
 import re
 
@@ -19,8 +20,11 @@ from adrop.sparsifier import SparsifyError
 
 EVERY = [m for m in methods.names() if m != "fixed_mask"]  # fixed_mask fine-tunes another run's kept weights
 LAM = {"logsum": 1e-2, "adaprox": 1e-2, "adatikhonov": 1e-2, "adaptive_dropout": 1e-2, "eta_trick": 1e-2}
-OPTIMIZERS = {"adam": lambda p: torch.optim.Adam(p, lr=1e-2), "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2),
-              "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)}
+OPTIMIZERS = {
+    "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2),
+    "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+}
 
 
 def net(seed=0):
@@ -145,18 +149,26 @@ def test_exclude_and_lam_scale_by_module_path():
     assert float(sp.penalty()) == pytest.approx(3.0 * float(plain.penalty()), rel=1e-6) and float(plain.penalty()) > 0
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda m: adrop.sparsify(m, method="logsun"), "unknown method 'logsun'; valid methods: "),
-    (lambda m: adrop.sparsify(m, method="logsum", epsilon=1), "method 'logsum' has no parameter 'epsilon'"),
-    (lambda m: adrop.sparsify(m, exclude=["0", "2"]), "has no nn.Linear or nn.Conv2d for a method to sparsify"),
-    (lambda m: adrop.sparsify(m, exclude=["head"]), "exclude='head' names no module or tensor of Sequential"),
-    (lambda m: adrop.sparsify(m, lam_scale={"3": 2.0}), "lam_scale names 3, not a sparsified layer; they are: 0, 2"),
-    (lambda m: adrop.sparsify(m, method="magnitude_pruning"), "give total_steps"),
-    (lambda m: adrop.sparsify(nn.Sequential(nn.ReLU())), "has no nn.Linear or nn.Conv2d"),
-    (lambda m: adrop.sparsify(nn.utils.parametrizations.weight_norm(m[2]) and m),
-     "2 (ParametrizedLinear) has a parametrization (weight_norm, spectral_norm, ...): adrop trains a layer's own "
-     "weight; exclude it (exclude=['2'])"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: adrop.sparsify(m, method="logsun"), "unknown method 'logsun'; valid methods: "),
+        (lambda m: adrop.sparsify(m, method="logsum", epsilon=1), "method 'logsum' has no parameter 'epsilon'"),
+        (lambda m: adrop.sparsify(m, exclude=["0", "2"]), "has no nn.Linear or nn.Conv2d for a method to sparsify"),
+        (lambda m: adrop.sparsify(m, exclude=["head"]), "exclude='head' names no module or tensor of Sequential"),
+        (
+            lambda m: adrop.sparsify(m, lam_scale={"3": 2.0}),
+            "lam_scale names 3, not a sparsified layer; they are: 0, 2",
+        ),
+        (lambda m: adrop.sparsify(m, method="magnitude_pruning"), "give total_steps"),
+        (lambda m: adrop.sparsify(nn.Sequential(nn.ReLU())), "has no nn.Linear or nn.Conv2d"),
+        (
+            lambda m: adrop.sparsify(nn.utils.parametrizations.weight_norm(m[2]) and m),
+            "2 (ParametrizedLinear) has a parametrization (weight_norm, spectral_norm, ...): adrop trains a layer's "
+            "own weight; exclude it (exclude=['2'])",
+        ),
+    ],
+)
 def test_a_bad_call_is_one_exception_and_leaves_the_model_as_it_was(call, message):
     model = net()
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -189,8 +201,9 @@ def test_an_optimizer_adrop_cannot_read_is_refused_when_attached():
 
 def test_a_conv_net_is_sparsified_and_stripped_to_conv2d_with_its_settings():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, padding_mode="reflect"), nn.ReLU(), nn.Flatten(),
-                          nn.Linear(4 * 8 * 8, 3))
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1, padding_mode="reflect"), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 3)
+    )
     sp = adrop.sparsify(model, method="hard_concrete", lam=1e-3)
     x = torch.randn(16, 1, 8, 8)
     model(x)  # a forward pass shows how often each layer acts
@@ -210,8 +223,9 @@ def test_compact_gives_the_smaller_dense_network_of_a_chain():
     x, y = blobs()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))
-    sp = adrop.sparsify(model, method="magnitude_pruning", structure="neuron", total_steps=200, final_sparsity=0.6,
-                        scope="layer")
+    sp = adrop.sparsify(
+        model, method="magnitude_pruning", structure="neuron", total_steps=200, final_sparsity=0.6, scope="layer"
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     sp.attach(opt)
     train(model, sp, opt, x, y, steps=200)

@@ -2,6 +2,7 @@
 and a GPT (token and position embeddings, causal nn.MultiheadAttention), every method; attention's projections and
 embeddings parametrized (adrop.methods.sparse_parameter), named by module path; eval mode and strip agree; include and
 exclude by path; groups of a tensor's rows."""
+
 import copy
 
 import numpy as np
@@ -19,8 +20,16 @@ from adrop.sparsifier import SparsifyError
 from user_nets import TinyGPT, TinyViT
 
 EVERY = [m for m in methods.names() if m != "fixed_mask"]
-VIT_LAYERS = ["cls", "pos", "patch", "encoder.layers.0.self_attn.in_proj_weight", "encoder.layers.0.self_attn.out_proj",
-              "encoder.layers.0.linear1", "encoder.layers.0.linear2", "head"]
+VIT_LAYERS = [
+    "cls",
+    "pos",
+    "patch",
+    "encoder.layers.0.self_attn.in_proj_weight",
+    "encoder.layers.0.self_attn.out_proj",
+    "encoder.layers.0.linear1",
+    "encoder.layers.0.linear2",
+    "head",
+]
 GPT_LAYERS = ["tok", "pos", "attn.in_proj_weight", "attn.out_proj", "mlp.0", "mlp.2", "head"]
 
 
@@ -74,8 +83,10 @@ def test_every_method_trains_every_weight_of_a_vit_and_a_gpt(Net, method):
     fresh.eval()
     with torch.no_grad():
         assert torch.equal(fresh(x), sparse_out)
-    assert torch.equal(dict(fresh.named_parameters())["cls" if Net is TinyViT else "attn.in_proj_weight"],
-                       effective["cls" if Net is TinyViT else "attn.in_proj_weight"])
+    assert torch.equal(
+        dict(fresh.named_parameters())["cls" if Net is TinyViT else "attn.in_proj_weight"],
+        effective["cls" if Net is TinyViT else "attn.in_proj_weight"],
+    )
 
 
 @pytest.mark.parametrize("method", ["hard_concrete", "vardrop_lr", "vardrop_lr_ar", "adaptive_dropout"])
@@ -109,8 +120,13 @@ def test_include_and_exclude_by_path():
     torch.manual_seed(0)
     net = TinyViT()
     sp = adrop.sparsify(net, "logsum", include=["pos"], exclude=["*.in_proj_weight", "head"])
-    assert sp.names == ["pos", "patch", "encoder.layers.0.self_attn.out_proj", "encoder.layers.0.linear1",
-                        "encoder.layers.0.linear2"]
+    assert sp.names == [
+        "pos",
+        "patch",
+        "encoder.layers.0.self_attn.out_proj",
+        "encoder.layers.0.linear1",
+        "encoder.layers.0.linear2",
+    ]
     attention = net.encoder.layers[0].self_attn
     assert not parametrize.is_parametrized(attention, "in_proj_weight") and type(net.head) is nn.Linear
     assert isinstance(net.cls, nn.Parameter)  # not included: dense
@@ -133,13 +149,13 @@ def test_lam_scale_reaches_a_parametrized_weight():
     plain = adrop.sparsify(base, "logsum", lam=1e-2)
     i = plain.names.index("attn.in_proj_weight")
     one = plain.method.layer_penalty(plain.layers[i], plain.lam)
-    assert float((scaled.penalty() - plain.penalty()).detach()) == pytest.approx(2.0 * 1e-2 * float(one.detach()),
-                                                                             rel=1e-5)
+    assert float((scaled.penalty() - plain.penalty()).detach()) == pytest.approx(
+        2.0 * 1e-2 * float(one.detach()), rel=1e-5
+    )
 
 
 def test_rows_are_groups_of_a_parametrized_tensor_with_structure_neuron():
-    net, sp = trained(TinyGPT, "magnitude_pruning", structure="neuron", final_sparsity=0.5, scope="layer",
-                      steps=30)
+    net, sp = trained(TinyGPT, "magnitude_pruning", structure="neuron", final_sparsity=0.5, scope="layer", steps=30)
     for name in ("tok", "attn.in_proj_weight"):
         w = sp.effective()[name]
         rows = (w != 0).any(1)
@@ -173,8 +189,11 @@ def test_conv1d_and_transposed_convolutions_are_trained_and_strip_to_themselves(
 def test_a_tied_weight_is_refused_before_anything_is_converted():
     tied = nn.Sequential(nn.Embedding(50, 16), nn.Linear(16, 50))
     tied[1].weight = tied[0].weight
-    with pytest.raises(SparsifyError, match=r"^1's weight is tied to 0's: converting it would untie them; "
-                                            r"pass exclude=\['1', '0'\]"):
+    with pytest.raises(
+        SparsifyError,
+        match=r"^1's weight is tied to 0's: converting it would untie them; "
+        r"pass exclude=\['1', '0'\]",
+    ):
         adrop.sparsify(tied, "logsum")
     assert type(tied[1]) is nn.Linear and not parametrize.is_parametrized(tied[0])
 
@@ -193,8 +212,15 @@ def test_a_sparsified_vit_stripped_exports_to_onnx_with_its_logits():
     x = torch.randn(5, 1, 8, 8, generator=torch.Generator().manual_seed(3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(plain, (x,), input_names=["x"], output_names=["logits"],
-                                    dynamic_shapes={"x": {0: torch.export.Dim("n")}}, dynamo=True, verbose=False)
+        program = torch.onnx.export(
+            plain,
+            (x,),
+            input_names=["x"],
+            output_names=["logits"],
+            dynamic_shapes={"x": {0: torch.export.Dim("n")}},
+            dynamo=True,
+            verbose=False,
+        )
     session = ort.InferenceSession(program.model_proto.SerializeToString())
     with torch.no_grad():
         expected = plain(x).numpy()
@@ -221,8 +247,9 @@ def test_one_draw_of_noise_per_forward_however_often_attention_reads_its_weights
     sp = adrop.sparsify(net, "hard_concrete")
     draws = []
     sample = type(sp.method).weight_sample
-    monkeypatch.setattr(type(sp.method), "weight_sample",
-                        lambda self, layer: draws.append(layer) or sample(self, layer))
+    monkeypatch.setattr(
+        type(sp.method), "weight_sample", lambda self, layer: draws.append(layer) or sample(self, layer)
+    )
     x, _ = batch(net, 0)
     first = net(x)
     assert len(draws) == len(sp.layers) and len({id(layer) for layer in draws}) == len(sp.layers)

@@ -5,6 +5,7 @@ A stack of several need not be bitwise equal to its single runs (batched product
 differently). It is checked by a tolerance derived from float32 rounding over the first steps (assert_follows), with
 the noise of the noisy methods held fixed (injected zeros), and by statistics over a short training with real noise.
 """
+
 import json
 import math
 
@@ -25,10 +26,12 @@ def test_a_stack_of_three_follows_each_single_run(method, synthetic, held_noise,
     """Three configurations (seeds 0-2, lam x1-x3, three lrs) trained as one stack end where their single runs (stacks
     of one) end, as far as float32 rounding allows (assert_follows), after an epoch of 7 steps; the noisy methods with
     their noise held fixed."""
-    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
-             "fixed_mask": [f"init_from={pruned}"],
-             # held Bernoulli draws are a threshold (0.5 < alpha): the last bit flips a mask; Gaussian ones are smooth
-             "adaptive_dropout": ["method.params.mask=gaussian"]}.get(method, [])
+    extra = {
+        "magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
+        "fixed_mask": [f"init_from={pruned}"],
+        # held Bernoulli draws are a threshold (0.5 < alpha): the last bit flips a mask; Gaussian ones are smooth
+        "adaptive_dropout": ["method.params.mask=gaussian"],
+    }.get(method, [])
     cfgs = three(synthetic, method, [*extra, "evaluate_unmasked=true"])
     singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
     stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(3)]).fit()
@@ -83,8 +86,9 @@ def test_noisy_methods_stacked_agree_with_single_runs_within_the_seed_spread(met
     about 0.3%: it fails for a systematic gap of that size, not for seed noise)."""
     runs = [(f"method={method}", f"seed={s}", "epochs=2", "data.train_limit=2048", "lr=1e-3") for s in range(4)]
     single = np.array([train(mnist(*r), tmp_path / f"s{i}")["val_error"] for i, r in enumerate(runs)])
-    stacked = np.array([s["val_error"] for s in stack([mnist(*r) for r in runs],
-                                                      [tmp_path / f"k{i}" for i in range(4)]).fit()])
+    stacked = np.array(
+        [s["val_error"] for s in stack([mnist(*r) for r in runs], [tmp_path / f"k{i}" for i in range(4)]).fit()]
+    )
     standard_error = np.sqrt(single.var(ddof=1) / len(single) + stacked.var(ddof=1) / len(stacked))
     assert abs(single.mean() - stacked.mean()) <= 3 * standard_error, (single, stacked)
 
@@ -116,8 +120,18 @@ def test_a_killed_stack_resumes_exactly_and_its_checkpoints_are_single_runs(synt
 def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
     small = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu")
     basic = adrop("train", "-m", *small, "method=logsum", "seed=0,1", "lam=0.001,-1", "hydra.sweep.dir=basic")
-    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=4", "hydra.launcher.n_jobs=1",
-                *small, "method=logsum", "seed=0,1", "lam=0.001,-1", "hydra.sweep.dir=stacked")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=4",
+        "hydra.launcher.n_jobs=1",
+        *small,
+        "method=logsum",
+        "seed=0,1",
+        "lam=0.001,-1",
+        "hydra.sweep.dir=stacked",
+    )
     assert basic.returncode == out.returncode == 2 and "2 of 4 jobs refused" in out.stderr.splitlines()[-1]
     assert "stacked launcher: 2 jobs in 1 stack, of sizes 2" in out.stdout
     names = lambda sweep: sorted(p.name for p in (tmp_path / sweep).iterdir() if p.is_dir())  # noqa: E731
@@ -128,11 +142,24 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
         sa, sb = (json.loads((f / "summary.json").read_text()) for f in (a, b))
         assert sa["status"] == sb["status"] and sa.get("identity") == sb.get("identity")
         if sb["status"] == "completed":
-            assert sb["stacked"] == 2 and {p.name for p in b.iterdir()} >= {"metrics.csv", "layers.csv",
-                                                                             "summary.json", "weights.npz",
-                                                                             "checkpoint.pt", ".hydra"}
-    again = adrop("train", "-m", "hydra/launcher=stacked", *small, "method=logsum", "seed=0,1", "lam=0.001",
-                  "hydra.sweep.dir=stacked")
+            assert sb["stacked"] == 2 and {p.name for p in b.iterdir()} >= {
+                "metrics.csv",
+                "layers.csv",
+                "summary.json",
+                "weights.npz",
+                "checkpoint.pt",
+                ".hydra",
+            }
+    again = adrop(
+        "train",
+        "-m",
+        "hydra/launcher=stacked",
+        *small,
+        "method=logsum",
+        "seed=0,1",
+        "lam=0.001",
+        "hydra.sweep.dir=stacked",
+    )
     assert again.returncode == 0 and again.stdout.count("nothing to do") == 2
 
 
@@ -140,8 +167,10 @@ def test_the_stacked_launcher_keeps_the_folder_contract(adrop, tmp_path):
 def test_the_reference_is_bit_for_bit_repeatable(method, synthetic, pruned, tmp_path):
     """A single run (the engine at K = 1) is the reproducible reference: the same configuration, seed and thread count
     give the same weights.npz and metrics.csv (but its seconds), bit for bit, real noise included."""
-    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
-             "fixed_mask": [f"init_from={pruned}"]}.get(method, [])
+    extra = {
+        "magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
+        "fixed_mask": [f"init_from={pruned}"],
+    }.get(method, [])
     cfg = synthetic(f"method={method}", "epochs=2", "batch_size=256", *extra)
     for folder in ("a", "b"):
         train(cfg, tmp_path / folder)
@@ -154,8 +183,11 @@ def assert_same_files(a, b):
 
     wa, wb = np.load(a / "weights.npz"), np.load(b / "weights.npz")
     assert wa.files == wb.files and all(np.array_equal(wa[k], wb[k]) for k in wa.files)
-    pd.testing.assert_frame_equal(pd.read_csv(a / "metrics.csv").drop(columns="seconds"),
-                                  pd.read_csv(b / "metrics.csv").drop(columns="seconds"), check_exact=True)
+    pd.testing.assert_frame_equal(
+        pd.read_csv(a / "metrics.csv").drop(columns="seconds"),
+        pd.read_csv(b / "metrics.csv").drop(columns="seconds"),
+        check_exact=True,
+    )
 
 
 @pytest.mark.slow
@@ -165,8 +197,15 @@ def test_the_basic_and_the_stacked_launcher_train_a_run_bit_for_bit_alike(adrop,
     another run to start from, in test_the_reference_is_bit_for_bit_repeatable)."""
     every = ",".join(m for m in methods.names() if m != "fixed_mask")
     small = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu", "seed=0", f"method={every}")
-    stacked = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=1", "hydra.launcher.n_jobs=1",
-                    *small, "hydra.sweep.dir=stacked")
+    stacked = adrop(
+        "train",
+        "-m",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=1",
+        "hydra.launcher.n_jobs=1",
+        *small,
+        "hydra.sweep.dir=stacked",
+    )
     basic = adrop("train", "-m", *small, "hydra.sweep.dir=basic")
     assert stacked.returncode == basic.returncode == 0, stacked.stderr + basic.stderr
     jobs = sorted(p.name for p in (tmp_path / "basic").iterdir() if p.is_dir())
@@ -174,14 +213,25 @@ def test_the_basic_and_the_stacked_launcher_train_a_run_bit_for_bit_alike(adrop,
     assert jobs == sorted(p.name for p in (tmp_path / "stacked").iterdir() if p.is_dir())
     for job in jobs:
         assert_same_files(tmp_path / "basic" / job, tmp_path / "stacked" / job)
-        summaries = [json.loads((tmp_path / sweep / job / "summary.json").read_text())
-                     for sweep in ("basic", "stacked")]
+        summaries = [
+            json.loads((tmp_path / sweep / job / "summary.json").read_text()) for sweep in ("basic", "stacked")
+        ]
         assert [s["stacked"] for s in summaries] == [1, 1]
 
 
-@pytest.mark.parametrize("jobs, size, workers, sizes", [
-    (9, 4, 2, [3, 3, 3]), (8, 4, 2, [4, 4]), (4, 4, 2, [2, 2]), (3, 4, 2, [2, 1]), (1, 4, 2, [1]),
-    (5, 1, 2, [1] * 5), (5, 64, 1, [5]), (130, 64, 1, [44, 43, 43])])
+@pytest.mark.parametrize(
+    "jobs, size, workers, sizes",
+    [
+        (9, 4, 2, [3, 3, 3]),
+        (8, 4, 2, [4, 4]),
+        (4, 4, 2, [2, 2]),
+        (3, 4, 2, [2, 1]),
+        (1, 4, 2, [1]),
+        (5, 1, 2, [1] * 5),
+        (5, 64, 1, [5]),
+        (130, 64, 1, [44, 43, 43]),
+    ],
+)
 def test_a_sweep_splits_into_even_stacks_that_keep_every_worker_busy(jobs, size, workers, sizes):
     from adrop.train.stacked_jobs import split
 
@@ -192,11 +242,20 @@ def test_a_sweep_splits_into_even_stacks_that_keep_every_worker_busy(jobs, size,
 @pytest.mark.parametrize("setting", ["max_stack=0", "max_stack=-1", "n_jobs=0"])
 def test_the_stacked_launcher_refuses_sizes_below_one_in_one_line(adrop, tmp_path, setting):
     """max_stack=-1 used to train nothing and exit 0; 0 meant the default. Both are refused, before any folder."""
-    out = adrop("train", "-m", "dataset=synthetic", "model=mlp", "seed=0,1", "hydra/launcher=stacked",
-                f"hydra.launcher.{setting}", "hydra.sweep.dir=sweep")
+    out = adrop(
+        "train",
+        "-m",
+        "dataset=synthetic",
+        "model=mlp",
+        "seed=0,1",
+        "hydra/launcher=stacked",
+        f"hydra.launcher.{setting}",
+        "hydra.sweep.dir=sweep",
+    )
     key, value = setting.split("=")
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        f"adrop train: error: hydra.launcher.{key} must be a positive integer or null (the default), got {value}"]
+        f"adrop train: error: hydra.launcher.{key} must be a positive integer or null (the default), got {value}"
+    ]
     assert not (tmp_path / "sweep").exists()
 
 
@@ -204,8 +263,17 @@ def test_the_stacked_launcher_refuses_sizes_below_one_in_one_line(adrop, tmp_pat
 def test_the_stacked_launcher_trains_stacks_in_worker_processes(adrop, tmp_path):
     """hydra.launcher.n_jobs=2: two stacks at once, each in its own process (one torch thread each), the same
     files and, to rounding, the same weights as one stack after another in the launcher's process."""
-    small = ("dataset=synthetic", "model=mlp", "epochs=2", "device=cpu", "method=logsum", "seed=0,1,2,3",
-             "hydra/launcher=stacked", "hydra.launcher.max_stack=2", "hydra.sweep.subdir=seed_${seed}")
+    small = (
+        "dataset=synthetic",
+        "model=mlp",
+        "epochs=2",
+        "device=cpu",
+        "method=logsum",
+        "seed=0,1,2,3",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=2",
+        "hydra.sweep.subdir=seed_${seed}",
+    )
     one = adrop("train", "-m", *small, "hydra.launcher.n_jobs=1", "hydra.sweep.dir=one")
     two = adrop("train", "-m", *small, "hydra.launcher.n_jobs=2", "hydra.sweep.dir=two")
     assert one.returncode == two.returncode == 0, two.stderr
@@ -228,9 +296,22 @@ def test_workers_exit_when_the_launcher_is_killed(tmp_path):
     import time
     from pathlib import Path
 
-    command = [sys.executable, "-m", "adrop", "train", "-m", "dataset=synthetic", "model=mlp", "device=cpu",
-               "epochs=100000", "method=logsum", "seed=0,1", "hydra/launcher=stacked", "hydra.launcher.n_jobs=2",
-               "hydra.sweep.dir=sweep"]
+    command = [
+        sys.executable,
+        "-m",
+        "adrop",
+        "train",
+        "-m",
+        "dataset=synthetic",
+        "model=mlp",
+        "device=cpu",
+        "epochs=100000",
+        "method=logsum",
+        "seed=0,1",
+        "hydra/launcher=stacked",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweep.dir=sweep",
+    ]
     launcher = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     try:
         lines = [launcher.stdout.readline() for _ in range(3)]
@@ -243,12 +324,15 @@ def test_workers_exit_when_the_launcher_is_killed(tmp_path):
         launcher.send_signal(signal.SIGKILL)
         launcher.wait()
     deadline = time.time() + 20
-    while time.time() < deadline and any(Path(f"/proc/{pid}").exists() and
-                                         "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
-                                         for pid in workers):
+    while time.time() < deadline and any(
+        Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2] for pid in workers
+    ):
         time.sleep(0.2)
-    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
-             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
+    alive = [
+        pid
+        for pid in workers
+        if Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    ]
     for pid in alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive
@@ -259,8 +343,10 @@ def test_initialisation_parameters_may_differ_inside_a_stack(synthetic, tmp_path
     its own; any other method parameter splits the stack."""
     from adrop.train.settings import stack_key
 
-    a, b = (synthetic("method=vardrop_lr", f"method.params.init_log_alpha={v}", f"seed={i}")
-            for i, v in enumerate((-5.0, -3.0)))
+    a, b = (
+        synthetic("method=vardrop_lr", f"method.params.init_log_alpha={v}", f"seed={i}")
+        for i, v in enumerate((-5.0, -3.0))
+    )
     assert stack_key(a) == stack_key(b)
     assert stack_key(a) != stack_key(synthetic("method=vardrop_lr", "method.params.log_alpha_max=8"))
     run = stack([a, b], [tmp_path / "a", tmp_path / "b"])

@@ -1,6 +1,7 @@
 """The engine's own kernels: the batched linear product's backward pass and StackedAdam's fused CPU step.
 Both replace plain arithmetic: checked against the plain arithmetic they replace (autograd of baddbmm; Adam's
 elementwise passes), not bitwise."""
+
 import torch
 
 from adrop.methods.batched_linear import batched_linear

@@ -1,6 +1,7 @@
 """structure=neuron: every method's group form keeps or drops whole units (a Linear layer's input units, a Conv2d
 layer's filters), stacks follow their single runs, the unit-noise products are each configuration's own, and
 structure=weight is untouched (its bitwise reference: tests/test_stacked.py and scripts/tools/fingerprint.py)."""
+
 import math
 
 import numpy as np
@@ -85,8 +86,17 @@ def test_units_go_whole(method, synthetic, tmp_path):
 
 @pytest.mark.parametrize("scope", ["layer", "global"])
 def test_group_pruning_reaches_its_sparsity_in_weights(scope, synthetic, tmp_path):
-    summary = train(neuron_run(synthetic, "magnitude_pruning", "epochs=2", "method.params.final_sparsity=0.7",
-                               f"method.params.scope={scope}", "method.params.frequency=1"), tmp_path)
+    summary = train(
+        neuron_run(
+            synthetic,
+            "magnitude_pruning",
+            "epochs=2",
+            "method.params.final_sparsity=0.7",
+            f"method.params.scope={scope}",
+            "method.params.frequency=1",
+        ),
+        tmp_path,
+    )
     assert 0.3 - 0.05 <= summary["nonzero_fraction"] <= 0.3 + 0.05, summary["nonzero_fraction"]
 
 
@@ -94,8 +104,10 @@ def test_group_pruning_reaches_its_sparsity_in_weights(scope, synthetic, tmp_pat
 def test_a_stack_of_three_follows_each_single_run_by_units(method, synthetic, held_noise, tmp_path):
     """As tests/test_stacked.py checks per weight: three configurations as one stack end where their single runs
     end (float32 rounding), with the noise held fixed."""
-    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
-             "adaptive_dropout": ["method.params.mask=gaussian"]}.get(method, [])
+    extra = {
+        "magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
+        "adaptive_dropout": ["method.params.mask=gaussian"],
+    }.get(method, [])
     if method == "fixed_mask":
         pruned = tmp_path / "pruned"
         train(neuron_run(synthetic, "magnitude_pruning", "method.params.final_sparsity=0.5", "epochs=2"), pruned)
@@ -141,8 +153,8 @@ def test_unit_noise_scales_each_configurations_input_units(monkeypatch):
     out = layer.product_with_unit_noise(x, layer.weight, layer.bias, mean, std)
     z = mean + std * recorded.draws[0]  # (K, batch, in)
     for k in range(2):
-        expected = (x[4 * k:4 * k + 4] * z[k]) @ layer.weight[k].T + layer.bias[k]
-        torch.testing.assert_close(out[4 * k:4 * k + 4], expected)
+        expected = (x[4 * k : 4 * k + 4] * z[k]) @ layer.weight[k].T + layer.bias[k]
+        torch.testing.assert_close(out[4 * k : 4 * k + 4], expected)
 
 
 def test_unit_noise_scales_each_configurations_filters(monkeypatch):
@@ -154,8 +166,8 @@ def test_unit_noise_scales_each_configurations_filters(monkeypatch):
     out = layer.product_with_unit_noise(x, layer.weight, layer.bias, mean, std)
     z = mean.view(2, 1, 3, 1, 1) + std.view(2, 1, 3, 1, 1) * recorded.draws[0]  # (K, batch, out, 1, 1)
     for k in range(2):
-        conv = torch.nn.functional.conv2d(x[4 * k:4 * k + 4], layer.weight[k], None, padding=1)
-        torch.testing.assert_close(out[4 * k:4 * k + 4], conv * z[k] + layer.bias[k].view(1, 3, 1, 1))
+        conv = torch.nn.functional.conv2d(x[4 * k : 4 * k + 4], layer.weight[k], None, padding=1)
+        torch.testing.assert_close(out[4 * k : 4 * k + 4], conv * z[k] + layer.bias[k].view(1, 3, 1, 1))
 
 
 @pytest.mark.parametrize("method", ["logsum", "adatikhonov", "eta_trick"])
@@ -172,8 +184,15 @@ def test_a_unit_of_zeros_has_a_finite_gradient(method):
 
 
 def test_a_per_weight_switch_is_refused_with_units(synthetic, adrop, tmp_path):
-    result = adrop("train", "dataset=synthetic", "model=mlp", "method=adaprox", "structure=neuron",
-                   "method.params.authors_keep_rule=true", "epochs=1")
+    result = adrop(
+        "train",
+        "dataset=synthetic",
+        "model=mlp",
+        "method=adaprox",
+        "structure=neuron",
+        "method.params.authors_keep_rule=true",
+        "epochs=1",
+    )
     assert result.returncode == 2 and "authors_keep_rule" in result.stderr.strip().splitlines()[-1]
     result = adrop("train", "dataset=synthetic", "model=mlp", "structure=filters", "epochs=1")
     assert result.returncode == 2 and "structure must be one of weight, neuron" in result.stderr
@@ -193,8 +212,12 @@ def test_a_runs_kept_architecture_is_its_weights(synthetic, tmp_path):
     layers.csv's last epoch says the same."""
     import pandas as pd
 
-    summary = train(neuron_run(synthetic, "magnitude_pruning", "epochs=2", "method.params.final_sparsity=0.7",
-                               "method.params.frequency=1"), tmp_path)
+    summary = train(
+        neuron_run(
+            synthetic, "magnitude_pruning", "epochs=2", "method.params.final_sparsity=0.7", "method.params.frequency=1"
+        ),
+        tmp_path,
+    )
     kept = kept_of(tmp_path)
     assert summary["kept_architecture"] == kept.architecture != "-".join(kept.before)
     assert summary["cost"]["compact_macs"] == kept.macs() < summary["cost"]["dense_macs"]
@@ -212,8 +235,16 @@ def test_each_method_trains_a_conv_net_by_filters(method, mnist, tmp_path):
     """Every group form on a conv net: a conv layer's method tensors are one per filter (output channel), its keep
     mask is constant over each filter, the run completes, and its kept architecture is its weights' compact network."""
     extra = ["method.params.final_sparsity=0.5"] if method == "magnitude_pruning" else []
-    cfg = mnist("model=conv_small", f"method={method}", "structure=neuron", "epochs=1", "batch_size=64",
-                "data.train_limit=512", "lr=1e-3", *extra)
+    cfg = mnist(
+        "model=conv_small",
+        f"method={method}",
+        "structure=neuron",
+        "epochs=1",
+        "batch_size=64",
+        "data.train_limit=512",
+        "lr=1e-3",
+        *extra,
+    )
     engine = one(cfg, tmp_path)
     summary = engine.fit()[0]
     assert summary["status"] == "completed"
@@ -236,8 +267,16 @@ def test_a_conv_net_loses_filters_and_its_compact_exports_reproduce_the_run(mnis
     from adrop.train import run_files
 
     folder = tmp_path / "conv"
-    cfg = mnist("model=conv_small", "method=magnitude_pruning", "structure=neuron", "epochs=2", "batch_size=64",
-                "data.train_limit=512", "method.params.final_sparsity=0.6", "method.params.frequency=2")
+    cfg = mnist(
+        "model=conv_small",
+        "method=magnitude_pruning",
+        "structure=neuron",
+        "epochs=2",
+        "batch_size=64",
+        "data.train_limit=512",
+        "method.params.final_sparsity=0.6",
+        "method.params.frequency=2",
+    )
     summary = train(cfg, folder)
     run_files.write_config(folder, cfg, {}, [])
     kept = kept_of(folder, (1, 28, 28))

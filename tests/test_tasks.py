@@ -2,6 +2,7 @@
 file, the built-in gpt_tiny), trained by every method, their metrics in metrics.csv, summary.json, the command's line,
 the report, lam_search's table and the export's check, each recomputed here from the run's weights.npz; a user's
 dataset by _target_; data that do not fit the task refused in one line before any folder."""
+
 import json
 import math
 from pathlib import Path
@@ -20,8 +21,17 @@ import user_nets
 from helpers.engines import one, train
 
 REGRESSION = ("task=regression", "dataset=diabetes", "model=mlp", "model.hidden=[16]", "device=cpu", "progress=never")
-GPT = ("task=language_model", "dataset=text", "dataset.context=16", "model=gpt_tiny", "model.dim=16", "model.heads=2",
-       "model.layers=1", "device=cpu", "progress=never")
+GPT = (
+    "task=language_model",
+    "dataset=text",
+    "dataset.context=16",
+    "model=gpt_tiny",
+    "model.dim=16",
+    "model.heads=2",
+    "model.layers=1",
+    "device=cpu",
+    "progress=never",
+)
 ENV = {"PYTHONPATH": str(Path(user_nets.__file__).parent)}
 SENTENCE = "the quick brown fox jumps over the lazy dog; "
 
@@ -47,15 +57,25 @@ def finetune(method: str, folder: Path, config, base) -> list[str]:
 @pytest.mark.parametrize("method", methods.names())
 def test_every_method_trains_a_regression(method, config, tmp_path):
     base = (*REGRESSION, "epochs=2")
-    engine = one(config(*base, f"method={method}", *finetune(method, tmp_path / "pruned", config, base)),
-                 tmp_path / "run")
+    engine = one(
+        config(*base, f"method={method}", *finetune(method, tmp_path / "pruned", config, base)), tmp_path / "run"
+    )
     summary = engine.fit()[0]
     assert summary["status"] == "completed", summary
     assert summary["task"] == "regression" and "test_error" not in summary
     assert {"test_rmse", "test_r2", "val_rmse", "val_r2"} <= set(summary)
     metrics = pd.read_csv(tmp_path / "run" / "metrics.csv")
-    assert list(metrics.columns) == ["epoch", "train_loss", "data_term", "penalty_term", "val_rmse", "val_r2",
-                                     "nonzero_fraction", "lr", "seconds"]
+    assert list(metrics.columns) == [
+        "epoch",
+        "train_loss",
+        "data_term",
+        "penalty_term",
+        "val_rmse",
+        "val_r2",
+        "nonzero_fraction",
+        "lr",
+        "seconds",
+    ]
     assert metrics.val_rmse.iloc[-1] == summary["val_rmse"]
 
 
@@ -82,8 +102,9 @@ def test_the_regression_metrics_are_the_reloaded_networks_in_the_targets_units(c
 @pytest.mark.parametrize("method", methods.names())
 def test_every_method_trains_gpt_tiny_as_a_language_model(method, config, text, tmp_path):
     base = (*GPT, f"dataset.path={text}", "epochs=1")
-    engine = one(config(*base, f"method={method}", *finetune(method, tmp_path / "pruned", config, base)),
-                 tmp_path / "run")
+    engine = one(
+        config(*base, f"method={method}", *finetune(method, tmp_path / "pruned", config, base)), tmp_path / "run"
+    )
     summary = engine.fit()[0]
     assert summary["status"] == "completed", summary
     assert summary["task"] == "language_model"
@@ -96,8 +117,9 @@ def test_every_method_trains_gpt_tiny_as_a_language_model(method, config, text, 
 def test_a_language_models_perplexity_is_the_reloaded_networks(config, text, tmp_path):
     """The test loss recomputed from a fresh GPTTiny given weights.npz: next-token cross entropy over the test
     windows of the file's last 5%; and the model learnt the sentence (a uniform guess: 28)."""
-    engine = one(config(*GPT, f"dataset.path={text}", "method=logsum", "epochs=8", "lr=0.01", "batch_size=32"),
-                 tmp_path)
+    engine = one(
+        config(*GPT, f"dataset.path={text}", "method=logsum", "epochs=8", "lr=0.01", "batch_size=32"), tmp_path
+    )
     summary = engine.fit()[0]
     saved = np.load(tmp_path / "weights.npz")
     net = GPTTiny(input_shape=[16], classes=28, dim=16, heads=2, layers=1)
@@ -111,12 +133,35 @@ def test_a_language_models_perplexity_is_the_reloaded_networks(config, text, tmp
 
 
 def test_a_users_dataset_by_target_trains(config, tmp_path):
-    summary = train(config("dataset=custom", "dataset._target_=user_nets.Blobs", "+dataset.options.n=600",
-                           "model=mlp", "device=cpu", "progress=never", "method=logsum", "epochs=10", "lr=0.01"),
-                    tmp_path / "a")
+    summary = train(
+        config(
+            "dataset=custom",
+            "dataset._target_=user_nets.Blobs",
+            "+dataset.options.n=600",
+            "model=mlp",
+            "device=cpu",
+            "progress=never",
+            "method=logsum",
+            "epochs=10",
+            "lr=0.01",
+        ),
+        tmp_path / "a",
+    )
     assert summary["status"] == "completed" and summary["test_error"] < 0.2
-    line = train(config("dataset=custom", "dataset._target_=user_nets.Line", "task=regression", "model=mlp",
-                        "device=cpu", "progress=never", "method=adaprox", "epochs=20", "lr=0.01"), tmp_path / "b")
+    line = train(
+        config(
+            "dataset=custom",
+            "dataset._target_=user_nets.Line",
+            "task=regression",
+            "model=mlp",
+            "device=cpu",
+            "progress=never",
+            "method=adaprox",
+            "epochs=20",
+            "lr=0.01",
+        ),
+        tmp_path / "b",
+    )
     assert line["status"] == "completed" and line["test_r2"] > 0.5
 
 
@@ -143,8 +188,10 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
     import onnx
 
     lm = json.loads((tmp_path / "lm" / "summary.json").read_text())
-    for run, key, value in (("reg", "target_mean", summary["target_normalisation"]["mean"]),
-                            ("lm", "vocabulary", lm["vocabulary"])):
+    for run, key, value in (
+        ("reg", "target_mean", summary["target_normalisation"]["mean"]),
+        ("lm", "vocabulary", lm["vocabulary"]),
+    ):
         model = onnx.load(tmp_path / run / "export" / "network.onnx")
         meta = {p.key: json.loads(p.value) for p in model.metadata_props}
         assert meta[key] == value
@@ -156,31 +203,48 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
 
 
 def test_lam_search_records_a_regressions_rmse(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/sweeper=lam_search", "hydra.sweeper.target_nonzero=0.5",
-                "hydra.sweeper.max_runs=4", "hydra.sweeper.short_epochs=1", *REGRESSION[:5], "method=logsum",
-                "epochs=10", "lr=0.01", "hydra.sweep.dir=search")
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/sweeper=lam_search",
+        "hydra.sweeper.target_nonzero=0.5",
+        "hydra.sweeper.max_runs=4",
+        "hydra.sweeper.short_epochs=1",
+        *REGRESSION[:5],
+        "method=logsum",
+        "epochs=10",
+        "lr=0.01",
+        "hydra.sweep.dir=search",
+    )
     table = pd.read_csv(tmp_path / "search" / "search.csv")
     assert "val_rmse" in table and "test_rmse" in table and "val_error" not in table
     assert table.val_rmse.notna().any(), out.stdout + out.stderr
     assert "val rmse" in out.stdout
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (("dataset=diabetes",), "dataset=diabetes holds real-valued targets (a regression set): use task=regression"),
-    (("task=regression", "dataset=digits"), "dataset=digits holds class labels: use task=classification"),
-    (("task=sorting",), "task=sorting is not a task; valid: classification, regression, language_model"),
-    (("task=regression", "dataset=diabetes", "objective=[val_error,test_rmse]"), "a search that looks at the test"),
-    (("objective=val_rmse",), "objective=val_rmse is not a run's result"),
-    ((*GPT[:3], "model=mlp", "dataset.path={text}"), "16-64-28 fails on them with no embedding"),
-    ((*GPT[:4], "dataset.path={text}", "+model.classes=20"), "fails on token id 27"),
-    ((*GPT[:4], "dataset.path={empty}"), "is empty"),
-    ((*GPT[:4], "dataset.path={binary}"), "is not text (it holds NUL bytes at byte 2)"),
-    ((*GPT[:4], "dataset.path={latin}"), "is not UTF-8 text (byte 0); dataset.level=byte reads it as bytes"),
-    ((*GPT[:4], "dataset.path={text}", "dataset.context=100000"), "fewer than dataset.context + 1 = 100001"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (("dataset=diabetes",), "dataset=diabetes holds real-valued targets (a regression set): use task=regression"),
+        (("task=regression", "dataset=digits"), "dataset=digits holds class labels: use task=classification"),
+        (("task=sorting",), "task=sorting is not a task; valid: classification, regression, language_model"),
+        (("task=regression", "dataset=diabetes", "objective=[val_error,test_rmse]"), "a search that looks at the test"),
+        (("objective=val_rmse",), "objective=val_rmse is not a run's result"),
+        ((*GPT[:3], "model=mlp", "dataset.path={text}"), "16-64-28 fails on them with no embedding"),
+        ((*GPT[:4], "dataset.path={text}", "+model.classes=20"), "fails on token id 27"),
+        ((*GPT[:4], "dataset.path={empty}"), "is empty"),
+        ((*GPT[:4], "dataset.path={binary}"), "is not text (it holds NUL bytes at byte 2)"),
+        ((*GPT[:4], "dataset.path={latin}"), "is not UTF-8 text (byte 0); dataset.level=byte reads it as bytes"),
+        ((*GPT[:4], "dataset.path={text}", "dataset.context=100000"), "fewer than dataset.context + 1 = 100001"),
+    ],
+)
 def test_data_that_do_not_fit_the_task_are_refused_in_one_line(overrides, message, adrop, text, tmp_path):
-    files = {"text": text, "empty": tmp_path / "empty.txt", "binary": tmp_path / "binary.txt",
-             "latin": tmp_path / "latin.txt"}
+    files = {
+        "text": text,
+        "empty": tmp_path / "empty.txt",
+        "binary": tmp_path / "binary.txt",
+        "latin": tmp_path / "latin.txt",
+    }
     files["empty"].write_bytes(b"")
     files["binary"].write_bytes(b"ab\0cd")
     files["latin"].write_bytes(b"\xff\xfeab")
@@ -207,5 +271,17 @@ def test_a_language_models_inputs_outside_the_vocabulary_are_refused(config, tmp
     x_test[0, 0] = 10  # an id no target holds
     np.savez(path, x_train=x, y_train=(x + 1) % 10, x_test=x_test, y_test=(x + 1) % 10)
     with pytest.raises(TrainError, match=r"x_test holds a token id outside the vocabulary \[0, 10\)"):
-        one(config("task=language_model", "dataset=npz", f"dataset.path={path}", "dataset.val_size=1",
-                   "model=gpt_tiny", "model.dim=16", "model.heads=2", "model.layers=1", "device=cpu"), tmp_path / "r")
+        one(
+            config(
+                "task=language_model",
+                "dataset=npz",
+                f"dataset.path={path}",
+                "dataset.val_size=1",
+                "model=gpt_tiny",
+                "model.dim=16",
+                "model.heads=2",
+                "model.layers=1",
+                "device=cpu",
+            ),
+            tmp_path / "r",
+        )

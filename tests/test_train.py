@@ -2,6 +2,7 @@
 
 Most tests compose the config with Hydra's compose API (the fixtures in conftest.py) and drive the engine with a stack
 of one (tests/helpers/engines.py); the command line itself is tested in test_promises.py."""
+
 import dataclasses
 import json
 import math
@@ -57,18 +58,30 @@ def test_each_method_trains_one_epoch_and_its_files_agree(mnist, method, tmp_pat
             x = np.maximum(x, 0)
     assert math.isclose(np.mean(x.argmax(1) != y), summary["test_error"], abs_tol=1e-12)
     metrics, layers = pd.read_csv(tmp_path / "metrics.csv"), pd.read_csv(tmp_path / "layers.csv")
-    assert list(metrics.columns) == ["epoch", "train_loss", "data_term", "penalty_term", "val_error",
-                                     "nonzero_fraction", "lr", "seconds"]
+    assert list(metrics.columns) == [
+        "epoch",
+        "train_loss",
+        "data_term",
+        "penalty_term",
+        "val_error",
+        "nonzero_fraction",
+        "lr",
+        "seconds",
+    ]
     assert len(metrics) == 1 and len(layers) == 3 and set(layers.layer) == {"fc1", "fc2", "fc3"}
     assert json.loads((tmp_path / "summary.json").read_text())["test_error"] == summary["test_error"]
 
 
 def test_sparsifying_methods_make_zeros_on_synthetic_data(config, tmp_path):
     """With a strong lam, the eta-hat methods and pruning reach real sparsity (and count it)."""
-    for method, extra in [("logsum", ["lam=0.05", "lr=1e-2"]), ("adaprox", ["lam=0.05", "lr=1e-2"]),
-                          ("magnitude_pruning", ["method.params.final_sparsity=0.9"])]:
-        cfg = config("dataset=synthetic", "model=mlp", f"method={method}", "epochs=4", "device=cpu",
-                     "progress=never", *extra)
+    for method, extra in [
+        ("logsum", ["lam=0.05", "lr=1e-2"]),
+        ("adaprox", ["lam=0.05", "lr=1e-2"]),
+        ("magnitude_pruning", ["method.params.final_sparsity=0.9"]),
+    ]:
+        cfg = config(
+            "dataset=synthetic", "model=mlp", f"method={method}", "epochs=4", "device=cpu", "progress=never", *extra
+        )
         summary = train(cfg, tmp_path / method)
         assert summary["nonzero_fraction"] < 0.5, method
 
@@ -84,8 +97,10 @@ def test_resume_matches_an_uninterrupted_run(mnist, tmp_path):
     assert summary["test_error"] == straight["test_error"] and summary["nonzero"] == straight["nonzero"]
     a, b = np.load(tmp_path / "a" / "weights.npz"), np.load(tmp_path / "b" / "weights.npz")
     assert all(np.array_equal(a[k], b[k]) for k in a.keys())
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "metrics.csv").drop(columns="seconds"),
-                                  pd.read_csv(tmp_path / "b" / "metrics.csv").drop(columns="seconds"))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(tmp_path / "a" / "metrics.csv").drop(columns="seconds"),
+        pd.read_csv(tmp_path / "b" / "metrics.csv").drop(columns="seconds"),
+    )
 
 
 def test_a_folder_with_another_run_is_never_overwritten(config, tmp_path):
@@ -106,16 +121,19 @@ def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(config, tmp_path):
     assert state["epoch"] == 1 and all(torch.isfinite(v).all() for v in state["model"].values())
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["lam=-1"], "lam must be >= 0"),
-    (["epochs=0"], "epochs must be >= 1"),
-    (["device=tpu"], "unknown device 'tpu'"),
-    (["method=logsum", "+method.params.epsilon=1"], "method.params for logsum"),  # forced past Hydra
-    (["method=magnitude_pruning", "method.params.scope=row"], "scope must be"),
-    (["decay_start=1"], "decay_start must be in"),
-    (["penalty_warmup=[5,2]"], "penalty_warmup must be"),
-    (["data.root=/nonexistent", "data.download=false", "dataset=mnist"], "4 data file(s) missing in /nonexistent"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["lam=-1"], "lam must be >= 0"),
+        (["epochs=0"], "epochs must be >= 1"),
+        (["device=tpu"], "unknown device 'tpu'"),
+        (["method=logsum", "+method.params.epsilon=1"], "method.params for logsum"),  # forced past Hydra
+        (["method=magnitude_pruning", "method.params.scope=row"], "scope must be"),
+        (["decay_start=1"], "decay_start must be in"),
+        (["penalty_warmup=[5,2]"], "penalty_warmup must be"),
+        (["data.root=/nonexistent", "data.download=false", "dataset=mnist"], "4 data file(s) missing in /nonexistent"),
+    ],
+)
 def test_bad_settings_fail_with_a_message(config, overrides, message, tmp_path):
     with pytest.raises((TrainError, ValueError), match=message.replace("(", r"\(").replace(")", r"\)")):
         train(config("dataset=synthetic", "model=mlp", "device=cpu", *overrides), tmp_path)
@@ -127,8 +145,9 @@ def test_cuda_without_cuda_is_a_clear_error(config, tmp_path):
         one(config("dataset=synthetic", "model=mlp", "device=cuda"), tmp_path)
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in
-                                         (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml")))
+@pytest.mark.parametrize(
+    "name", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "conf" / "experiment").glob("*.yaml"))
+)
 def test_every_experiment_config_passes_the_start_checks(config, name, tmp_path):
     """Every experiment file composes into a configuration that `adrop train` would start (its keys, method, method
     parameters, model and values all valid, its network run on a batch of zeros), on the data its recipe names:
@@ -154,8 +173,18 @@ def test_sparser_recipe_is_the_recipe_with_lam_times_1_5(config):
 
 def test_flat_then_linear_lr_and_penalty_warmup(config, tmp_path):
     """Molchanov et al.'s recipe: lr flat for the first half, then linear to 0; the penalty weight 0, then a ramp."""
-    run = one(config("dataset=synthetic", "model=mlp", "epochs=4", "device=cpu", "method=vardrop_lr_ar",
-                     "decay_start=0.5", "penalty_warmup=[1,3]"), tmp_path)
+    run = one(
+        config(
+            "dataset=synthetic",
+            "model=mlp",
+            "epochs=4",
+            "device=cpu",
+            "method=vardrop_lr_ar",
+            "decay_start=0.5",
+            "penalty_warmup=[1,3]",
+        ),
+        tmp_path,
+    )
     n, lr, lam = run.steps_per_epoch, run.runs[0].lr, run.runs[0].lam
     assert [run.lrs(s)[0] for s in (0, 2 * n)] == [lr, lr] and run.lrs(3 * n)[0] == pytest.approx(lr / 2)
     assert run.lrs(4 * n)[0] == 0
@@ -184,19 +213,28 @@ def test_tensorboard_logger_writes_each_epoch_live(config, tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-
-    cfg = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2",
-                 "logger=tensorboard")
+    cfg = config(
+        "dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2", "logger=tensorboard"
+    )
     train(cfg, tmp_path / "single")
-    other = config("dataset=synthetic", "model=mlp", "device=cpu", "method=vardrop_lr_ar", "epochs=2",
-                   "logger=tensorboard", "seed=1")
+    other = config(
+        "dataset=synthetic",
+        "model=mlp",
+        "device=cpu",
+        "method=vardrop_lr_ar",
+        "epochs=2",
+        "logger=tensorboard",
+        "seed=1",
+    )
     stack([cfg, other], [tmp_path / "a", tmp_path / "b"]).fit()
     for folder in ("single", "a", "b"):
         events = EventAccumulator(str(tmp_path / folder / "tensorboard")).Reload()
         assert [e.value for e in events.Scalars("train/val_error")] == pytest.approx(
-            list(pd.read_csv(tmp_path / folder / "metrics.csv").val_error))
+            list(pd.read_csv(tmp_path / folder / "metrics.csv").val_error)
+        )
         assert len(events.Scalars("nonzero/fc1")) == 2 and {"log_alpha/fc1", "log_alpha/fc2"} <= set(
-            events.Tags()["histograms"])
+            events.Tags()["histograms"]
+        )
         layers = pd.read_csv(tmp_path / folder / "layers.csv")
         for name in ("fc1", "fc2"):  # the units (filters) each layer keeps, per epoch
             kept = list(layers[layers.layer == name].units_out_kept)

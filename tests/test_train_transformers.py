@@ -2,6 +2,7 @@
 TransformerEncoder) and a causal attention model (an embedding of positions, nn.MultiheadAttention given a mask), every
 weight trained by every method, named by path in layers.csv; weights.npz reloads into the user's class with the run's
 error and exports to ONNX with it; stacks follow their single runs, or train as stacks of one and say why."""
+
 import json
 import math
 from pathlib import Path
@@ -18,8 +19,14 @@ from helpers.engines import one, stack, train
 from helpers.stacks import assert_follows
 
 VIT = ("dataset=digits", "model=custom", "model._target_=user_nets.TinyViT", "device=cpu", "progress=never")
-ATTENTION = ["patch", "encoder.layers.0.self_attn.in_proj_weight", "encoder.layers.0.self_attn.out_proj",
-             "encoder.layers.0.linear1", "encoder.layers.0.linear2", "head"]
+ATTENTION = [
+    "patch",
+    "encoder.layers.0.self_attn.in_proj_weight",
+    "encoder.layers.0.self_attn.out_proj",
+    "encoder.layers.0.linear1",
+    "encoder.layers.0.linear2",
+    "head",
+]
 ENV = {"PYTHONPATH": str(Path(user_nets.__file__).parent)}
 
 
@@ -52,8 +59,9 @@ def pruned_vit(tmp_path_factory, config):
 
 @pytest.mark.parametrize("method", methods.names())
 def test_every_method_trains_every_weight_of_a_vit(method, config, pruned_vit, tmp_path):
-    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"],
-             "fixed_mask": [f"init_from={pruned_vit}"]}.get(method, [])
+    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"], "fixed_mask": [f"init_from={pruned_vit}"]}.get(
+        method, []
+    )
     cfg = config(*VIT, f"method={method}", "epochs=2", *extra)
     engine = one(cfg, tmp_path)
     summary = engine.fit()[0]
@@ -71,12 +79,31 @@ def test_every_method_trains_every_weight_of_a_vit(method, config, pruned_vit, t
         assert all(not kept[k][mask[k] == 0].any() for k in ("head.weight", "encoder.layers.0.linear1.weight"))
 
 
-@pytest.mark.parametrize("method, structure", [("logsum", "weight"), ("adaprox", "weight"),
-                                               ("hard_concrete", "weight"), ("vardrop_lr_ar", "weight"),
-                                               ("logsum", "neuron"), ("hard_concrete", "neuron")])
+@pytest.mark.parametrize(
+    "method, structure",
+    [
+        ("logsum", "weight"),
+        ("adaprox", "weight"),
+        ("hard_concrete", "weight"),
+        ("vardrop_lr_ar", "weight"),
+        ("logsum", "neuron"),
+        ("hard_concrete", "neuron"),
+    ],
+)
 def test_a_stack_of_vits_follows_each_single_run(method, structure, config, held_noise, tmp_path):  # noqa: F811
-    cfgs = [config(*VIT, f"method={method}", f"seed={seed}", "epochs=1", "data.train_limit=600", "batch_size=128",
-                   f"structure={structure}", "+model.heads=4") for seed in (0, 1)]
+    cfgs = [
+        config(
+            *VIT,
+            f"method={method}",
+            f"seed={seed}",
+            "epochs=1",
+            "data.train_limit=600",
+            "batch_size=128",
+            f"structure={structure}",
+            "+model.heads=4",
+        )
+        for seed in (0, 1)
+    ]
     singles = [train(c, tmp_path / f"single{i}") for i, c in enumerate(cfgs)]
     stacked = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
     steps = math.ceil(cfgs[0].data.train_limit * 0.8 / 128)
@@ -96,8 +123,18 @@ def test_a_stack_of_vits_follows_each_single_run(method, structure, config, held
 
 
 def test_heads_train_as_groups_and_the_onnx_export_goes_without_the_dead_ones(config, adrop, tmp_path):
-    out = adrop("train", *VIT, "+model.heads=4", "method=logsum", "structure=neuron", "lam=3e-2", "lr=0.01",
-                "epochs=20", "hydra.run.dir=run", env=ENV)
+    out = adrop(
+        "train",
+        *VIT,
+        "+model.heads=4",
+        "method=logsum",
+        "structure=neuron",
+        "lam=3e-2",
+        "lr=0.01",
+        "epochs=20",
+        "hydra.run.dir=run",
+        env=ENV,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     kept, heads = summary["heads"]["encoder.layers.0.self_attn"]
@@ -118,12 +155,17 @@ def test_include_trains_a_class_token_and_exclude_leaves_a_layer_dense(config, t
     assert np.isnan(rows.loc["cls", "dense_macs"])  # added, not multiplied: no product to count
 
 
-@pytest.mark.parametrize("setting, message", [
-    ("include=[token]", "include='token' names no parameter of user_nets.TinyViT; its parameters outside "),
-    ("exclude=[nothing.here]", "exclude='nothing.here' names no module or tensor of user_nets.TinyViT"),
-    ("exclude=['*']", "user_nets.TinyViT has no nn.Linear or nn.Conv2d for a method to sparsify (exclude left "
-                      "none)"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("include=[token]", "include='token' names no parameter of user_nets.TinyViT; its parameters outside "),
+        ("exclude=[nothing.here]", "exclude='nothing.here' names no module or tensor of user_nets.TinyViT"),
+        (
+            "exclude=['*']",
+            "user_nets.TinyViT has no nn.Linear or nn.Conv2d for a method to sparsify (exclude left none)",
+        ),
+    ],
+)
 def test_a_bad_selection_is_refused_in_one_line_before_any_folder(setting, message, adrop, tmp_path):
     out = adrop("train", *VIT, "method=logsum", "epochs=1", setting, "hydra.run.dir=run", env=ENV)
     assert out.returncode == 2
@@ -142,13 +184,36 @@ def test_a_vit_run_exports_to_onnx_with_its_test_error(config, adrop, tmp_path):
 
 
 def test_the_stacked_launcher_stacks_a_vit_and_runs_a_model_fed_positions_in_stacks_of_one(adrop, tmp_path):
-    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=2", "hydra.launcher.n_jobs=1",
-                *VIT, "method=logsum", "seed=0,1", "epochs=1", "hydra.sweep.dir=vit", env=ENV)
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=2",
+        "hydra.launcher.n_jobs=1",
+        *VIT,
+        "method=logsum",
+        "seed=0,1",
+        "epochs=1",
+        "hydra.sweep.dir=vit",
+        env=ENV,
+    )
     assert out.returncode == 0, out.stderr
     assert "cannot be stacked" not in out.stdout and "of sizes 2" in out.stdout
-    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=2", "hydra.launcher.n_jobs=1",
-                *VIT[:2], "model._target_=user_nets.TinyCausal", "device=cpu", "method=logsum", "seed=0,1",
-                "epochs=1", "hydra.sweep.dir=causal", env=ENV)
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=2",
+        "hydra.launcher.n_jobs=1",
+        *VIT[:2],
+        "model._target_=user_nets.TinyCausal",
+        "device=cpu",
+        "method=logsum",
+        "seed=0,1",
+        "epochs=1",
+        "hydra.sweep.dir=causal",
+        env=ENV,
+    )
     assert out.returncode == 0, out.stderr
     said = [line for line in out.stdout.splitlines() if "cannot be stacked" in line]
     assert len(said) == 1 and "Embedding is fed no batch of examples" in said[0], out.stdout
@@ -171,10 +236,19 @@ def tokens(tmp_path_factory):
 
 @pytest.mark.parametrize("method", methods.names())
 def test_every_method_trains_a_gpt_on_token_ids(method, config, tokens, tmp_path):
-    extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5"],
-             "fixed_mask": [f"init_from={tmp_path / 'pruned'}"]}.get(method, [])
-    base = ("dataset=npz", f"dataset.path={tokens}", "model=custom", "model._target_=user_nets.TokenClassifier",
-            "device=cpu", "progress=never", "epochs=2")
+    extra = {
+        "magnitude_pruning": ["method.params.final_sparsity=0.5"],
+        "fixed_mask": [f"init_from={tmp_path / 'pruned'}"],
+    }.get(method, [])
+    base = (
+        "dataset=npz",
+        f"dataset.path={tokens}",
+        "model=custom",
+        "model._target_=user_nets.TokenClassifier",
+        "device=cpu",
+        "progress=never",
+        "epochs=2",
+    )
     if method == "fixed_mask":
         train(config(*base, "method=magnitude_pruning", "method.params.final_sparsity=0.5"), tmp_path / "pruned")
     engine = one(config(*base, f"method={method}", *extra), tmp_path / "run")
@@ -192,9 +266,19 @@ def test_every_method_trains_a_gpt_on_token_ids(method, config, tokens, tmp_path
 
 
 def test_a_gpt_on_token_ids_learns_and_exports_to_onnx(config, adrop, tokens, tmp_path):
-    out = adrop("train", "dataset=npz", f"dataset.path={tokens}", "model=custom",
-                "model._target_=user_nets.TokenClassifier", "device=cpu", "method=logsum", "epochs=30", "lr=0.01",
-                "hydra.run.dir=run", env=ENV)
+    out = adrop(
+        "train",
+        "dataset=npz",
+        f"dataset.path={tokens}",
+        "model=custom",
+        "model._target_=user_nets.TokenClassifier",
+        "device=cpu",
+        "method=logsum",
+        "epochs=30",
+        "lr=0.01",
+        "hydra.run.dir=run",
+        env=ENV,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["test_error"] < 0.5  # chance: 2/3
@@ -216,15 +300,27 @@ def test_a_stack_tells_a_shared_attention_mask_from_its_batch_when_they_are_alik
         got = stack(x, x, x, attn_mask=mask, need_weights=False)[0]
         for k in range(2):
             state = {n: t[k] for n, t in stack.state().items()}
-            want = torch.func.functional_call(attention, state, (x[3 * k:3 * k + 3],) * 3,
-                                              {"attn_mask": mask, "need_weights": False})[0]
-            assert torch.allclose(got[3 * k:3 * k + 3], want, atol=1e-6)
+            want = torch.func.functional_call(
+                attention, state, (x[3 * k : 3 * k + 3],) * 3, {"attn_mask": mask, "need_weights": False}
+            )[0]
+            assert torch.allclose(got[3 * k : 3 * k + 3], want, atol=1e-6)
 
 
 def test_lam_cost_macs_prices_an_embedding_per_weight(config, tokens, tmp_path):
-    summary = train(config("dataset=npz", f"dataset.path={tokens}", "model=custom",
-                           "model._target_=user_nets.TokenClassifier", "device=cpu", "progress=never", "epochs=1",
-                           "method=logsum", "lam_cost=macs"), tmp_path)
+    summary = train(
+        config(
+            "dataset=npz",
+            f"dataset.path={tokens}",
+            "model=custom",
+            "model._target_=user_nets.TokenClassifier",
+            "device=cpu",
+            "progress=never",
+            "epochs=1",
+            "method=logsum",
+            "lam_cost=macs",
+        ),
+        tmp_path,
+    )
     assert summary["status"] == "completed"
     assert summary["layers"]["gpt.tok"]["dense_macs"] is None
     assert summary["layers"]["gpt.head"]["dense_macs"] == 3 * 16 * 8  # every token's

@@ -1,6 +1,7 @@
 """Your network and your data: any nn.Module by `_target_` (here tests/user_nets.py, a ResNet with BatchNorm), trained
 by every method on scikit-learn's digits and on a .npz file, reloaded from weights.npz into a fresh instance of the
 user's class with the reported error, stacked; and bad networks and bad data refused in one line at start."""
+
 import csv
 import json
 import re
@@ -51,8 +52,7 @@ def reloaded_error(folder, data, make=user_nets.TinyResNet) -> float:
 
 @pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])
 def test_every_method_trains_a_users_resnet_and_weights_npz_reloads_into_the_users_class(method, config, tmp_path):
-    run = one(small(config, *RESNET, f"method={method}", *(PRUNING if method == "magnitude_pruning" else ())),
-              tmp_path)
+    run = one(small(config, *RESNET, f"method={method}", *(PRUNING if method == "magnitude_pruning" else ())), tmp_path)
     summary = run.fit()[0]
     assert summary["status"] == "completed" and list(summary["layers"]) == LAYERS
     assert summary["model"] == "custom" and summary["architecture"] == "user_nets.TinyResNet"
@@ -73,8 +73,19 @@ def test_every_method_trains_a_users_resnet_and_weights_npz_reloads_into_the_use
 
 
 def test_a_users_resnet_learns_and_its_batchnorm_statistics_travel_in_weights_npz(config, tmp_path):
-    run = one(config(*RESNET, "method=logsum", "lam=0.02", "device=cpu", "progress=never", "epochs=12",
-                     "lr=1e-2", "batch_size=64"), tmp_path)
+    run = one(
+        config(
+            *RESNET,
+            "method=logsum",
+            "lam=0.02",
+            "device=cpu",
+            "progress=never",
+            "epochs=12",
+            "lr=1e-2",
+            "batch_size=64",
+        ),
+        tmp_path,
+    )
     summary = run.fit()[0]
     assert summary["test_error"] < 0.2 and summary["nonzero_fraction"] < 1  # 10 classes: a guess errs 0.9
     assert reloaded_error(tmp_path, run.data) == summary["test_error"]
@@ -86,8 +97,10 @@ def test_a_users_resnet_learns_and_its_batchnorm_statistics_travel_in_weights_np
 
 def test_a_plain_sequential_trains_by_target_with_input_shape_and_classes_given(config, tmp_path):
     """A function returning an nn.Sequential; its input_shape and classes come from the data."""
-    summary = train(small(config, "dataset=digits", "model=custom", "model._target_=user_nets.plain_mlp",
-                          "method=vardrop_lr_ar"), tmp_path)
+    summary = train(
+        small(config, "dataset=digits", "model=custom", "model._target_=user_nets.plain_mlp", "method=vardrop_lr_ar"),
+        tmp_path,
+    )
     assert summary["status"] == "completed" and list(summary["layers"]) == ["1", "3"]
     assert [summary["layers"][n]["shape"] for n in ("1", "3")] == [[32, 64], [10, 32]]
 
@@ -96,8 +109,20 @@ def test_a_plain_sequential_trains_by_target_with_input_shape_and_classes_given(
 def test_a_stack_of_a_users_resnet_follows_each_single_run(method, config, held_noise, tmp_path):  # noqa: F811
     """Each configuration its own BatchNorm statistics: a stack of two ends where its two single runs end (noise held),
     as far as float32 rounding allows."""
-    cfgs = [config(*RESNET, f"method={method}", "device=cpu", "progress=never", "epochs=1", f"seed={i}",
-                   f"lr={lr}", "batch_size=128", "data.train_limit=1024") for i, lr in enumerate((1e-2, 5e-3))]
+    cfgs = [
+        config(
+            *RESNET,
+            f"method={method}",
+            "device=cpu",
+            "progress=never",
+            "epochs=1",
+            f"seed={i}",
+            f"lr={lr}",
+            "batch_size=128",
+            "data.train_limit=1024",
+        )
+        for i, lr in enumerate((1e-2, 5e-3))
+    ]
     for i, cfg in enumerate(cfgs):
         train(cfg, tmp_path / f"single{i}")
     summaries = stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
@@ -106,13 +131,25 @@ def test_a_stack_of_a_users_resnet_follows_each_single_run(method, config, held_
         a, b = np.load(tmp_path / f"single{i}" / "weights.npz"), np.load(tmp_path / f"stack{i}" / "weights.npz")
         # 8 steps of 128 examples; the longest sum is a conv's gradient over 128 examples x 64 positions x 9 taps
         assert_follows(a, b, steps=8, longest_product=128 * 64 * 9, lr_sum=8 * lr)
-        assert not np.array_equal(np.load(tmp_path / "stack0" / "weights.npz")["stem.1.running_mean"],
-                                  np.load(tmp_path / "stack1" / "weights.npz")["stem.1.running_mean"])
+        assert not np.array_equal(
+            np.load(tmp_path / "stack0" / "weights.npz")["stem.1.running_mean"],
+            np.load(tmp_path / "stack1" / "weights.npz")["stem.1.running_mean"],
+        )
 
 
 def test_a_users_npz_is_split_and_normalised_on_its_training_split(config, digits_npz, tmp_path):
-    run = one(small(config, "dataset=npz", f"dataset.path={digits_npz}", "dataset.val_size=200", "model=custom",
-                    "model._target_=user_nets.TinyResNet", "method=logsum"), tmp_path)
+    run = one(
+        small(
+            config,
+            "dataset=npz",
+            f"dataset.path={digits_npz}",
+            "dataset.val_size=200",
+            "model=custom",
+            "model._target_=user_nets.TinyResNet",
+            "method=logsum",
+        ),
+        tmp_path,
+    )
     assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (1200, 200, 397, (1, 8, 8))
     x = run.data.train.x.view(-1, 1, 8, 8)
     assert x.mean().abs() < 1e-5 and abs(float(x.std()) - 1) < 1e-2
@@ -121,31 +158,51 @@ def test_a_users_npz_is_split_and_normalised_on_its_training_split(config, digit
 
 @pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])
 def test_every_method_trains_a_users_resnet_on_a_users_npz(method, config, digits_npz, tmp_path):
-    run = one(small(config, "dataset=npz", f"dataset.path={digits_npz}", "dataset.val_size=200", "model=custom",
-                    "model._target_=user_nets.TinyResNet", f"method={method}", "epochs=1",
-                    *(PRUNING if method == "magnitude_pruning" else ())), tmp_path)
+    run = one(
+        small(
+            config,
+            "dataset=npz",
+            f"dataset.path={digits_npz}",
+            "dataset.val_size=200",
+            "model=custom",
+            "model._target_=user_nets.TinyResNet",
+            f"method={method}",
+            "epochs=1",
+            *(PRUNING if method == "magnitude_pruning" else ()),
+        ),
+        tmp_path,
+    )
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["identity"]["dataset_path"] == str(digits_npz)
     assert reloaded_error(tmp_path, run.data) == summary["test_error"]
 
 
 def bad_npz(tmp_path, **arrays):
-    base = {"x_train": np.zeros((20, 64), np.float32), "y_train": np.arange(20) % 4,
-            "x_test": np.zeros((5, 64), np.float32), "y_test": np.arange(5) % 4}
+    base = {
+        "x_train": np.zeros((20, 64), np.float32),
+        "y_train": np.arange(20) % 4,
+        "x_test": np.zeros((5, 64), np.float32),
+        "y_test": np.arange(5) % 4,
+    }
     base.update(arrays)
     path = tmp_path / "bad.npz"
     np.savez(path, **{k: v for k, v in base.items() if v is not None})
     return path
 
 
-@pytest.mark.parametrize("arrays, message", [
-    ({"y_test": None}, "has no y_test (it holds x_test, x_train, y_train); dataset=npz needs x_train, y_train, "
-                       "x_test, y_test"),
-    ({"y_train": np.arange(20) % 4 - 1}, "y_train holds label -1, outside [0, 3)"),  # classes from y_train: 3
-    ({"x_test": np.full((5, 64), np.nan, np.float32)}, "x_test holds NaN or infinite values"),
-    ({"x_test": np.zeros((5, 63), np.float32)}, "x_test's examples are [63], x_train's [64]"),
-    ({"y_train": np.arange(19) % 4}, "x_train has 20 examples and y_train 19"),
-])
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        (
+            {"y_test": None},
+            "has no y_test (it holds x_test, x_train, y_train); dataset=npz needs x_train, y_train, x_test, y_test",
+        ),
+        ({"y_train": np.arange(20) % 4 - 1}, "y_train holds label -1, outside [0, 3)"),  # classes from y_train: 3
+        ({"x_test": np.full((5, 64), np.nan, np.float32)}, "x_test holds NaN or infinite values"),
+        ({"x_test": np.zeros((5, 63), np.float32)}, "x_test's examples are [63], x_train's [64]"),
+        ({"y_train": np.arange(19) % 4}, "x_train has 20 examples and y_train 19"),
+    ],
+)
 def test_bad_data_is_refused_in_one_line_naming_the_file(arrays, message, config, tmp_path):
     path = bad_npz(tmp_path, **arrays)
     cfg = config("dataset=npz", f"dataset.path={path}", "dataset.val_size=4", "model=mlp", "device=cpu")
@@ -158,24 +215,38 @@ def test_data_that_does_not_fit_the_network_is_refused_before_any_folder(config,
     path = bad_npz(tmp_path)
     cfg = config("dataset=npz", f"dataset.path={path}", "model=custom", "model._target_=user_nets.WrongWidth")
     # torch's own words differ between releases ("addmm: mat1 and mat2 ..." in 2.15)
-    with pytest.raises(TrainError, match=r"WrongWidth fails on a batch of the data, shape \[2, 64\] \(RuntimeError: "
-                                         r".*shapes cannot be multiplied"):
+    with pytest.raises(
+        TrainError,
+        match=r"WrongWidth fails on a batch of the data, shape \[2, 64\] \(RuntimeError: "
+        r".*shapes cannot be multiplied",
+    ):
         resolve(cfg)
 
 
-@pytest.mark.parametrize("target, message", [
-    ("user_nets.Missing", "model._target_=user_nets.Missing does not import"),
-    ("no_such_package.Net", "model._target_=no_such_package.Net does not import (ModuleNotFoundError: No module "
-                            "named 'no_such_package'; no_such_package.py is not in the current folder ("),
-    ("user_nets.OnlyNorm", "user_nets.OnlyNorm has no nn.Linear or nn.Conv2d for a method to sparsify"),
-    ("user_nets.ThreeOutputs", "user_nets.ThreeOutputs returns [2, 3] for a batch of 2; it must return logits, "
-                               "batch x 10"),
-    ("user_nets.WrongWidth", "user_nets.WrongWidth fails on a batch of the data, shape [2, 1, 8, 8]"),
-    ("torch.nn.Identity", "torch.nn.Identity has no nn.Linear or nn.Conv2d for a method to sparsify"),
-    ("user_nets.Tied", "user_nets.Tied uses one parameter in several places (a.weight, b.weight): adrop trains each "
-                       "layer's weights as its own"),
-    ("user_nets.WeightNormed", "fc (ParametrizedLinear) has a parametrization (weight_norm, spectral_norm, ...)"),
-])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("user_nets.Missing", "model._target_=user_nets.Missing does not import"),
+        (
+            "no_such_package.Net",
+            "model._target_=no_such_package.Net does not import (ModuleNotFoundError: No module "
+            "named 'no_such_package'; no_such_package.py is not in the current folder (",
+        ),
+        ("user_nets.OnlyNorm", "user_nets.OnlyNorm has no nn.Linear or nn.Conv2d for a method to sparsify"),
+        (
+            "user_nets.ThreeOutputs",
+            "user_nets.ThreeOutputs returns [2, 3] for a batch of 2; it must return logits, batch x 10",
+        ),
+        ("user_nets.WrongWidth", "user_nets.WrongWidth fails on a batch of the data, shape [2, 1, 8, 8]"),
+        ("torch.nn.Identity", "torch.nn.Identity has no nn.Linear or nn.Conv2d for a method to sparsify"),
+        (
+            "user_nets.Tied",
+            "user_nets.Tied uses one parameter in several places (a.weight, b.weight): adrop trains each "
+            "layer's weights as its own",
+        ),
+        ("user_nets.WeightNormed", "fc (ParametrizedLinear) has a parametrization (weight_norm, spectral_norm, ...)"),
+    ],
+)
 def test_a_bad_network_is_refused_at_start_in_one_line(target, message, config):
     with pytest.raises(TrainError, match=re.escape(message)) as err:
         resolve(config("dataset=digits", "model=custom", f"model._target_={target}"))
@@ -183,8 +254,13 @@ def test_a_bad_network_is_refused_at_start_in_one_line(target, message, config):
 
 
 def test_a_wrong_constructor_argument_is_refused_in_one_line(config):
-    with pytest.raises(TrainError, match=re.escape("model=custom (user_nets.TinyResNet) could not be made: TypeError: "
-                                                   "TinyResNet.__init__() got an unexpected keyword argument 'widht'")):
+    with pytest.raises(
+        TrainError,
+        match=re.escape(
+            "model=custom (user_nets.TinyResNet) could not be made: TypeError: "
+            "TinyResNet.__init__() got an unexpected keyword argument 'widht'"
+        ),
+    ):
         resolve(config(*RESNET, "+model.widht=4"))
 
 
@@ -201,8 +277,18 @@ def test_a_users_config_folder_names_its_model(adrop, tmp_path):
     from pathlib import Path
 
     env = {"PYTHONPATH": str(Path(user_nets.__file__).parent)}
-    out = adrop("train", "--config-dir", "my_conf", "model=mynet", "dataset=digits", "epochs=1", "device=cpu",
-                "method=logsum", "hydra.run.dir=run", env=env)
+    out = adrop(
+        "train",
+        "--config-dir",
+        "my_conf",
+        "model=mynet",
+        "dataset=digits",
+        "epochs=1",
+        "device=cpu",
+        "method=logsum",
+        "hydra.run.dir=run",
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["model"] == "TinyResNet" and summary["layers"]["head"]["shape"] == [10, 4]
@@ -223,10 +309,20 @@ def test_a_torchvision_dataset_loads_from_its_local_layout(config, tmp_path):
     for split, n in (("train", 300), ("t10k", 50)):
         write_idx(raw / f"{split}-images-idx3-ubyte", g.integers(0, 256, (n, 28, 28)))
         write_idx(raw / f"{split}-labels-idx1-ubyte", np.arange(n) % 10)
-    run = one(config("dataset=torchvision", "dataset.name=KMNIST", "dataset.val_size=50",
-                     f"data.root={tmp_path / 'data'}",
-                     "data.download=false", "model=conv_small", "device=cpu", "progress=never", "epochs=1"),
-              tmp_path / "run")
+    run = one(
+        config(
+            "dataset=torchvision",
+            "dataset.name=KMNIST",
+            "dataset.val_size=50",
+            f"data.root={tmp_path / 'data'}",
+            "data.download=false",
+            "model=conv_small",
+            "device=cpu",
+            "progress=never",
+            "epochs=1",
+        ),
+        tmp_path / "run",
+    )
     assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (250, 50, 50, (1, 28, 28))
     x = run.data.train.x
     # KMNIST's usual normalisation (mean 0.1918, std 0.3483), not the training split's
@@ -235,17 +331,45 @@ def test_a_torchvision_dataset_loads_from_its_local_layout(config, tmp_path):
 
 
 def test_a_missing_torchvision_dataset_is_one_line_naming_the_folder(config, tmp_path):
-    with pytest.raises(TrainError, match=re.escape(f"torchvision.datasets.CIFAR10 could not be loaded from {tmp_path} "
-                                                   "(data.download=false): RuntimeError: Dataset not found")):
-        one(config("dataset=cifar10", f"data.root={tmp_path}", "data.download=false", "model=custom",
-                   "model._target_=user_nets.TinyResNet", "+model.in_channels=3", "device=cpu"), tmp_path / "run")
+    with pytest.raises(
+        TrainError,
+        match=re.escape(
+            f"torchvision.datasets.CIFAR10 could not be loaded from {tmp_path} "
+            "(data.download=false): RuntimeError: Dataset not found"
+        ),
+    ):
+        one(
+            config(
+                "dataset=cifar10",
+                f"data.root={tmp_path}",
+                "data.download=false",
+                "model=custom",
+                "model._target_=user_nets.TinyResNet",
+                "+model.in_channels=3",
+                "device=cpu",
+            ),
+            tmp_path / "run",
+        )
 
 
 def test_fake_data_through_torchvision_trains_with_crop_and_flip(config, tmp_path):
-    run = one(config("dataset=torchvision", "dataset.name=FakeData", "dataset.val_size=16", "dataset.augment=crop_flip",
-                     "+dataset.options={size: 64, image_size: [3, 16, 16], num_classes: 4}", "model=custom",
-                     "model._target_=user_nets.TinyResNet", "+model.in_channels=3", "device=cpu", "progress=never",
-                     "epochs=1", "batch_size=16"), tmp_path)
+    run = one(
+        config(
+            "dataset=torchvision",
+            "dataset.name=FakeData",
+            "dataset.val_size=16",
+            "dataset.augment=crop_flip",
+            "+dataset.options={size: 64, image_size: [3, 16, 16], num_classes: 4}",
+            "model=custom",
+            "model._target_=user_nets.TinyResNet",
+            "+model.in_channels=3",
+            "device=cpu",
+            "progress=never",
+            "epochs=1",
+            "batch_size=16",
+        ),
+        tmp_path,
+    )
     assert (len(run.data.train), run.data.image, run.data.classes) == (48, (3, 16, 16), 4)
     assert run.fit()[0]["status"] == "completed"
 
@@ -261,8 +385,15 @@ def test_crop_and_flip_give_each_image_a_crop_of_its_padded_self_maybe_flipped()
     padded = F.pad(x.view(10, 3, 8, 8), (4, 4, 4, 4))
     found = []
     for image, source in zip(out, padded):
-        found.append([(dy, dx, flip) for dy in range(9) for dx in range(9) for flip in (False, True)
-                      if torch.equal(image, (lambda c: c.flip(-1) if flip else c)(source[:, dy:dy + 8, dx:dx + 8]))])
+        found.append(
+            [
+                (dy, dx, flip)
+                for dy in range(9)
+                for dx in range(9)
+                for flip in (False, True)
+                if torch.equal(image, (lambda c: c.flip(-1) if flip else c)(source[:, dy : dy + 8, dx : dx + 8]))
+            ]
+        )
     assert all(found) and len({f[0] for f in found}) > 3  # every image one of its crops; not all the same crop
 
 
@@ -349,9 +480,22 @@ def test_the_stacked_launcher_says_so_in_one_line_and_trains_stacks_of_one(adrop
     from pathlib import Path
 
     env = {"PYTHONPATH": str(Path(user_nets.__file__).parent)}
-    out = adrop("train", "-m", "hydra/launcher=stacked", "hydra.launcher.max_stack=2", "hydra.launcher.n_jobs=1",
-                "dataset=digits", "model=custom", "model._target_=user_nets.NumberReadingNet", "method=dense",
-                "seed=0,1", "epochs=1", "device=cpu", "hydra.sweep.dir=sweep", env=env)
+    out = adrop(
+        "train",
+        "-m",
+        "hydra/launcher=stacked",
+        "hydra.launcher.max_stack=2",
+        "hydra.launcher.n_jobs=1",
+        "dataset=digits",
+        "model=custom",
+        "model._target_=user_nets.NumberReadingNet",
+        "method=dense",
+        "seed=0,1",
+        "epochs=1",
+        "device=cpu",
+        "hydra.sweep.dir=sweep",
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     said = [line for line in out.stdout.splitlines() if "cannot be stacked" in line]
     assert len(said) == 1 and "its 2 jobs train in stacks of one" in said[0]
@@ -370,9 +514,21 @@ def test_a_layer_without_a_bias_costs_no_bias_bytes(resnet_run):
 def test_batchnorm_without_statistics_and_unsaved_buffers_stack_per_configuration(config, tmp_path):
     """A batch norm that keeps nothing still mixes its batch: in a stack it runs per configuration, so a stack of two
     follows its two single runs; a buffer the module does not save stays out of weights.npz and the stack alike."""
-    cfgs = [config("dataset=digits", "model=custom", "model._target_=user_nets.StatelessNorm", "method=dense",
-                   "device=cpu", "progress=never", "epochs=1", f"seed={i}", "lr=1e-2", "data.train_limit=512")
-            for i in range(2)]
+    cfgs = [
+        config(
+            "dataset=digits",
+            "model=custom",
+            "model._target_=user_nets.StatelessNorm",
+            "method=dense",
+            "device=cpu",
+            "progress=never",
+            "epochs=1",
+            f"seed={i}",
+            "lr=1e-2",
+            "data.train_limit=512",
+        )
+        for i in range(2)
+    ]
     for i, cfg in enumerate(cfgs):
         train(cfg, tmp_path / f"single{i}")
     stack(cfgs, [tmp_path / f"stack{i}" for i in range(2)]).fit()
@@ -400,9 +556,17 @@ def test_crop_and_flip_pad_with_black(config):
 
 def test_mean_without_std_is_refused(config, digits_npz, tmp_path):
     with pytest.raises(TrainError, match=re.escape("dataset.mean and dataset.std go together")):
-        one(config("dataset=npz", f"dataset.path={digits_npz}", "dataset.mean=0.5", "dataset.val_size=200", "model=mlp",
-                   "device=cpu"),
-            tmp_path / "run")
+        one(
+            config(
+                "dataset=npz",
+                f"dataset.path={digits_npz}",
+                "dataset.mean=0.5",
+                "dataset.val_size=200",
+                "model=mlp",
+                "device=cpu",
+            ),
+            tmp_path / "run",
+        )
 
 
 def test_another_class_under_a_built_in_name_is_another_run(config):
@@ -413,18 +577,39 @@ def test_another_class_under_a_built_in_name_is_another_run(config):
 
 def test_a_checkpoint_of_another_network_is_refused_in_one_line(config, tmp_path):
     one(config(*RESNET, "device=cpu", "progress=never", "epochs=2"), tmp_path).fit(stop_after=1)
-    with pytest.raises(TrainError, match=r"checkpoint\.pt holds no conv\.bias: it was written by another network or "
-                                         r"an earlier adrop and cannot resume here; train in a new folder"):
-        one(config("dataset=digits", "model=custom", "model._target_=user_nets.StatelessNorm", "device=cpu",
-                   "progress=never", "epochs=2"), tmp_path)
+    with pytest.raises(
+        TrainError,
+        match=r"checkpoint\.pt holds no conv\.bias: it was written by another network or "
+        r"an earlier adrop and cannot resume here; train in a new folder",
+    ):
+        one(
+            config(
+                "dataset=digits",
+                "model=custom",
+                "model._target_=user_nets.StatelessNorm",
+                "device=cpu",
+                "progress=never",
+                "epochs=2",
+            ),
+            tmp_path,
+        )
 
 
 @pytest.mark.parametrize("method", ["adaptive_dropout", "vardrop_lr_ar", "hard_concrete", "magnitude_pruning"])
 def test_a_users_resnet_trains_whole_filters_and_reloads(method, config, tmp_path):
     """structure=neuron on a user's module: groups are its layers' filters and input units, units kept are read from
     the weights (no chain to compact: kept_architecture is null), and weights.npz reloads into the user's class."""
-    run = one(small(config, *RESNET, f"method={method}", "structure=neuron", "lam=0.05",
-                    *(PRUNING if method == "magnitude_pruning" else ())), tmp_path)
+    run = one(
+        small(
+            config,
+            *RESNET,
+            f"method={method}",
+            "structure=neuron",
+            "lam=0.05",
+            *(PRUNING if method == "magnitude_pruning" else ()),
+        ),
+        tmp_path,
+    )
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["structure"] == "neuron"
     assert summary["kept_architecture"] is None and "compact_macs" not in summary["cost"]

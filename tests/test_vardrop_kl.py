@@ -1,4 +1,5 @@
 """The VarDrop methods' KL with its gradient written out (kl_and_slope) against autograd of Molchanov's fit."""
+
 import pytest
 import torch
 

@@ -1,6 +1,7 @@
 """Networks as a user writes them (plain torch.nn), for the tests of `model=custom`, and datasets as a user writes
 them, for `dataset._target_`: importable as `user_nets.<name>` from the tests folder (the tests put it on PYTHONPATH
 for the command line)."""
+
 import math
 
 import numpy as np
@@ -25,8 +26,9 @@ class TinyResNet(nn.Module):
 
     def __init__(self, classes: int = 10, width: int = 8, in_channels: int = 1):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(in_channels, width, 3, padding=1, bias=False), nn.BatchNorm2d(width),
-                                  nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(in_channels, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU()
+        )
         self.blocks = nn.ModuleList([Block(width)])
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.head = nn.Linear(width, classes)
@@ -156,6 +158,7 @@ class GRUClassifier(nn.Module):
     def forward(self, x):
         out, _ = self.gru(x.reshape(-1, self.rows, self.width))
         return self.head(self.norm(out[:, -1]))
+
 
 class TinyViT(nn.Module):
     """Patches of a (1, 8, 8) image, a class token, a positional embedding, torch's TransformerEncoder, a head."""

@@ -11,6 +11,7 @@ logits out). Inputs are the run's test rows. For each contender and batch size: 
 one process (for about --seconds each, after a warm-up, the contenders taking turns in 5 rounds), milliseconds per
 call, examples per second, and the speed-up over dense. Every contender's logits are checked against dense first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,12 +78,15 @@ def contenders(run, image):
     arrays, _ = export.compact(run, image)
     # Linear weights stored input-major (x @ W^T with W^T contiguous: measured 0.18 against 0.23 ms at batch 256 for
     # the compact network; dense gains nothing from it), the first layer reading every input (export.compact_layers)
-    small = [(torch.from_numpy(w if w.ndim == 4 else np.ascontiguousarray(w.T)), torch.from_numpy(b))
-             for w, b in export.compact_layers(arrays)]
+    small = [
+        (torch.from_numpy(w if w.ndim == 4 else np.ascontiguousarray(w.T)), torch.from_numpy(b))
+        for w, b in export.compact_layers(arrays)
+    ]
 
     def compact(x):
         with torch.no_grad():
             return network(torch.from_numpy(x), small, product=lambda x, wt, b: torch.addmm(b, x, wt)).numpy()
+
     out["compact (torch)"] = compact
     if not run.conv:
         with warnings.catch_warnings():  # "sparse CSR support is in beta": known, and what is measured here
@@ -91,19 +95,24 @@ def contenders(run, image):
 
         def torch_csr(x):
             with torch.no_grad():
-                return network(torch.from_numpy(x), sparse,
-                               product=lambda x, w, b: torch.sparse.mm(w, x.t()).t() + b).numpy()
+                return network(
+                    torch.from_numpy(x), sparse, product=lambda x, w, b: torch.sparse.mm(w, x.t()).t() + b
+                ).numpy()
+
         out["CSR (torch.sparse)"] = torch_csr
     if torch.cuda.is_available():  # end to end: the rows to the GPU and the logits back (.cpu() waits for the GPU)
         gpu = torch.device("cuda")
-        on_gpu = {"dense (torch, cuda)": [(w.to(gpu), b.to(gpu)) for w, b in dense],
-                  "compact (torch, cuda)": [(wt.to(gpu), b.to(gpu)) for wt, b in small]}
+        on_gpu = {
+            "dense (torch, cuda)": [(w.to(gpu), b.to(gpu)) for w, b in dense],
+            "compact (torch, cuda)": [(wt.to(gpu), b.to(gpu)) for wt, b in small],
+        }
         for label, layers in on_gpu.items():
             product = (lambda x, wt, b: torch.addmm(b, x, wt)) if "compact" in label else None
 
             def cuda(x, layers=layers, product=product):
                 with torch.no_grad():
                     return network(torch.from_numpy(x).to(gpu), layers, product=product).cpu().numpy()
+
             out[label] = cuda
     arrays = export.csr(run)
     out["CSR (scipy.sparse)"] = lambda x: export.csr_predict(arrays, x, image)
@@ -134,9 +143,11 @@ def measure(folder: Path, batches: list[int], seconds: float, data_root: str | N
 
     run = export.read(folder)
     if not run.built_in:
-        raise export.ExportError(f"bench-inference times the forms of adrop's built-in networks; "
-                                 f"{run.summary.get('architecture')} is another network (adrop export --format onnx "
-                                 "gives it to onnxruntime's own tools)")
+        raise export.ExportError(
+            f"bench-inference times the forms of adrop's built-in networks; "
+            f"{run.summary.get('architecture')} is another network (adrop export --format onnx "
+            "gives it to onnxruntime's own tools)"
+        )
     x, _, image = export.test_split(run, data_root)
     x = np.ascontiguousarray(x, dtype=np.float32)
     forms = contenders(run, image)
@@ -145,9 +156,11 @@ def measure(folder: Path, batches: list[int], seconds: float, data_root: str | N
         if not np.allclose(fn(x[:256]), reference, atol=1e-3, rtol=1e-3):
             raise export.ExportError(f"{name} does not compute the dense network's logits")
     summary = run.summary
-    header = (f"{folder}: {summary.get('method')}, {summary.get('architecture')}, nonzero "
-              f"{summary.get('nonzero_fraction'):.4f}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
-              f"median over about {seconds:g} s of calls each")
+    header = (
+        f"{folder}: {summary.get('method')}, {summary.get('architecture')}, nonzero "
+        f"{summary.get('nonzero_fraction'):.4f}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"median over about {seconds:g} s of calls each"
+    )
     rows = []
     for batch in batches:
         inputs = x[:batch]
@@ -165,9 +178,12 @@ def bench(folder: Path, batches: list[int], seconds: float, data_root: str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = one_line.Parser(prog="adrop bench-inference", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p = one_line.Parser(
+        prog="adrop bench-inference",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.split("\n")[2:]),
+    )
     p.add_argument("run", type=Path, help="a finished run's folder")
     p.add_argument("--batches", default="1,256", help="comma-separated batch sizes")
     p.add_argument("--seconds", type=float, default=1.0, help="about how long to time each contender")

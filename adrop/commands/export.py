@@ -13,6 +13,7 @@ summary.json test_error. A run that is not finished, a folder that is not a run,
 export that does not reproduce its run: one line on stderr, exit 2. --check says one line per run and a last line;
 it exits 1 where any export failed, 2 where the DIRs hold no completed run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,16 +29,22 @@ SUFFIX = {"csr": "csr.npz", "compact": "compact.npz", "onnx": "onnx"}
 
 
 def parser() -> argparse.ArgumentParser:
-    p = one_line.Parser(prog="adrop export", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p = one_line.Parser(
+        prog="adrop export",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.split("\n")[2:]),
+    )
     p.add_argument("run", type=Path, nargs="+", help="a finished run's folder (with --check: folders of runs)")
     p.add_argument("--format", choices=FORMATS, help="csr (the default), compact or onnx (--check's default)")
     p.add_argument("--out", type=Path, help="output file (default: <run>/export/network.<format>.npz); never replaced")
     p.add_argument("--data", help="the folder that holds MNIST/raw/ (default: the run's data.root)")
-    p.add_argument("--check", action="store_true",
-                   help="export every completed run under the folders into a temporary folder: does each reproduce "
-                        "its test error?")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="export every completed run under the folders into a temporary folder: does each reproduce "
+        "its test error?",
+    )
     return p
 
 
@@ -76,7 +83,8 @@ def run(args) -> str:
             module, went = export.without_dead_heads(export.module_of(finished, finished.state, shape, classes))
             model = export.onnx_of_module(module, shape, tokens=np.issubdtype(x.dtype, np.integer))
             note = f"{finished.summary.get('architecture')}, input x of shape N x {' x '.join(map(str, shape))}" + (
-                f"; {went}" if went else "")
+                f"; {went}" if went else ""
+            )
             x = x.reshape(-1, *shape)
         error = export.check(finished, export.onnx_predict(model, x), y, "onnx")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -124,8 +132,7 @@ def check(args) -> int:
                 failed += 1
                 said = one_line.said(err) if isinstance(err, (ExportError, OSError)) else f"{type(err).__name__}: {err}"
                 print(f"{folder}: FAILED: {' '.join(said.split())[:300]}", flush=True)
-    verdict = ("each export reproduces its run's test error" if not failed else
-               f"{failed} exports FAILED")
+    verdict = "each export reproduces its run's test error" if not failed else f"{failed} exports FAILED"
     print(f"{len(completed)} completed runs checked ({fmt}), {skipped} not completed skipped: {verdict}")
     return 1 if failed else 0
 

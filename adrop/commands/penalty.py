@@ -11,6 +11,7 @@
 Parameters (--lam, --eps, --p, ...) go to every chosen method that has them; one that none of them has is an error.
 Bad input ends with a one-line message and exit status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,9 +70,12 @@ def finite(text: str) -> float:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = one_line.Parser(prog="adrop penalty", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.split("\n")[2:]))
+    p = one_line.Parser(
+        prog="adrop penalty",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.split("\n")[2:]),
+    )
     p.add_argument("--list", action="store_true", help="list the penalties and their parameters")
     p.add_argument("--method", help="comma-separated penalty names (default: those of Figure 1)")
     p.add_argument("--w", type=numbers, default=numbers("0,0.1,0.5,1,2,5"), help="scalar weights to evaluate")
@@ -82,11 +86,19 @@ def parser() -> argparse.ArgumentParser:
     for name, (kind, text) in PARAMETERS.items():
         p.add_argument(f"--{name}", type=finite if kind is float else kind, help=text)
     p.add_argument("--plot", action="store_true", help="draw Figure 1 (PNG and PDF) and write penalties.csv")
-    p.add_argument("--fit-logsum", action="store_true",
-                   help="the scaled LogSum(eps) nearest each chosen penalty on |w| <= 3 (least squares), with the gaps")
-    p.add_argument("--group-size", type=int, default=1, metavar="N",
-                   help="a group of N weights: the penalty sqrt(N) Omega(||w_g||) of its norm (--w, --plot: the norm; "
-                        "structure=neuron's penalty)")
+    p.add_argument(
+        "--fit-logsum",
+        action="store_true",
+        help="the scaled LogSum(eps) nearest each chosen penalty on |w| <= 3 (least squares), with the gaps",
+    )
+    p.add_argument(
+        "--group-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="a group of N weights: the penalty sqrt(N) Omega(||w_g||) of its norm (--w, --plot: the norm; "
+        "structure=neuron's penalty)",
+    )
     p.add_argument("--out", type=Path, help="folder for the files (default: a new folder under outputs/penalty/)")
     return p
 
@@ -114,13 +126,18 @@ def listing() -> str:
     rows = []
     for name in penalties.names():
         cls = penalties.REGISTRY[name]
-        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in penalties.parameters(name).items()) or "-"
+        params = (
+            ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in penalties.parameters(name).items()
+            )
+            or "-"
+        )
         kind = "closed form" if cls.closed_form else "numerical"
         rows.append((name, params, kind, cls.summary))
     table = pd.DataFrame(rows, columns=["name", "parameters (defaults)", "computed", "what"])
-    return table.to_string(index=False, justify="left", formatters={c: f"{{:<{table[c].str.len().max()}}}".format
-                                                                     for c in table.columns})
+    return table.to_string(
+        index=False, justify="left", formatters={c: f"{{:<{table[c].str.len().max()}}}".format for c in table.columns}
+    )
 
 
 def values_table(pens, w: np.ndarray) -> pd.DataFrame:
@@ -132,8 +149,10 @@ def values_table(pens, w: np.ndarray) -> pd.DataFrame:
 
 
 def vector_table(pens, v: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame([(p.label(), float(p.omega(v)), np.array2string(p.eta_hat(v), precision=6)) for p in pens],
-                        columns=["penalty", "omega(vector)", "eta_hat(vector)"])
+    return pd.DataFrame(
+        [(p.label(), float(p.omega(v)), np.array2string(p.eta_hat(v), precision=6)) for p in pens],
+        columns=["penalty", "omega(vector)", "eta_hat(vector)"],
+    )
 
 
 def dual_table(pens, eta: np.ndarray) -> pd.DataFrame:
@@ -146,8 +165,15 @@ def dual_table(pens, eta: np.ndarray) -> pd.DataFrame:
 
 def figure(args) -> Path:
     if args.method:
-        specs = tuple(figure1.Curve(p.name, {k: v for k, v in p.params.items() if k != "group_size"},
-                                    weight=args.weight, group_size=args.group_size) for p in chosen(args))
+        specs = tuple(
+            figure1.Curve(
+                p.name,
+                {k: v for k, v in p.params.items() if k != "group_size"},
+                weight=args.weight,
+                group_size=args.group_size,
+            )
+            for p in chosen(args)
+        )
     elif args.group_size > 1:
         raise UsageError("--plot --group-size needs --method (separable penalties, e.g. logsum,l1,scad)")
     else:
@@ -170,10 +196,12 @@ def run(args) -> None:
             raise UsageError("--fit-logsum needs --method (e.g. variational_dropout)")
         for pen in chosen(args):
             fit = figure1.fit_logsum(pen, weight=args.weight)
-            print(f"{pen.label()} at lam={args.weight:g}, |w| <= {fit['w_max']:g}: nearest scaled LogSum is "
-                  f"{fit['scale']:.4f} * LogSum(eps={fit['eps']:.4f}), largest gap {fit['gap']:.4f} "
-                  f"({fit['relative_gap']:.1%} of its largest value); the paper's LogSum(2) at lam=2: largest gap "
-                  f"{fit['paper_gap']:.4f} ({fit['paper_relative_gap']:.1%})")
+            print(
+                f"{pen.label()} at lam={args.weight:g}, |w| <= {fit['w_max']:g}: nearest scaled LogSum is "
+                f"{fit['scale']:.4f} * LogSum(eps={fit['eps']:.4f}), largest gap {fit['gap']:.4f} "
+                f"({fit['relative_gap']:.1%} of its largest value); the paper's LogSum(2) at lam=2: largest gap "
+                f"{fit['paper_gap']:.4f} ({fit['paper_relative_gap']:.1%})"
+            )
         return
     if args.plot:
         out = figure(args)

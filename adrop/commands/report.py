@@ -25,6 +25,7 @@ With --equivalence REFERENCE, differences.csv, tost.csv and jaccard.csv instead 
 Unfinished sweeps are fine: running and failed jobs are reported as such. A DIR holding an earlier report
 (results.csv, histories.csv where kept, no run folder under it) brings in the runs it reported, named under it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,25 +40,51 @@ COMPARISON_CSV = "comparison.csv"
 
 
 def parser():
-    p = one_line.Parser(prog="adrop report", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.split("\n")[2:]))
-    p.add_argument("dir", type=Path, nargs="+",
-                   help="run folders, sweep folders, any folders above runs, or an earlier report's folder (with "
-                        "--compare: two, each also a results.csv)")
+    p = one_line.Parser(
+        prog="adrop report",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.split("\n")[2:]),
+    )
+    p.add_argument(
+        "dir",
+        type=Path,
+        nargs="+",
+        help="run folders, sweep folders, any folders above runs, or an earlier report's folder (with "
+        "--compare: two, each also a results.csv)",
+    )
     p.add_argument("--out", type=Path, help="output folder (default: outputs/reports/<time>/)")
-    p.add_argument("--paper", action="store_true",
-                   help="set the published numbers beside ours: the paper's LeNet-300-100 rows; in the figure also "
-                        "Sparse VD's point, and for LeNet-5 runs the Sparse VD paper's Table 1")
-    p.add_argument("--compare", action="store_true",
-                   help="compare two sets of runs (OLD NEW) per method: Welch's and the paired t-test")
-    p.add_argument("--equivalence", metavar="REFERENCE",
-                   help="each other group against this one (a report label, or a method with one group), paired by "
-                        "seed: two one-sided tests of test error within --margin, and the kept weights' overlap")
-    p.add_argument("--margin", type=float, default=0.001,
-                   help="--equivalence: the margin in test error (default 0.001: 0.1 points)")
-    p.add_argument("--pool", type=Path, action="append", default=[], metavar="EARLIER_OUT",
-                   help="--equivalence: an earlier output folder whose per-seed rows join the new runs' (repeatable)")
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="set the published numbers beside ours: the paper's LeNet-300-100 rows; in the figure also "
+        "Sparse VD's point, and for LeNet-5 runs the Sparse VD paper's Table 1",
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="compare two sets of runs (OLD NEW) per method: Welch's and the paired t-test",
+    )
+    p.add_argument(
+        "--equivalence",
+        metavar="REFERENCE",
+        help="each other group against this one (a report label, or a method with one group), paired by "
+        "seed: two one-sided tests of test error within --margin, and the kept weights' overlap",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=0.001,
+        help="--equivalence: the margin in test error (default 0.001: 0.1 points)",
+    )
+    p.add_argument(
+        "--pool",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="EARLIER_OUT",
+        help="--equivalence: an earlier output folder whose per-seed rows join the new runs' (repeatable)",
+    )
     return p
 
 
@@ -109,8 +136,11 @@ def run(args) -> list[Path]:
     for skipped in table.attrs.get("skipped", []):
         print(f"adrop report: skipped {skipped}", file=sys.stderr)
     if table.attrs.get("repeated"):
-        print(f"adrop report: {table.attrs['repeated']} reported run(s) read already, from their folders or another "
-              "report, counted once", file=sys.stderr)
+        print(
+            f"adrop report: {table.attrs['repeated']} reported run(s) read already, from their folders or another "
+            "report, counted once",
+            file=sys.stderr,
+        )
     out = claim(args.out, FILES) if args.out else new_folder("reports")
     table.to_csv(out / RESULTS_CSV, index=False)
     history = collect.histories(args.dir, table)
@@ -119,13 +149,19 @@ def run(args) -> list[Path]:
     figures.figure2(table, history, out / "figure2.png")
     models = set(table.model.fillna(""))
     lenet300 = bool(models & set(paper.MODELS))  # the paper's points mean nothing beside LeNet-5 alone
-    figures.pareto(table, out / "pareto.png", reference=paper.table() if args.paper and lenet300 else None,
-                   published=paper.published(models) if args.paper else ())
+    figures.pareto(
+        table,
+        out / "pareto.png",
+        reference=paper.table() if args.paper and lenet300 else None,
+        published=paper.published(models) if args.paper else (),
+    )
     figures.layers(table, history, out / "layers.png")
     figures.units(table, history, out / "units.png")
     counts = table.status.value_counts().to_dict()
-    print(f"{len(table)} runs under {', '.join(map(str, args.dir))}: "
-          + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(
+        f"{len(table)} runs under {', '.join(map(str, args.dir))}: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    )
     return [out / name for name in FILES]
 
 

@@ -26,6 +26,7 @@ faults and exit codes"; tests/test_faults.py tests each row):
     130  interrupted by SIGINT (Ctrl-C), at any moment, while torch imports too
     143  interrupted by SIGTERM
 """
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@ loss's right before each optimizer step: the gradient of loss + penalty, with no
 gradient accumulation it is added once per step, as to the mean loss over the accumulated batches; under mixed
 precision after the gradients are unscaled. What both share is here.
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,19 +35,28 @@ def trained_parameters(sp: Sparsifier) -> list[torch.nn.Parameter]:
     weight is its module's, not the SparseParameter's: added here)."""
     from adrop.methods.sparse_parameter import SparseParameter
 
-    return [p for layer in sp.layers for p in ([layer.weight] if isinstance(layer, SparseParameter) else [])
-            + list(layer.parameters()) if p.requires_grad]
+    return [
+        p
+        for layer in sp.layers
+        for p in ([layer.weight] if isinstance(layer, SparseParameter) else []) + list(layer.parameters())
+        if p.requires_grad
+    ]
 
 
 def check_optimizer_holds(sp: Sparsifier, optimizer: torch.optim.Optimizer, advice: str) -> None:
     """Refuse an optimizer made before the conversion: it would train tensors the model no longer uses."""
     held = {id(p) for group in optimizer.param_groups for p in group["params"]}
-    names = {id(p): f"{layer_name}.{name}" for layer_name, layer in zip(sp.names, sp.layers)
-             for name, p in [("weight", layer.weight), *layer.named_parameters()]}
+    names = {
+        id(p): f"{layer_name}.{name}"
+        for layer_name, layer in zip(sp.names, sp.layers)
+        for name, p in [("weight", layer.weight), *layer.named_parameters()]
+    }
     missing = [names[id(p)] for p in trained_parameters(sp) if id(p) not in held]
     if missing:
-        raise SparsifyError(f"the optimizer does not hold {missing[0]} ({len(missing)} of the sparsified layers' "
-                            f"parameters missing): {advice}")
+        raise SparsifyError(
+            f"the optimizer does not hold {missing[0]} ({len(missing)} of the sparsified layers' "
+            f"parameters missing): {advice}"
+        )
 
 
 def add_penalty_gradient(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> None:
@@ -84,6 +94,7 @@ def sparsity_metrics(sp: Sparsifier, per_layer: bool) -> dict[str, float]:
     stats = sp.stats()
     metrics = {"sparsity/nonzero_fraction": float(stats.nonzero.sum() / stats.total.sum())}
     if per_layer:
-        metrics.update({f"sparsity/{name}": float(fraction)
-                        for name, fraction in zip(stats.layer, stats.nonzero_fraction)})
+        metrics.update(
+            {f"sparsity/{name}": float(fraction) for name, fraction in zip(stats.layer, stats.nonzero_fraction)}
+        )
     return metrics

@@ -19,6 +19,7 @@ What it does, hook by hook:
   with per_layer, sparsity/<module path>, through pl_module.log_dict to the Trainer's loggers.
 - state_dict / load_state_dict: the Sparsifier's (step count, lam), which Lightning keeps in its checkpoints.
 """
+
 from __future__ import annotations
 
 import lightning.pytorch as pl
@@ -32,8 +33,14 @@ class Sparsify(pl.Callback):
     """method, lam and the other options (exclude, lam_scale, structure, total_steps, the method's parameters) as
     adrop.sparsify takes them; module: the path of the submodule to sparsify (default the LightningModule)."""
 
-    def __init__(self, method: str = "logsum", lam: float | None = None, module: str | None = None,
-                 per_layer: bool = True, **options):
+    def __init__(
+        self,
+        method: str = "logsum",
+        lam: float | None = None,
+        module: str | None = None,
+        per_layer: bool = True,
+        **options,
+    ):
         self.method, self.lam, self.module, self.per_layer, self.options = method, lam, module, per_layer, options
         self.sparsifier: Sparsifier | None = None
         self.optimizer = None
@@ -101,8 +108,10 @@ class Sparsify(pl.Callback):
     def _optimizer_of(self, trainer: pl.Trainer):
         """The optimizer that trains the sparsified layers (the one holding their first weight)."""
         sp = self._require()
-        advice = ("make it in configure_optimizers from self.parameters(): Sparsify converts the module in setup, "
-                  "before configure_optimizers runs")
+        advice = (
+            "make it in configure_optimizers from self.parameters(): Sparsify converts the module in setup, "
+            "before configure_optimizers runs"
+        )
         weight = sp.layers[0].weight
         optimizers = [inner_optimizer(o) for o in trainer.optimizers]
         holding = [o for o in optimizers if any(p is weight for g in o.param_groups for p in g["params"])]

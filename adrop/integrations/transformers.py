@@ -28,6 +28,7 @@ not norms. A weight tied to another module's (an lm_head tied to the input embed
 untie it; pass both to exclude (exclude=["lm_head", "*.embed_tokens"]; GPT-2: ["lm_head", "transformer.wte"]). With
 weight_decay > 0 the Trainer decays every parameter but biases and norms, the method's own (log_sigma2, log_a) too.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -52,8 +53,9 @@ class SparsifyCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
         sp = self.sparsifier
         torch_optimizer = inner_optimizer(optimizer)
-        check_optimizer_holds(sp, torch_optimizer, "let the Trainer make its optimizer after sparsify_trainer "
-                                                   "converted the model")
+        check_optimizer_holds(
+            sp, torch_optimizer, "let the Trainer make its optimizer after sparsify_trainer converted the model"
+        )
         sp.attach(torch_optimizer, pre_step=False)
         self._remove_hook()
         self._handle = torch_optimizer.register_step_pre_hook(lambda *_: before_step(sp, torch_optimizer))
@@ -79,17 +81,22 @@ class SparsifyCallback(TrainerCallback):
             self._handle = None
 
 
-def sparsify_trainer(trainer: Trainer, method: str = "logsum", lam: float | None = None, per_layer: bool = False,
-                     **options) -> Sparsifier:
+def sparsify_trainer(
+    trainer: Trainer, method: str = "logsum", lam: float | None = None, per_layer: bool = False, **options
+) -> Sparsifier:
     """Convert trainer.model for `method` before trainer.train() and install the SparsifyCallback; returns the
     Sparsifier (stats(), strip()). options: as adrop.sparsify takes them (exclude, lam_scale, structure,
     total_steps, the method's parameters)."""
     if trainer.optimizer is not None:
-        raise SparsifyError("the Trainer was given its optimizer (optimizers=...), made from the model before "
-                            "conversion: let the Trainer make it, or call adrop.sparsify before making it yourself")
+        raise SparsifyError(
+            "the Trainer was given its optimizer (optimizers=...), made from the model before "
+            "conversion: let the Trainer make it, or call adrop.sparsify before making it yourself"
+        )
     if trainer.model_init is not None:
-        raise SparsifyError("the Trainer makes a new model from model_init in train(), which would not be "
-                            "sparsified: give it the model itself")
+        raise SparsifyError(
+            "the Trainer makes a new model from model_init in train(), which would not be "
+            "sparsified: give it the model itself"
+        )
     refuse_tied(trainer.model, options.get("exclude", ()))
     options.setdefault("total_steps", planned_steps(trainer))
     sp = adrop.sparsify(trainer.model, method=method, lam=lam, **options)
@@ -124,5 +131,6 @@ def refuse_tied(model: nn.Module, exclude) -> None:
             continue
         others = sorted(set(owners[id(module.weight)]) - {path})
         if others:
-            raise SparsifyError(f"{path}'s weight is tied to {others[0]}'s: converting it would untie them; "
-                                f"pass exclude=[{path!r}]")
+            raise SparsifyError(
+                f"{path}'s weight is tied to {others[0]}'s: converting it would untie them; pass exclude=[{path!r}]"
+            )

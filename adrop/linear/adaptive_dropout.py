@@ -13,6 +13,7 @@ Step sizes rho_t = step / (1 + t / decay) (sum infinite, sum of squares finite) 
 variance of the plain method grows like 1/alpha as weights leave the support, which Algorithm 1's additive
 reparameterisation removes (paper Sec. 4, "Reparameterization Tricks").
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,13 +40,28 @@ def sample_mask(alpha, kind, rng):
     return np.where(alpha > 0, s, 0.0)
 
 
-def adaptive_dropout(problem, penalty, lam, w0, max_iter=20000, tol=0.0, step=None, decay=None, mask="gaussian",
-                     additive=True, seed=0, record=None, **_):
+def adaptive_dropout(
+    problem,
+    penalty,
+    lam,
+    w0,
+    max_iter=20000,
+    tol=0.0,
+    step=None,
+    decay=None,
+    mask="gaussian",
+    additive=True,
+    seed=0,
+    record=None,
+    **_,
+):
     if mask not in MASKS:
         raise ValueError(f"unknown mask {mask!r}; valid masks: {', '.join(MASKS)}")
     if not problem.is_standardised():
-        raise ValueError("adaptive dropout equals the eta-trick only with standardised columns, "
-                         "diag(X^T X / n) = I: pass adrop.linear.standardise(X)")
+        raise ValueError(
+            "adaptive dropout equals the eta-trick only with standardised columns, "
+            "diag(X^T X / n) = I: pass adrop.linear.standardise(X)"
+        )
     rng = np.random.default_rng(seed)
     rho0 = step or 0.5 / problem.lipschitz
     decay = decay or max(max_iter / 20, 1.0)

@@ -1,4 +1,5 @@
 """Synthetic sparse regression with standardised columns (the paper's assumption diag(X^T X / n) = I)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,15 @@ class SparseRegression:
         return np.flatnonzero(self.w_true)
 
 
-def make_sparse_regression(n: int = 200, d: int = 50, k: int = 5, signal: float = 1.0, noise: float = 0.1,
-                           correlation: float = 0.0, seed: int = 0) -> SparseRegression:
+def make_sparse_regression(
+    n: int = 200,
+    d: int = 50,
+    k: int = 5,
+    signal: float = 1.0,
+    noise: float = 0.1,
+    correlation: float = 0.0,
+    seed: int = 0,
+) -> SparseRegression:
     """y = X w_true + noise with k nonzeros of size `signal` (random signs) in w_true.
 
     Columns are Gaussian with corr(x_i, x_j) = correlation^|i-j| (an AR(1) across columns), then standardised.

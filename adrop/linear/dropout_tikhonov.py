@@ -6,6 +6,7 @@ For masks with E[s] = 1 and E[s^2] = 1/alpha (independent coordinates),
 
 which with standardised columns is L(w) + 1/2 sum_j (1/alpha_j - 1) w_j^2 = L(w) + lam/2 sum_j w_j^2 / eta_j.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ def expected_dropout_loss(problem: Problem, w, alpha) -> float:
 @dataclass
 class MonteCarlo:
     mean: float
-    low: float   # confidence interval
+    low: float  # confidence interval
     high: float
     closed_form: float
     samples: int
@@ -41,8 +42,16 @@ class MonteCarlo:
         return self.low <= self.closed_form <= self.high
 
 
-def monte_carlo_dropout_loss(problem: Problem, w, alpha, mask: str = "gaussian", samples: int = 20000,
-                             seed: int = 0, level: float = 0.99, batch: int = 2000) -> MonteCarlo:
+def monte_carlo_dropout_loss(
+    problem: Problem,
+    w,
+    alpha,
+    mask: str = "gaussian",
+    samples: int = 20000,
+    seed: int = 0,
+    level: float = 0.99,
+    batch: int = 2000,
+) -> MonteCarlo:
     """Estimate E_s L(s * w) by sampling masks, with a normal confidence interval at `level`."""
     rng = np.random.default_rng(seed)
     w, alpha = np.asarray(w, dtype=np.float64), np.asarray(alpha, dtype=np.float64)
@@ -54,5 +63,10 @@ def monte_carlo_dropout_loss(problem: Problem, w, alpha, mask: str = "gaussian",
         values.append(np.sum(r * r, axis=1) / (2 * problem.n))
     values = np.concatenate(values)
     half = stats.norm.ppf(0.5 + level / 2) * values.std(ddof=1) / np.sqrt(samples)
-    return MonteCarlo(float(values.mean()), float(values.mean() - half), float(values.mean() + half),
-                      expected_dropout_loss(problem, w, alpha), samples)
+    return MonteCarlo(
+        float(values.mean()),
+        float(values.mean() - half),
+        float(values.mean() + half),
+        expected_dropout_loss(problem, w, alpha),
+        samples,
+    )

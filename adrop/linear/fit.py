@@ -7,6 +7,7 @@
 
 The default start w0 is the ridge solution (for IRLS with a working set, the ridge solution on that set).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,8 +52,19 @@ class FitResult:
         return solvers.keep_mask(self.penalty, self.lam, self.w)
 
 
-def fit(X, y, penalty: str = "l1", lam: float = 0.1, solver: str = "irls", w0=None, max_iter: int | None = None,
-        tol: float = 1e-8, record_every: int = 1, track=None, **options) -> FitResult:
+def fit(
+    X,
+    y,
+    penalty: str = "l1",
+    lam: float = 0.1,
+    solver: str = "irls",
+    w0=None,
+    max_iter: int | None = None,
+    tol: float = 1e-8,
+    record_every: int = 1,
+    track=None,
+    **options,
+) -> FitResult:
     """Minimise 1/(2n)||y - Xw||^2 + lam Omega(w) (or run adaptive dropout) and return the weights and history.
 
     `track` adds columns to the history: {name: function of w}, e.g. the distance to a reference solution.
@@ -74,11 +86,14 @@ def fit(X, y, penalty: str = "l1", lam: float = 0.1, solver: str = "irls", w0=No
     allowed = {"step", "prune", "decay", "mask", "additive", "seed", "working_set", "polish_at"}
     unknown = sorted(set(solver_options) - allowed)
     if unknown:
-        raise ValueError(f"unknown option {unknown[0]!r}: not a parameter of {penalty} "
-                         f"({', '.join(names) or 'none'}) nor a solver option ({', '.join(sorted(allowed))})")
+        raise ValueError(
+            f"unknown option {unknown[0]!r}: not a parameter of {penalty} "
+            f"({', '.join(names) or 'none'}) nor a solver option ({', '.join(sorted(allowed))})"
+        )
     if not pen.separable and pen.name != "hard_thresh":
-        raise ValueError(f"penalty {pen.name} is not separable; the linear lab solves separable penalties "
-                         "and hard_thresh")
+        raise ValueError(
+            f"penalty {pen.name} is not separable; the linear lab solves separable penalties and hard_thresh"
+        )
     if w0 is not None:
         w0 = np.asarray(w0, dtype=np.float64)
         if w0.shape != (problem.d,) or not np.all(np.isfinite(w0)):

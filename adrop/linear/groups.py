@@ -18,6 +18,7 @@ Without orthonormal groups the Tikhonov term is w_g^T (X_g^T X_g / n) w_g / eta_
     group_objective         L(w) + lam sum_g c_g Omega(||w_g||)
     planted_groups          a small problem with orthonormal groups, two of them carrying the signal
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -116,8 +117,9 @@ def group_irls(problem, penalty, lam, groups: Groups, w0=None, max_iter=5000, to
     return w
 
 
-def group_adaptive_dropout(problem, penalty, lam, groups: Groups, w0, max_iter=20000, step=None, decay=None,
-                           mask="gaussian", seed=0):
+def group_adaptive_dropout(
+    problem, penalty, lam, groups: Groups, w0, max_iter=20000, step=None, decay=None, mask="gaussian", seed=0
+):
     """Algorithm 1 with one mask per group: s_g ~ Mask(alpha_g), alpha_g = eta_hat(||w_g||) / (eta_hat(||w_g||) +
     lam c_g); a gradient step on L at w + (s - 1) w; then the group Tikhonov prox w_g <- w_g eta_g / (eta_g +
     rho lam c_g) with eta_g at the stepped point. Steps rho_t = step / (1 + t / decay)."""

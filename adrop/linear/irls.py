@@ -15,6 +15,7 @@ Three additions make it exact and fast without changing its fixed points:
   and the objective does not rise, else IRLS goes on. IRLS alone converges sublinearly where the solution has small
   nonzero weights (elastic net, say).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,9 @@ from .solvers import iterate, omega_prime, prune_small, relative_change, revive_
 from .tikhonov_solve import TikhonovSolver
 
 
-def irls(problem, penalty, lam, w0, max_iter=500, tol=1e-8, prune=1e-6, working_set="auto", polish_at=1e-4,
-         record=None, **_):
+def irls(
+    problem, penalty, lam, w0, max_iter=500, tol=1e-8, prune=1e-6, working_set="auto", polish_at=1e-4, record=None, **_
+):
     slope = slope_at_zero(penalty) if lam > 0 else np.inf
     solver = TikhonovSolver(problem, lam)
     use_ws = working_set is True or (working_set == "auto" and problem.d > problem.n)
@@ -42,8 +44,9 @@ def irls(problem, penalty, lam, w0, max_iter=500, tol=1e-8, prune=1e-6, working_
     t = 0
     newton = polish_at > 0 and penalty.separable and penalty.name != "l0" and lam > 0
     while t < max_iter:
-        w, t = _irls(problem, solver, penalty, w, cols, max_iter - t, max(tol, polish_at) if newton else tol,
-                     prune, record, t)
+        w, t = _irls(
+            problem, solver, penalty, w, cols, max_iter - t, max(tol, polish_at) if newton else tol, prune, record, t
+        )
         if newton:
             polished, t, done = newton_polish(problem, penalty, lam, w, tol, record, t)
             if not done:  # Newton declined: IRLS finishes the job
@@ -65,6 +68,7 @@ def ridge_start(problem, lam: float, cols=None) -> np.ndarray:
 
 def _irls(problem, solver, penalty, w, cols, max_iter, tol, prune, record, t0):
     """IRLS on the columns `cols` (the others stay 0); returns (w, last iteration number)."""
+
     def reweighted_solve(t, w):
         eta = np.zeros(problem.d)
         eta[cols] = penalty.eta_hat(w[cols])
@@ -89,8 +93,9 @@ def newton_polish(problem, penalty, lam, w, tol, record, t, max_steps: int = 30)
         h = 1e-6 * np.abs(wS)  # Omega'' by central differences (Omega' is smooth away from 0 and the knots)
         curvature = (omega_prime(penalty, wS + h) - omega_prime(penalty, wS - h)) / (2 * h)
         try:
-            step = linalg.solve(G + lam * np.diag(curvature), b - G @ wS - lam * omega_prime(penalty, wS),
-                                assume_a="sym")
+            step = linalg.solve(
+                G + lam * np.diag(curvature), b - G @ wS - lam * omega_prime(penalty, wS), assume_a="sym"
+            )
         except (linalg.LinAlgError, ValueError):
             return w, t, False
         new = wS + step

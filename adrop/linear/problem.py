@@ -5,6 +5,7 @@
 The duality of adaptive dropout and regularisation is exact when the columns are standardised,
 diag(X^T X / n) = I (paper Sec. 2.1); `standardise` makes them so.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

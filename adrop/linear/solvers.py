@@ -11,6 +11,7 @@ Coordinates that leave the support: the eta-trick shrinks them geometrically but
 below `prune` times the largest is set to 0; eta_hat(0) = 0 then keeps it out, as the exact iteration would in the
 limit (IRLS and AdaProx cannot revive a coordinate whose eta is 0). IRLS re-checks every zero afterwards.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,9 +34,16 @@ class Recorder:
     def __call__(self, t, w, change, force=False):
         self.last = (t, w, change)
         if force or t % self.every == 0:
-            self.rows.append({"iteration": t, "objective": self.objective(w), "change": change,
-                              "nonzeros": int(np.count_nonzero(w)), "kept": kept(self.penalty, self.lam, w),
-                              **{name: fn(w) for name, fn in self.track.items()}})
+            self.rows.append(
+                {
+                    "iteration": t,
+                    "objective": self.objective(w),
+                    "change": change,
+                    "nonzeros": int(np.count_nonzero(w)),
+                    "kept": kept(self.penalty, self.lam, w),
+                    **{name: fn(w) for name, fn in self.track.items()},
+                }
+            )
 
     def finish(self):
         """Record the final iteration if `every` skipped it."""

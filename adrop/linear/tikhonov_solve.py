@@ -5,6 +5,7 @@ The rest are solved in the smaller dimension: the d_A x d_A normal equations whe
 than n, otherwise the n x n push-through (Woodbury) form w_P = D X_P^T (X_P D X_P^T + n lam I)^-1 r, with the
 unpenalised coordinates (if any) from the generalised least squares that this form leaves for them.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@
 Every module of this package is imported here, so a new method registers itself (@register) by being a file in
 adrop/methods/: there is no list to edit.
 """
+
 import importlib
 import pkgutil
 

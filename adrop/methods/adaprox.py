@@ -19,6 +19,7 @@ with no gradient step between (ceil(12,000 / 128) = 94 times in the paper's sett
 what the authors' code does without meaning to. Their AdaptiveCallback (experiments/Sparse MNIST.ipynb) updates
 alpha and applies the prox in `on_batch_end`, and skorch (0.10, their environment.yml) fires `on_batch_end` for the
 validation batches too (`run_single_epoch`, with training=False), which the callback does not check."""
+
 from dataclasses import dataclass
 
 import torch
@@ -31,7 +32,7 @@ from .eta_hat_layer import EtaHatMethod, PenaltyParams
 
 @dataclass
 class AdaProxParams(PenaltyParams):
-    authors_keep_rule: bool = False        # count kept weights as the authors' code does (alpha before the prox)
+    authors_keep_rule: bool = False  # count kept weights as the authors' code does (alpha before the prox)
     authors_validation_prox: bool = False  # repeat the prox once per validation batch after each epoch (theirs)
 
 
@@ -60,8 +61,9 @@ class AdaProx(EtaHatMethod):
         if not self.params.authors_keep_rule:
             self.prox(layer, lam, rho)
             return
-        layer.authors_alpha.copy_(keep_rule.keep_probability(self.pen.eta_hat(layer.weight),
-                                                             rho * layer.layer_lam(lam)))
+        layer.authors_alpha.copy_(
+            keep_rule.keep_probability(self.pen.eta_hat(layer.weight), rho * layer.layer_lam(lam))
+        )
         layer.weight.mul_(layer.authors_alpha)  # the authors' prox: w <- alpha w
 
     @torch.no_grad()

@@ -25,6 +25,7 @@ A weight with eta_hat(w) = 0 is dropped (s = 0). No penalty term: the noise is t
 adaptive Tikhonov term lam/2 sum w^2 / eta, eq. 4). A weight counts as zero under the paper's rule, alpha < 0.05.
 lam reaches the method from the engine before every step (before_step), as a float or a stack's K values.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -39,8 +40,8 @@ MASKS = ("bernoulli", "gaussian")
 
 @dataclass
 class AdaptiveDropoutParams(PenaltyParams):
-    mask: str = "bernoulli"   # bernoulli: s = Bernoulli(alpha) / alpha; gaussian: s ~ N(1, 1/alpha - 1)
-    additive: bool = True     # Algorithm 1: noise w + (s - 1) w.detach() and a Tikhonov prox; false: s * w
+    mask: str = "bernoulli"  # bernoulli: s = Bernoulli(alpha) / alpha; gaussian: s ~ N(1, 1/alpha - 1)
+    additive: bool = True  # Algorithm 1: noise w + (s - 1) w.detach() and a Tikhonov prox; false: s * w
 
     def __post_init__(self):
         if self.mask not in MASKS:

@@ -7,6 +7,7 @@ authors_alpha_clamp (off by default) follows the authors' AdaptiveTikhonovNet (g
 dropout/nn.py): the term is 1/2 sum w^2 / eta_lamda with eta_lamda = alpha / (1 - alpha), alpha = eta_hat(w) /
 (eta_hat(w) + lam) clamped to alpha >= 1e-3 (so a weight's coefficient lam / eta is at most 999), and alpha starts
 at 1 (their buffer's initial value, updated after each step), so the first step has no penalty. Per weight only."""
+
 from dataclasses import dataclass
 
 import torch

@@ -31,6 +31,7 @@ Every random draw of a method goes through `noise` (Gaussian, uniform), one call
 configurations of a stack at once); tests swap it to hold the noise fixed.
 Adding a method means one module here (registered with @register) and one file conf/method/<name>.yaml.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -160,8 +161,9 @@ class SparseLinear(SparseLayer):
 
     unit_axes = (-2,)
 
-    def __init__(self, in_features: int, out_features: int, method: "Method", configs: int | None = None,
-                 bias: bool = True):
+    def __init__(
+        self, in_features: int, out_features: int, method: "Method", configs: int | None = None, bias: bool = True
+    ):
         self.in_features, self.out_features = in_features, out_features
         super().__init__((out_features, in_features), bias, method, configs)
 
@@ -197,8 +199,20 @@ class SparseConv2d(SparseLayer):
 
     unit_axes = (-3, -2, -1)
 
-    def __init__(self, in_channels: int, out_channels: int, kernel, method: "Method", configs: int | None = None,
-                 bias: bool = True, stride=1, padding=0, dilation=1, groups: int = 1, padding_mode: str = "zeros"):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel,
+        method: "Method",
+        configs: int | None = None,
+        bias: bool = True,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        padding_mode: str = "zeros",
+    ):
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel = tuple(kernel) if isinstance(kernel, (tuple, list)) else (kernel, kernel)
         self.stride, self.padding, self.dilation, self.padding_mode = stride, padding, dilation, padding_mode
@@ -207,9 +221,19 @@ class SparseConv2d(SparseLayer):
 
     @classmethod
     def like(cls, module: nn.Conv2d, method: "Method", configs: int | None = None) -> "SparseConv2d":
-        layer = cls(module.in_channels, module.out_channels, module.kernel_size, method, configs,
-                    module.bias is not None, module.stride, module.padding, module.dilation, module.groups,
-                    module.padding_mode)
+        layer = cls(
+            module.in_channels,
+            module.out_channels,
+            module.kernel_size,
+            method,
+            configs,
+            module.bias is not None,
+            module.stride,
+            module.padding,
+            module.dilation,
+            module.groups,
+            module.padding_mode,
+        )
         layer.module_padding = module.padding  # nn.Conv2d's own (a padding mode other than zeros pads apart)
         if module.padding_mode != "zeros":
             layer.pad, layer.padding = module._reversed_padding_repeated_twice, 0
@@ -217,9 +241,17 @@ class SparseConv2d(SparseLayer):
 
     def plain(self) -> nn.Conv2d:
         """An nn.Conv2d with this layer's settings (adrop.strip fills it)."""
-        return nn.Conv2d(self.in_channels, self.out_channels, self.kernel, self.stride,
-                         getattr(self, "module_padding", self.padding), self.dilation, self.groups,
-                         self.bias is not None, self.padding_mode)
+        return nn.Conv2d(
+            self.in_channels,
+            self.out_channels,
+            self.kernel,
+            self.stride,
+            getattr(self, "module_padding", self.padding),
+            self.dilation,
+            self.groups,
+            self.bias is not None,
+            self.padding_mode,
+        )
 
     def product(self, x, weight, bias=None):
         if self.pad is not None:
@@ -228,9 +260,15 @@ class SparseConv2d(SparseLayer):
             return F.conv2d(x, weight, bias, self.stride, self.padding, self.dilation, self.groups)
         K, rows = self.configs, x.shape[0] // self.configs
         x = x.view(K, rows, *x.shape[1:]).transpose(0, 1).reshape(rows, K * x.shape[1], *x.shape[2:])
-        out = F.conv2d(x, weight.reshape(K * self.out_channels, *weight.shape[2:]),
-                       None if bias is None else bias.reshape(-1), self.stride, self.padding, self.dilation,
-                       K * self.groups)
+        out = F.conv2d(
+            x,
+            weight.reshape(K * self.out_channels, *weight.shape[2:]),
+            None if bias is None else bias.reshape(-1),
+            self.stride,
+            self.padding,
+            self.dilation,
+            K * self.groups,
+        )
         shape = (self.out_channels, *out.shape[2:])
         return out.view(rows, K, *shape).transpose(0, 1).reshape(K * rows, *shape)
 
@@ -294,8 +332,10 @@ class Method:
 
     def penalty(self, layers, lam) -> torch.Tensor:
         """sum over layers of lam_scale R_l; the engine multiplies by lam."""
-        return sum(p if layer.lam_scale == 1.0 else layer.lam_scale * p
-                   for layer, p in ((layer, self.layer_penalty(layer, lam)) for layer in layers))
+        return sum(
+            p if layer.lam_scale == 1.0 else layer.lam_scale * p
+            for layer, p in ((layer, self.layer_penalty(layer, lam)) for layer in layers)
+        )
 
     def keep_mask(self, layer: SparseLayer, lam) -> torch.Tensor:
         return layer.weight != 0
@@ -337,8 +377,9 @@ class Method:
         """Called after every optimiser step (step counts from 1); step_size(p) is the step the optimiser just took
         for each coordinate of parameter p (for Adam, lr / (sqrt(v_hat) + eps))."""
 
-    def end_epoch(self, layers, lam, step_size: Callable[[torch.Tensor], torch.Tensor],
-                  validation_batches: int) -> None:
+    def end_epoch(
+        self, layers, lam, step_size: Callable[[torch.Tensor], torch.Tensor], validation_batches: int
+    ) -> None:
         """Called after an epoch's last step, before it is evaluated (and checkpointed); validation_batches is how
         many batches the validation set makes at the run's batch size. Nothing by default: only a method that
         follows a training loop's work between epochs (AdaProx's authors_validation_prox) uses it."""

@@ -9,6 +9,7 @@ a contiguous one. Here the weight's gradient is grad_out^T x, made contiguous (K
 as F.linear's backward makes it. The same products, so the same numbers to rounding (tested against baddbmm's
 autograd, tests/test_stacked_kernels.py).
 """
+
 from __future__ import annotations
 
 import torch

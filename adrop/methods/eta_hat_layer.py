@@ -5,6 +5,7 @@ the paper).
 With structure=neuron, eta = eta_hat(||w_g||) per group and each group's lam is lam sqrt(|g|), the group lasso's
 scaling (Yuan & Lin 2006): the penalty is sum_g sqrt(|g|) Omega(||w_g||), so that layers of long and short groups
 meet one lam on an equal footing (||w_g|| grows like sqrt(|g|))."""
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,7 @@ from .base import Method
 
 @dataclass
 class PenaltyParams:
-    penalty: str = "logsum"   # the penalty Omega whose eta_hat the method uses (`adrop penalty --list`)
+    penalty: str = "logsum"  # the penalty Omega whose eta_hat the method uses (`adrop penalty --list`)
     penalty_params: dict = field(default_factory=dict)  # none: the penalty's defaults (LogSum eps=2)
 
 
@@ -32,8 +33,9 @@ class EtaHatMethod(Method):
         self.pen = trainable_penalty(params.penalty, dict(params.penalty_params))
 
     def keep_probability(self, layer, lam) -> torch.Tensor:
-        return keep_rule.keep_probability(self.pen.eta_hat(layer.group_norm(layer.weight.detach())),
-                                          group_lam(layer, lam))
+        return keep_rule.keep_probability(
+            self.pen.eta_hat(layer.group_norm(layer.weight.detach())), group_lam(layer, lam)
+        )
 
     def keep_statistic(self, layer, lam):
         return "keep_probability", self.keep_probability(layer, lam)
@@ -71,8 +73,9 @@ def trainable_penalty(name: str, params: dict):
         return _on_tensors(pen)
     except ValueError as err:
         usable = [n for n in penalties.names() if _trains(n)]
-        raise ValueError(f"penalty {name!r} has no eta_hat that training can use ({err}); "
-                         f"penalties that train: {', '.join(usable)}") from None
+        raise ValueError(
+            f"penalty {name!r} has no eta_hat that training can use ({err}); penalties that train: {', '.join(usable)}"
+        ) from None
 
 
 def _on_tensors(pen):

@@ -14,6 +14,7 @@ dropout/nn.py), off by default:
     authors_extra_term  their pull lam/2 * c * sum log eta_bar (nn.py near lines 243-245) instead of the paper's
                         lam * c * sum log eta_bar
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -28,10 +29,10 @@ from .eta_hat_layer import PenaltyParams, group_lam, group_weight
 
 @dataclass
 class EtaTrickParams(PenaltyParams):
-    init_log_eta: float = 5.0          # log eta_bar at the start (eta = lam exp(log_eta_bar)), the paper's 5
-    log_eta_weight: float = 1e-3       # c, the pull lam c sum log(eta / lam) that makes eta follow w to sparsity
-    authors_dual: bool = False         # the authors' dual of LogSum (a weaker penalty than the paper's)
-    authors_extra_term: bool = False   # the authors' pull lam/2 c sum log eta_bar (the paper's: lam c ...)
+    init_log_eta: float = 5.0  # log eta_bar at the start (eta = lam exp(log_eta_bar)), the paper's 5
+    log_eta_weight: float = 1e-3  # c, the pull lam c sum log(eta / lam) that makes eta follow w to sparsity
+    authors_dual: bool = False  # the authors' dual of LogSum (a weaker penalty than the paper's)
+    authors_extra_term: bool = False  # the authors' pull lam/2 c sum log eta_bar (the paper's: lam c ...)
 
 
 @register
@@ -64,8 +65,9 @@ class EtaTrick(Method):
         if layer.group_size == 1:
             return 0.5 * layer.total(w * w / eta + self.dual(eta)) + self.c * layer.total(layer.log_eta_bar)
         # per group: ||w_g||^2 / eta_g + f(eta_g), weighted sqrt(|g|) with the pull
-        eta_trick = (0.5 * (layer.total(w * w / eta) + layer.total(self.dual(eta)))
-                     + self.c * layer.total(layer.log_eta_bar))
+        eta_trick = 0.5 * (layer.total(w * w / eta) + layer.total(self.dual(eta))) + self.c * layer.total(
+            layer.log_eta_bar
+        )
         return group_weight(layer) * eta_trick
 
     def keep_probability(self, layer):

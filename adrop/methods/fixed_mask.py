@@ -6,6 +6,7 @@ pruning); for variational dropout it removes the train/test mismatch of a networ
 evaluated without it. Starting without a single zero (a random initialisation) is refused: that would be dense
 training under another name.
 """
+
 import torch
 
 from .base import register
@@ -24,5 +25,7 @@ class FixedMask(Masked):
         for layer in layers:
             layer.mask.copy_(layer.weight != 0)
         if all(bool(layer.mask.all()) for layer in layers):
-            raise ValueError("fixed_mask keeps the zeros of the starting weights and there are none: set "
-                             "init_from=<the folder of a finished run that sparsified>")
+            raise ValueError(
+                "fixed_mask keeps the zeros of the starting weights and there are none: set "
+                "init_from=<the folder of a finished run that sparsified>"
+            )

@@ -10,6 +10,7 @@ structure=neuron: one gate per group (the L0 paper's group sparsity, Sec. 3.1: a
 Conv2d layer's filters), drawn once per minibatch, and each group's P(s_g > 0) counted |g| times, as that paper's
 group penalty does: the regulariser stays the expected number of nonzero weights.
 """
+
 import math
 from dataclasses import dataclass
 
@@ -23,10 +24,10 @@ from .base import Method, noise, register
 
 @dataclass
 class HardConcreteParams:
-    beta: float = 2.0 / 3.0            # the gates' temperature (Louizos et al.)
-    gamma: float = -0.1                # the stretch's lower end
-    zeta: float = 1.1                  # the stretch's upper end
-    init_drop: float = 0.5             # the gates' drop rate at the start: log a = log((1 - p) / p)
+    beta: float = 2.0 / 3.0  # the gates' temperature (Louizos et al.)
+    gamma: float = -0.1  # the stretch's lower end
+    zeta: float = 1.1  # the stretch's upper end
+    init_drop: float = 0.5  # the gates' drop rate at the start: log a = log((1 - p) / p)
     log_a_min: float = math.log(0.01)  # log a clamped to [log_a_min, log_a_max], as in Louizos et al.'s code
     log_a_max: float = math.log(100.0)
 

@@ -1,6 +1,7 @@
 """LogSum: plain gradient descent on data + lam * sum_j Omega(w_j), Omega = log(|w| + eps) by default (the paper's
 LogSum baseline, eq. 1). Any separable closed-form penalty of adrop.penalties can stand in (method.params.penalty).
 structure=neuron: sum_g sqrt(|g|) Omega(||w_g||_2)."""
+
 from .base import register
 from .eta_hat_layer import EtaHatMethod, group_weight
 

@@ -23,6 +23,7 @@ architectures unstructured pruning finds; nor does a floor line up a convolution
 Linear layer after it keeps. So the floor stops a layer from emptying; it does not by itself guarantee a path in
 every network. min_kept=0 switches the floor off.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -32,13 +33,13 @@ from .base import Method, register
 
 @dataclass
 class PruningParams:
-    final_sparsity: float = 0.98   # the fraction of weights (of units' weights, structure=neuron) zeroed in the end
+    final_sparsity: float = 0.98  # the fraction of weights (of units' weights, structure=neuron) zeroed in the end
     initial_sparsity: float = 0.0  # the cubic schedule's start
-    start: float = 0.0        # fraction of training at which pruning starts
-    end: float = 0.5          # ... and reaches final_sparsity
-    frequency: int = 100      # steps between mask updates
-    scope: str = "global"     # "layer": each layer to the target; "global": one threshold over all layers
-    min_kept: int = 1         # each layer keeps at least its min_kept largest weights (groups); 0: no floor
+    start: float = 0.0  # fraction of training at which pruning starts
+    end: float = 0.5  # ... and reaches final_sparsity
+    frequency: int = 100  # steps between mask updates
+    scope: str = "global"  # "layer": each layer to the target; "global": one threshold over all layers
+    min_kept: int = 1  # each layer keeps at least its min_kept largest weights (groups); 0: no floor
 
     def __post_init__(self):
         if not 0 <= self.initial_sparsity <= self.final_sparsity < 1:
@@ -141,20 +142,21 @@ class MagnitudePruning(Masked):
                 layer.mask.copy_(with_floor(~smallest(flat, k), flat, self.params.min_kept).view_as(layer.mask))
 
     def update_group_masks(self, layers, sparsity, rows):
-        rms = [(layer.group_norm(layer.weight) / layer.group_size ** 0.5).reshape(rows, -1) for layer in layers]
+        rms = [(layer.group_norm(layer.weight) / layer.group_size**0.5).reshape(rows, -1) for layer in layers]
         if self.params.scope == "layer":
             for layer, r in zip(layers, rms):
                 keep = ~smallest(r, int(round(sparsity * r.shape[1])))
                 layer.mask.copy_(with_floor(keep, r, self.params.min_kept).view_as(layer.mask))
             return
         magnitudes = torch.cat(rms, dim=1)
-        sizes = torch.cat([torch.full((r.shape[1],), layer.group_size, device=r.device)
-                           for layer, r in zip(layers, rms)])
+        sizes = torch.cat(
+            [torch.full((r.shape[1],), layer.group_size, device=r.device) for layer, r in zip(layers, rms)]
+        )
         order = torch.argsort(magnitudes, dim=1, stable=True)
         dropped = torch.cumsum(sizes[order], dim=1) <= sparsity * sizes.sum()  # the smallest groups, by weights
         drop = torch.zeros_like(magnitudes, dtype=torch.bool).scatter_(1, order, dropped)
         start = 0
         for layer, r in zip(layers, rms):
-            keep = ~drop[:, start:start + r.shape[1]]
+            keep = ~drop[:, start : start + r.shape[1]]
             layer.mask.copy_(with_floor(keep, r, self.params.min_kept).view_as(layer.mask))
             start += r.shape[1]

@@ -24,6 +24,7 @@ zero outputs its v bias whatever it attends to, a constant that out_proj's bias 
 configuration: its host then holds the tensor with a leading axis of K, the method's tensors have it too, and the
 stack, not a parametrization, hands the module its weight.
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,8 +37,9 @@ def stores_inputs_first(module: nn.Module) -> bool:
     """Whether the module holds its weight inputs x outputs: Hugging Face transformers' Conv1D (GPT-2's layers: a
     Linear whose weight is transposed), known by its classes' names so that transformers is never imported. Its rows,
     a group under structure=neuron, are then its input features."""
-    return any(kind.__name__ == "Conv1D" and kind.__module__.startswith("transformers.")
-               for kind in type(module).__mro__)
+    return any(
+        kind.__name__ == "Conv1D" and kind.__module__.startswith("transformers.") for kind in type(module).__mro__
+    )
 
 
 def units_kept(nonzero: torch.Tensor, inputs_first: bool = False) -> tuple[int, int, int, int]:
@@ -66,19 +68,20 @@ class SparseParameter(SparseLayer):
     """The method's view of `host`'s tensor `tensor_name`; `register()` puts it in place. `heads`: the tensor is an
     attention's packed input projection trained by heads (heads_of)."""
 
-    def __init__(self, host: nn.Module, tensor_name: str, method: Method, configs: int | None = None,
-                 heads: int | None = None):
+    def __init__(
+        self, host: nn.Module, tensor_name: str, method: Method, configs: int | None = None, heads: int | None = None
+    ):
         nn.Module.__init__(self)
         self._host = [host]  # a list: the host holds this module, not the other way round
         self.tensor_name = tensor_name
         self.inputs_first = tensor_name == "weight" and stores_inputs_first(host)  # units_kept reads it so
         self.configs, self.method, self.bias = configs, method, None
         lead = () if configs is None else (configs,)
-        stored = tuple(getattr(host, tensor_name).shape)[len(lead):]
+        stored = tuple(getattr(host, tensor_name).shape)[len(lead) :]
         if heads:  # (3E, E) as (3, H, E/H, E), the heads' groups on axis 1 (whatever the host holds it as)
             embed = stored[-1]
             self.shape, self.layout = lead + (3 * embed, embed), lead + (3, heads, embed // heads, embed)
-            self.right_inverse = (lambda value: value.reshape(self.layout))  # the layout stored once registered
+            self.right_inverse = lambda value: value.reshape(self.layout)  # the layout stored once registered
         else:
             self.shape = self.layout = lead + stored
         shape = self.layout

@@ -29,6 +29,7 @@ two ways, each a switch, off by default:
     authors_init    weights N(0, 0.02^2) and biases 0 (their reset_parameters), where adrop keeps the network's own
                     initialisation (PyTorch's for adrop's networks).
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -100,12 +101,12 @@ class AdditiveKL(torch.autograd.Function):
 
 @dataclass
 class VarDropParams:
-    init_log_alpha: float = -5.0       # log eta_bar = 5 as in the paper (vardrop_lr, vardrop)
-    init_log_sigma2: float = -10.0     # Molchanov's initialisation (vardrop_lr_ar)
-    log_alpha_min: float = -10.0       # log alpha clamped to [log_alpha_min, log_alpha_max] (Molchanov's [-8, 8])
+    init_log_alpha: float = -5.0  # log eta_bar = 5 as in the paper (vardrop_lr, vardrop)
+    init_log_sigma2: float = -10.0  # Molchanov's initialisation (vardrop_lr_ar)
+    log_alpha_min: float = -10.0  # log alpha clamped to [log_alpha_min, log_alpha_max] (Molchanov's [-8, 8])
     log_alpha_max: float = 10.0
-    authors_clamp: bool = False        # the authors' clamps (module docstring)
-    authors_init: bool = False         # the authors' initialisation: weights N(0, 0.02^2), biases 0
+    authors_clamp: bool = False  # the authors' clamps (module docstring)
+    authors_init: bool = False  # the authors' initialisation: weights N(0, 0.02^2), biases 0
 
 
 class VarDrop(Method):
@@ -135,8 +136,9 @@ class VarDrop(Method):
     def layer_penalty(self, layer, lam):
         if self.params.authors_clamp:  # the KL of the raw log alpha
             return layer.total(kl_approx_log(-self.log_alpha(layer)))  # log(eta / lam) = -log alpha
-        return ClampedKL.apply(layer.log_alpha_param, self.params.log_alpha_min, self.params.log_alpha_max,
-                               layer.configs is not None)
+        return ClampedKL.apply(
+            layer.log_alpha_param, self.params.log_alpha_min, self.params.log_alpha_max, layer.configs is not None
+        )
 
     def keep_statistic(self, layer, lam):
         return "log_alpha", self.log_alpha(layer).detach()
@@ -168,12 +170,18 @@ class VarDropLRAR(VarDrop):
 
     def log_alpha(self, layer):
         mu = layer.unit_scale if layer.grouped else layer.weight
-        return (layer.log_sigma2 - torch.log(mu * mu + 1e-16)).clamp(self.params.log_alpha_min,
-                                                                      self.params.log_alpha_max)
+        return (layer.log_sigma2 - torch.log(mu * mu + 1e-16)).clamp(
+            self.params.log_alpha_min, self.params.log_alpha_max
+        )
 
     def layer_penalty(self, layer, lam):  # clamped whatever authors_clamp says, as log_alpha
-        return AdditiveKL.apply(layer.unit_scale if layer.grouped else layer.weight, layer.log_sigma2,
-                                self.params.log_alpha_min, self.params.log_alpha_max, layer.configs is not None)
+        return AdditiveKL.apply(
+            layer.unit_scale if layer.grouped else layer.weight,
+            layer.log_sigma2,
+            self.params.log_alpha_min,
+            self.params.log_alpha_max,
+            layer.configs is not None,
+        )
 
     def weight_sample(self, layer):
         """The additive weight-noise form, theta + sigma eps (a group's: theta (mu_g + sigma_g eps_g))."""
@@ -184,8 +192,9 @@ class VarDropLRAR(VarDrop):
 
     def forward(self, layer, x):
         if layer.grouped:
-            return layer.product_with_unit_noise(x, layer.weight, layer.bias, layer.unit_scale,
-                                                 torch.exp(0.5 * layer.log_sigma2))
+            return layer.product_with_unit_noise(
+                x, layer.weight, layer.bias, layer.unit_scale, torch.exp(0.5 * layer.log_sigma2)
+            )
         return self.local_reparameterisation(layer, x, torch.exp(layer.log_sigma2))
 
     def unmasked_weight(self, layer):
@@ -209,8 +218,9 @@ class VarDropLR(VarDrop):
 
     def forward(self, layer, x):
         if layer.grouped:
-            return layer.product_with_unit_noise(x, layer.weight, layer.bias, 1.0,
-                                                 torch.exp(0.5 * self.log_alpha(layer)))
+            return layer.product_with_unit_noise(
+                x, layer.weight, layer.bias, 1.0, torch.exp(0.5 * self.log_alpha(layer))
+            )
         return self.local_reparameterisation(layer, x, self.variance_weight(layer))
 
 

@@ -3,6 +3,7 @@ values for the penalty calculus and differentiable tensors for training (adrop.m
 
     o = ops(x); o.where(x > 0, o.log(x), 0.0)
 """
+
 from __future__ import annotations
 
 import sys

@@ -11,6 +11,7 @@ A separable penalty only states its scalar pieces on x = |w| (`_omega`, `_f`, `_
 computed by the generic machinery of `duality` (Omega and eta_hat by minimising over the dual curve, f by the
 Legendre-Fenchel transform). It must state `_omega` or `_f` (or override `_dual_curve`).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -136,8 +137,10 @@ class Penalty:
         """The closed-form `piece` for torch tensors (training); the numerical routes are NumPy only."""
         if getattr(type(self), piece) is getattr(Penalty, piece):
             closed = ", ".join(n for n, c in REGISTRY.items() if c.separable and c.closed_form)
-            raise TypeError(f"penalty {self.name} has no closed-form {piece.strip('_')}: torch tensors need one "
-                            f"(closed forms: {closed})")
+            raise TypeError(
+                f"penalty {self.name} has no closed-form {piece.strip('_')}: torch tensors need one "
+                f"(closed forms: {closed})"
+            )
         return getattr(self, piece)
 
     # The generic routes, public so that any closed form can be checked against them.

@@ -5,6 +5,7 @@ is f = sum_j alpha_j. Bernoulli masks have E[s] = E[s^2] = alpha, so the unbiase
 eta = lam alpha / (1 - alpha), i.e. f(eta) = alpha = eta / (eta + lam). Omega is a function of the effective weight
 w~ = E[s] w. At lam = 1 it equals MCP(1, 1) (the paper's remark); Omega comes from the generic minimisation.
 """
+
 from __future__ import annotations
 
 import numpy as np

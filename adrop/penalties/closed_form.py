@@ -6,6 +6,7 @@ formulas are written with `ops(x)` so that they also take torch tensors (for tra
 SCAD and MCP carry their own `lam` (the scale in Fan & Li's and Zhang's definitions), as in the table; the
 regularisation weight lambda of L(w) + lambda Omega(w) is separate.
 """
+
 from __future__ import annotations
 
 import numpy as np

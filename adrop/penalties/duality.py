@@ -12,6 +12,7 @@ Both searches run in log scale over [e^-SPAN, e^SPAN] (an eta_hat below 1e-304, 
 out of reach) and also compare the two ends of the dual curve (eta = 0 and
 eta = inf, or the ends of H), so minima at eta = 0 (x = 0) and eta = inf (unpenalised, e.g. MCP beyond a*lam) are exact.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,6 +33,7 @@ def _quiet(fun):
     def wrapped(*args, **kwargs):
         with quiet():
             return fun(*args, **kwargs)
+
     wrapped.__doc__, wrapped.__name__ = fun.__doc__, fun.__name__
     return wrapped
 
@@ -66,8 +68,12 @@ def minimise(objective, t_lo, t_hi, batch: int, grid: int = 160, iters: int = 48
         a, b = np.where(left, a, c), np.where(left, d, b)
         new = np.where(left, b - GOLDEN * (b - a), a + GOLDEN * (b - a))
         f_new = objective(new)
-        c, d, fc, fd = (np.where(left, new, d), np.where(left, c, new),
-                        np.where(left, f_new, fd), np.where(left, fc, f_new))
+        c, d, fc, fd = (
+            np.where(left, new, d),
+            np.where(left, c, new),
+            np.where(left, f_new, fd),
+            np.where(left, fc, f_new),
+        )
     candidates_t = np.concatenate([t_grid[i][:, None], c, d], axis=1)
     candidates_f = np.concatenate([values[rows, i][:, None], fc, fd], axis=1)
     j = np.argmin(np.where(np.isnan(candidates_f), np.inf, candidates_f), axis=1)
@@ -144,6 +150,7 @@ def omega_from_eta_hat(eta_hat, x, knots=()):
 
     `knots` are the |w| where eta_hat has kinks or jumps (SCAD's lam and a*lam, say); eta_hat = inf contributes 0.
     """
+
     def integrand(s):
         e = eta_hat(s)
         return np.where(np.isinf(e), 0.0, s / e)

@@ -6,6 +6,7 @@ weight * (Omega(w) - Omega(0)), the regularisation term shifted to 0 at 0; the w
 LogSum(2), drawn at lambda = 2 beside VariationalDropout as the paper compares them. `curves()` returns the long table
 that `adrop penalty --out` writes as penalties.csv; `draw()` makes the figure from that table.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,8 +34,11 @@ class Curve:
         return pen if self.group_size == 1 else GroupPenalty(pen, self.group_size)
 
     def params_text(self) -> str:
-        return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.penalty().params.items()
-                        if k != "group_size")  # a group's size is said by the title
+        return ",".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in self.penalty().params.items()
+            if k != "group_size"
+        )  # a group's size is said by the title
 
     def title(self) -> str:
         if self.label:
@@ -76,11 +80,15 @@ def curves(specs=PAPER + (HARD_THRESH,), w_max: float = 3.0, points: int = 301, 
         common = {"method": spec.method, "params": spec.params_text(), "weight": spec.weight}
         if pen.separable:
             values = pen.omega_elementwise(x)
-            frames.append(pd.DataFrame({"panel": "separable", **common, "x": x,
-                                        "omega": spec.weight * (values - values[0])}))
+            frames.append(
+                pd.DataFrame({"panel": "separable", **common, "x": x, "omega": spec.weight * (values - values[0])})
+            )
         values = pen.omega(vectors) - pen.omega(np.zeros(dim))
-        frames.append(pd.DataFrame({"panel": "k_sparse", **common, "x": np.arange(1, dim + 1, dtype=float),
-                                    "omega": spec.weight * values}))
+        frames.append(
+            pd.DataFrame(
+                {"panel": "k_sparse", **common, "x": np.arange(1, dim + 1, dtype=float), "omega": spec.weight * values}
+            )
+        )
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
@@ -94,8 +102,9 @@ def draw(table: pd.DataFrame, specs=PAPER + (HARD_THRESH,)):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, spec in enumerate(specs):
-        rows = table[(table.method == spec.method) & (table.params == spec.params_text())
-                     & (table.weight == spec.weight)]
+        rows = table[
+            (table.method == spec.method) & (table.params == spec.params_text()) & (table.weight == spec.weight)
+        ]
         style = {"color": colors[i % 10], "label": spec.title(), "lw": 1.8}
         if spec.method == "bernoulli_l0":  # lies exactly on MCP(1, 1): dash it so both stay visible
             style.update(ls=(0, (4, 3)), lw=2.4)
@@ -106,21 +115,38 @@ def draw(table: pd.DataFrame, specs=PAPER + (HARD_THRESH,)):
         finite = np.isfinite(ks.omega)
         right.plot(ks.x[finite], ks.omega[finite], marker="o", ms=3, **style)
         if (~finite).any():  # HardThresh(k): inf beyond k, drawn as arrows at the top edge
-            right.plot(ks.x[~finite], np.full((~finite).sum(), 1.0), "^", color=style["color"], ms=5,
-                       transform=right.get_xaxis_transform(), clip_on=False)
+            right.plot(
+                ks.x[~finite],
+                np.full((~finite).sum(), 1.0),
+                "^",
+                color=style["color"],
+                ms=5,
+                transform=right.get_xaxis_transform(),
+                clip_on=False,
+            )
     grouped = any(spec.group_size > 1 for spec in specs)
-    left.set(xlabel="||w_g|| (a group's norm)" if grouped else "|w|", ylabel="penalty  lam * (Omega(w) - Omega(0))",
-             xlim=(0, table[table.panel == "separable"].x.max()),
-             ylim=(0, 3.2), title="separable penalties")
-    right.set(xlabel="k (number of nonzero groups)" if grouped else "k (number of nonzeros)",
-              ylabel="penalty of the unit-norm k-sparse " + ("vector of 32 group norms" if grouped else "w in R^32"),
-              ylim=(0, 12), xlim=(0, table[table.panel == "k_sparse"].x.max() + 1),
-              title="unit-norm k-sparse vectors  (^ = infinite)")
+    left.set(
+        xlabel="||w_g|| (a group's norm)" if grouped else "|w|",
+        ylabel="penalty  lam * (Omega(w) - Omega(0))",
+        xlim=(0, table[table.panel == "separable"].x.max()),
+        ylim=(0, 3.2),
+        title="separable penalties",
+    )
+    right.set(
+        xlabel="k (number of nonzero groups)" if grouped else "k (number of nonzeros)",
+        ylabel="penalty of the unit-norm k-sparse " + ("vector of 32 group norms" if grouped else "w in R^32"),
+        ylim=(0, 12),
+        xlim=(0, table[table.panel == "k_sparse"].x.max() + 1),
+        title="unit-norm k-sparse vectors  (^ = infinite)",
+    )
     for ax in (left, right):
         ax.grid(alpha=0.3)
     left.legend(fontsize=7.5, loc="upper left")
-    only_right = [line for line in right.get_lines() if line.get_label() not in
-                  {ln.get_label() for ln in left.get_lines()} and not line.get_label().startswith("_")]
+    only_right = [
+        line
+        for line in right.get_lines()
+        if line.get_label() not in {ln.get_label() for ln in left.get_lines()} and not line.get_label().startswith("_")
+    ]
     if only_right:
         right.legend(handles=only_right, fontsize=7.5, loc="upper left")
     fig.tight_layout()
@@ -153,5 +179,12 @@ def fit_logsum(target, weight: float = 1.0, w_max: float = 3.0, points: int = 60
         return worst, worst / top
 
     fitted, paper = gap(a * np.log1p(w / eps)), gap(2.0 * np.log1p(w / 2.0))
-    return {"eps": eps, "scale": a, "gap": fitted[0], "relative_gap": fitted[1], "paper_gap": paper[0],
-            "paper_relative_gap": paper[1], "w_max": w_max}
+    return {
+        "eps": eps,
+        "scale": a,
+        "gap": fitted[0],
+        "relative_gap": fitted[1],
+        "paper_gap": paper[0],
+        "paper_relative_gap": paper[1],
+        "w_max": w_max,
+    }

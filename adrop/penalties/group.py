@@ -8,6 +8,7 @@ e = eta / c, min over e of r^2 / (2 e) + c f(c e) / 2. So the group penalty has
 
 and a group's keep probability e / (e + lam) is eta_hat(r) / (eta_hat(r) + lam c): the one adrop train uses.
 """
+
 from __future__ import annotations
 
 import math

@@ -10,6 +10,7 @@ Both are functions of the gate parameter, so the dual curve is parameterised by 
 generic minimisation over it. The moments are computed by deterministic Gauss-Legendre quadrature over z in the
 stretch where 0 < s < 1, plus the point masses P(s = 0) and P(s = 1); no Monte Carlo.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,6 +11,7 @@ Two tools, both vectorised and float64:
 Integrals are taken in log s (ds = s dlog s): power-law behaviour at 0 and infinity becomes smooth there, and the
 tails beyond the table are closed with the local power law, exact for g(s) ~ C s^q.
 """
+
 from __future__ import annotations
 
 import numpy as np

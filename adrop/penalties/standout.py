@@ -8,6 +8,7 @@ then carries eta_hat_j = lam exp((z_j)_+) / w2_j^2, w2_j being the outgoing weig
 a smooth approximation of L0 on the activations (lam * Omega does not depend on lam). f comes from the generic
 Legendre-Fenchel transform. Unlike the weight penalties, this is a function of (z)_+, not of |z|.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -7,6 +7,7 @@ ends the end segments' power laws (eta_hat ~ c |w|^k near 0 and at infinity for 
 searchsorted per call. eta_hat(0) = 0, as the calculus has it (a zero weight is dropped). Accepted: separable
 penalties whose eta_hat is finite, positive and nondecreasing on the grid; hard thresholds (0 or inf) are not.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,10 @@ class TabulatedEtaHat:
             raise ValueError(f"penalty {penalty.name!r} is not separable: no eta_hat(|w|) to tabulate")
         eta = np.asarray(penalty.eta_hat(GRID), dtype=np.float64)
         if not (np.all(np.isfinite(eta)) and np.all(eta > 0) and np.all(np.diff(eta) >= 0)):
-            raise ValueError(f"penalty {penalty.name!r}: its eta_hat is not finite, positive and nondecreasing on "
-                             "|w| in [1e-8, 1e4], so it cannot be tabulated for training")
+            raise ValueError(
+                f"penalty {penalty.name!r}: its eta_hat is not finite, positive and nondecreasing on "
+                "|w| in [1e-8, 1e4], so it cannot be tabulated for training"
+            )
         self.penalty, self.name = penalty, penalty.name
         log_w, log_eta = np.log(GRID), np.log(eta)
         slope = np.diff(log_eta) / np.diff(log_w)

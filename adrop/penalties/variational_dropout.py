@@ -11,6 +11,7 @@ fit -KL ~ k1 sigmoid(k2 + k3 log alpha) - 0.5 log(1 + 1/alpha) - k1.
 Omega and eta_hat come from the generic eta-trick minimisation. Near 0, f ~ eta/lam so Omega ~ |w|/sqrt(lam);
 for large eta, f ~ log(eta/lam) so Omega grows like log|w|.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache

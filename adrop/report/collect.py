@@ -9,6 +9,7 @@ read as the runs it reported, so that runs whose folders are gone (a committed t
 found twice (in its folder and in a report, or in two reports) is counted once, its folder's row kept
 (adrop.report.repeats).
 """
+
 from __future__ import annotations
 
 import json
@@ -74,22 +75,31 @@ def _read_run(root: Path, folder: Path) -> dict:
     metrics = pd.read_csv(folder / METRICS_CSV) if (folder / METRICS_CSV).exists() else None
     over = overrides(folder)
     status = summary.get("status") or ("running" if metrics is not None else "pending")
-    row = {"run": str(folder.relative_to(root)) if folder != root else ".",
-           "overrides": " ".join(f"{k}={v}" for k, v in over.items()),
-           "setting": " ".join(f"{k}={v}" for k, v in sorted(over.items()) if k not in NOT_A_SETTING),
-           "status": status,
-           "method": summary.get("method") or over.get("method"),
-           "lam": summary.get("lam"), "lr": summary.get("lr"), "seed": summary.get("seed", _int(over.get("seed"))),
-           "epochs": summary.get("epochs", 0 if metrics is None else int(metrics.epoch.max())),
-           "epochs_planned": summary.get("epochs_planned"),
-           "test_error": summary.get("test_error"), "val_error": summary.get("val_error"),
-           "test_error_unmasked": summary.get("test_error_unmasked"),
-           **{c: summary.get(c) for c in tasks.result_columns(summary) if c not in ("test_error", "val_error")},
-           "nonzero_fraction": summary.get("nonzero_fraction"), "wall_time_s": summary.get("wall_time_s"),
-           "device": summary.get("device"), "code": summary.get("code"), "error": summary.get("error"),
-           "model": summary.get("model") or over.get("model"), "train_limit": summary.get("train_limit"),
-           "structure": summary.get("structure") or over.get("structure") or "weight",
-           "kept_architecture": summary.get("kept_architecture")}
+    row = {
+        "run": str(folder.relative_to(root)) if folder != root else ".",
+        "overrides": " ".join(f"{k}={v}" for k, v in over.items()),
+        "setting": " ".join(f"{k}={v}" for k, v in sorted(over.items()) if k not in NOT_A_SETTING),
+        "status": status,
+        "method": summary.get("method") or over.get("method"),
+        "lam": summary.get("lam"),
+        "lr": summary.get("lr"),
+        "seed": summary.get("seed", _int(over.get("seed"))),
+        "epochs": summary.get("epochs", 0 if metrics is None else int(metrics.epoch.max())),
+        "epochs_planned": summary.get("epochs_planned"),
+        "test_error": summary.get("test_error"),
+        "val_error": summary.get("val_error"),
+        "test_error_unmasked": summary.get("test_error_unmasked"),
+        **{c: summary.get(c) for c in tasks.result_columns(summary) if c not in ("test_error", "val_error")},
+        "nonzero_fraction": summary.get("nonzero_fraction"),
+        "wall_time_s": summary.get("wall_time_s"),
+        "device": summary.get("device"),
+        "code": summary.get("code"),
+        "error": summary.get("error"),
+        "model": summary.get("model") or over.get("model"),
+        "train_limit": summary.get("train_limit"),
+        "structure": summary.get("structure") or over.get("structure") or "weight",
+        "kept_architecture": summary.get("kept_architecture"),
+    }
     task = summary.get("task") or over.get("task") or "classification"
     if task != "classification":  # a column only where some run is of another task
         row["task"] = task
@@ -105,9 +115,14 @@ def _read_run(root: Path, folder: Path) -> dict:
         row[key] = value
     params = summary.get("parameters") or {}
     if params:  # the whole network, the parameters trained densely counted in (nonzero_fraction: the sparsified)
-        row.update({"network_parameters": params["total"], "network_nonzero_fraction": params["nonzero_fraction"],
-                    "dense_parameters": params["dense"],
-                    "dense_module_parameters": sum((params.get("dense_modules") or {}).values())})
+        row.update(
+            {
+                "network_parameters": params["total"],
+                "network_nonzero_fraction": params["nonzero_fraction"],
+                "dense_parameters": params["dense"],
+                "dense_module_parameters": sum((params.get("dense_modules") or {}).values()),
+            }
+        )
     for name, layer in (summary.get("layers") or {}).items():
         row[f"nonzero_{name}"] = layer["fraction"]
     if not summary.get("layers") and (folder / LAYERS_CSV).exists():
@@ -119,11 +134,43 @@ def _read_run(root: Path, folder: Path) -> dict:
     return row
 
 
-ROW_COLUMNS = ["run", "overrides", "setting", "status", "method", "lam", "lr", "seed", "epochs", "epochs_planned",
-               "test_error", "val_error", "test_error_unmasked", "nonzero_fraction", "wall_time_s", "device", "code",
-               "error", "model", "train_limit", "structure", "kept_architecture"]  # read_run's, before cost and layers
-TEXT_COLUMNS = ["run", "overrides", "setting", "status", "method", "device", "code", "error", "model", "structure",
-                "kept_architecture"]
+ROW_COLUMNS = [
+    "run",
+    "overrides",
+    "setting",
+    "status",
+    "method",
+    "lam",
+    "lr",
+    "seed",
+    "epochs",
+    "epochs_planned",
+    "test_error",
+    "val_error",
+    "test_error_unmasked",
+    "nonzero_fraction",
+    "wall_time_s",
+    "device",
+    "code",
+    "error",
+    "model",
+    "train_limit",
+    "structure",
+    "kept_architecture",
+]  # read_run's, before cost and layers
+TEXT_COLUMNS = [
+    "run",
+    "overrides",
+    "setting",
+    "status",
+    "method",
+    "device",
+    "code",
+    "error",
+    "model",
+    "structure",
+    "kept_architecture",
+]
 
 
 def _csv_or_none(path: Path) -> pd.DataFrame | None:
@@ -221,8 +268,10 @@ def results(roots) -> pd.DataFrame:
     reports = [r for r in roots if is_report(r)]
     folders = sorted({f for r in roots if r not in reports for f in run_folders(r.resolve() if several else r)})
     if not folders and not reports:
-        raise FileNotFoundError(f"no run folders under {', '.join(map(str, roots))} "
-                                f"(looked for {', '.join(RUN_FILES)}, or an earlier report's {RESULTS_CSV})")
+        raise FileNotFoundError(
+            f"no run folders under {', '.join(map(str, roots))} "
+            f"(looked for {', '.join(RUN_FILES)}, or an earlier report's {RESULTS_CSV})"
+        )
     names_from = base(roots)
     reported, found, skipped = [], [], []
     for report in reports:
@@ -254,8 +303,9 @@ def with_models_told_apart(table: pd.DataFrame) -> pd.DataFrame:
         return table
     named = table.setting.fillna("").str.contains(r"(?:^| )model=", regex=True)
     add = table.model.notna() & ~named
-    setting = table.setting.fillna("").where(~add, ("model=" + table.model.fillna("") + " "
-                                                    + table.setting.fillna("")).str.strip())
+    setting = table.setting.fillna("").where(
+        ~add, ("model=" + table.model.fillna("") + " " + table.setting.fillna("")).str.strip()
+    )
     return table.assign(setting=setting)
 
 
@@ -269,16 +319,21 @@ def labels(table: pd.DataFrame) -> pd.Series:
         table = table.assign(length=table.epochs if "epochs" in table else None)
     out = table.method.copy()
     for method, rows in table.groupby("method"):
-        parts = [(key, rows[key].map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)))
-                 for key in ("lam", "lr") if rows[key].nunique(dropna=False) > 1]
+        parts = [
+            (key, rows[key].map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)))
+            for key in ("lam", "lr")
+            if rows[key].nunique(dropna=False) > 1
+        ]
         if rows.length.nunique(dropna=False) > 1:
             parts.append(("epochs", rows.length.map(lambda v: "?" if pd.isna(v) else str(int(v)))))
         if rows.setting.nunique() > 1:
             short = rows.setting.map(short_paths)
             parts.append(("", short if short.nunique() == rows.setting.nunique() else rows.setting))
         if parts:
-            text = [" ".join((f"{k}={v}" if k else v) for (k, _), v in zip(parts, values) if v)
-                    for values in zip(*(col for _, col in parts))]
+            text = [
+                " ".join((f"{k}={v}" if k else v) for (k, _), v in zip(parts, values) if v)
+                for values in zip(*(col for _, col in parts))
+            ]
             out.loc[rows.index] = [f"{method} ({t})" for t in text]
     return out
 
@@ -296,10 +351,12 @@ def _without_paths(setting: str) -> str:
 
 def short_paths(setting: str) -> str:
     """A setting with every path value (init_from=a/b/c) cut to its last folder, for legends."""
+
     def cut(item):
         key, eq, value = item.partition("=")
         value = value.strip("'\"").rstrip("/")
         return f"{key}=.../{value.rsplit('/', 1)[1]}" if eq and "/" in value else item
+
     return " ".join(cut(item) for item in setting.split(" "))
 
 

@@ -8,6 +8,7 @@ seed twice, several settings of a method, which cannot be paired). A p-value is 
 Either side is a sweep or run folder (its runs) or a results.csv (`adrop report`'s, its runs' folders gone). Used to
 show that a change of the reference engine moved no result (docs/results/).
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,20 @@ from pathlib import Path
 import pandas as pd
 
 METRICS = ("test_error", "val_error", "nonzero_fraction")
-COLUMNS = ["method", "metric", "runs_old", "runs_new", "mean_old", "std_old", "mean_new", "std_new", "difference",
-           "welch_p", "pairs", "paired_p"]
+COLUMNS = [
+    "method",
+    "metric",
+    "runs_old",
+    "runs_new",
+    "mean_old",
+    "std_old",
+    "mean_new",
+    "std_new",
+    "difference",
+    "welch_p",
+    "pairs",
+    "paired_p",
+]
 
 
 def completed(source: Path) -> pd.DataFrame:
@@ -53,11 +66,22 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
                     paired = p_value(stats.ttest_rel, px, py)
                 elif px.std() > 0:  # the runs vary, and not one pair differs
                     paired = 1.0
-            rows.append({"method": method, "metric": metric, "runs_old": len(x), "runs_new": len(y),
-                         "mean_old": x.mean(), "std_old": x.std(), "mean_new": y.mean(), "std_new": y.std(),
-                         "difference": y.mean() - x.mean(),
-                         "welch_p": p_value(lambda u, v: stats.ttest_ind(u, v, equal_var=False), x, y),
-                         "pairs": len(seeds), "paired_p": paired})
+            rows.append(
+                {
+                    "method": method,
+                    "metric": metric,
+                    "runs_old": len(x),
+                    "runs_new": len(y),
+                    "mean_old": x.mean(),
+                    "std_old": x.std(),
+                    "mean_new": y.mean(),
+                    "std_new": y.std(),
+                    "difference": y.mean() - x.mean(),
+                    "welch_p": p_value(lambda u, v: stats.ttest_ind(u, v, equal_var=False), x, y),
+                    "pairs": len(seeds),
+                    "paired_p": paired,
+                }
+            )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -26,6 +26,7 @@ Prints the page's two tables in markdown (mean ± std over seeds). The margin is
 the tests, so seeds trained in separate batches (whose run folders are gone) are tested together; a seed of a group
 found twice is refused.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,16 @@ from adrop.report import collect
 from adrop.train import run_files
 
 FILES = ["differences.csv", "tost.csv", "jaccard.csv"]
-OVERLAP_COLUMNS = ["group", "reference", "seed", "layer", "kept_reference", "kept_other", "jaccard",
-                   "jaccard_if_independent"]
+OVERLAP_COLUMNS = [
+    "group",
+    "reference",
+    "seed",
+    "layer",
+    "kept_reference",
+    "kept_other",
+    "jaccard",
+    "jaccard_if_independent",
+]
 
 
 def tost(differences, margin: float) -> dict:
@@ -60,9 +69,21 @@ def tost(differences, margin: float) -> dict:
     else:  # no spread: equivalent exactly when the one difference lies inside the margin
         p_lower, p_upper = float(mean <= -margin), float(mean >= margin)
     p = max(p_lower, p_upper)
-    return {"n": n, "mean": mean, "std": std, "ci95_low": ci95[0], "ci95_high": ci95[1], "ci90_low": ci90[0],
-            "ci90_high": ci90[1], "margin": margin, "p_lower": p_lower, "p_upper": p_upper, "p_tost": p,
-            "equivalent": bool(p < 0.05), "smallest_margin": max(abs(ci90[0]), abs(ci90[1]))}
+    return {
+        "n": n,
+        "mean": mean,
+        "std": std,
+        "ci95_low": ci95[0],
+        "ci95_high": ci95[1],
+        "ci90_low": ci90[0],
+        "ci90_high": ci90[1],
+        "margin": margin,
+        "p_lower": p_lower,
+        "p_upper": p_upper,
+        "p_tost": p,
+        "equivalent": bool(p < 0.05),
+        "smallest_margin": max(abs(ci90[0]), abs(ci90[1])),
+    }
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> dict:
@@ -71,9 +92,12 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> dict:
     union = np.logical_or(ka, kb).sum()
     pa, pb = ka.mean(), kb.mean()
     independent = pa * pb / (pa + pb - pa * pb) if pa + pb > 0 else float("nan")
-    return {"kept_reference": int(ka.sum()), "kept_other": int(kb.sum()),
-            "jaccard": np.logical_and(ka, kb).sum() / union if union else float("nan"),
-            "jaccard_if_independent": independent}
+    return {
+        "kept_reference": int(ka.sum()),
+        "kept_other": int(kb.sum()),
+        "jaccard": np.logical_and(ka, kb).sum() / union if union else float("nan"),
+        "jaccard_if_independent": independent,
+    }
 
 
 def load_weights(folder: Path) -> dict[str, np.ndarray]:
@@ -89,8 +113,10 @@ def pair_runs(table: pd.DataFrame, base: Path, reference: str):
     if reference not in names:  # a method name with one group
         matching = sorted(set(table[table.method == reference].label))
         if len(matching) != 1:
-            raise ValueError(f"--reference {reference!r} names {len(matching)} groups of completed runs; "
-                             f"the groups: {', '.join(sorted(names))}")
+            raise ValueError(
+                f"--reference {reference!r} names {len(matching)} groups of completed runs; "
+                f"the groups: {', '.join(sorted(names))}"
+            )
         reference = matching[0]
     for label, rows in table.groupby("label"):
         if rows.seed.duplicated().any():
@@ -103,18 +129,31 @@ def pair_runs(table: pd.DataFrame, base: Path, reference: str):
         if not seeds:
             print(f"equivalence: {label}: no seed in common with the reference, skipped", file=sys.stderr)
             continue
-        pair = pd.DataFrame({"group": label, "reference": reference, "seed": seeds,
-                             "test_error_reference": ref.loc[seeds, "test_error"].to_numpy(float),
-                             "test_error_other": rows.loc[seeds, "test_error"].to_numpy(float),
-                             "nonzero_reference": ref.loc[seeds, "nonzero_fraction"].to_numpy(float),
-                             "nonzero_other": rows.loc[seeds, "nonzero_fraction"].to_numpy(float)})
+        pair = pd.DataFrame(
+            {
+                "group": label,
+                "reference": reference,
+                "seed": seeds,
+                "test_error_reference": ref.loc[seeds, "test_error"].to_numpy(float),
+                "test_error_other": rows.loc[seeds, "test_error"].to_numpy(float),
+                "nonzero_reference": ref.loc[seeds, "nonzero_fraction"].to_numpy(float),
+                "nonzero_other": rows.loc[seeds, "nonzero_fraction"].to_numpy(float),
+            }
+        )
         pair["difference"] = pair.test_error_other - pair.test_error_reference
         differences.append(pair)
         for seed in seeds:
             wa, wb = load_weights(base / ref.loc[seed, "run"]), load_weights(base / rows.loc[seed, "run"])
             for layer in sorted(set(wa) & set(wb)):
-                overlaps.append({"group": label, "reference": reference, "seed": seed, "layer": layer,
-                                 **jaccard(wa[layer], wb[layer])})
+                overlaps.append(
+                    {
+                        "group": label,
+                        "reference": reference,
+                        "seed": seed,
+                        "layer": layer,
+                        **jaccard(wa[layer], wb[layer]),
+                    }
+                )
     if not differences:
         raise ValueError("no group shares a seed with the reference")
     return pd.concat(differences, ignore_index=True), pd.DataFrame(overlaps, columns=OVERLAP_COLUMNS)
@@ -128,19 +167,25 @@ def pool(differences: pd.DataFrame, overlaps: pd.DataFrame, earlier: list[Path])
     for folder in earlier:
         before = pd.read_csv(folder / "differences.csv")
         if set(before.reference) != reference:
-            raise ValueError(f"{folder}: its reference {', '.join(sorted(set(before.reference)))!r} is not the "
-                             f"runs' {', '.join(sorted(reference))!r}")
+            raise ValueError(
+                f"{folder}: its reference {', '.join(sorted(set(before.reference)))!r} is not the "
+                f"runs' {', '.join(sorted(reference))!r}"
+            )
         if set(before.group) - groups:
             raise ValueError(f"{folder}: its group {sorted(set(before.group) - groups)[0]!r} is none of the runs'")
         differences = pd.concat([before, differences], ignore_index=True)
         overlaps = pd.concat([pd.read_csv(folder / "jaccard.csv"), overlaps], ignore_index=True)
     twice = differences[differences.duplicated(["group", "seed"])]
     if not twice.empty:
-        raise ValueError(f"seed {twice.seed.iloc[0]} of {twice.group.iloc[0]!r} is both in the runs and in --pool "
-                         f"(or twice in --pool)")
+        raise ValueError(
+            f"seed {twice.seed.iloc[0]} of {twice.group.iloc[0]!r} is both in the runs and in --pool "
+            f"(or twice in --pool)"
+        )
     order = ["group", "reference", "seed"]
-    return (differences.sort_values(order, ignore_index=True),
-            overlaps.sort_values(order + ["layer"], ignore_index=True) if not overlaps.empty else overlaps)
+    return (
+        differences.sort_values(order, ignore_index=True),
+        overlaps.sort_values(order + ["layer"], ignore_index=True) if not overlaps.empty else overlaps,
+    )
 
 
 def summarise(differences: pd.DataFrame, margin: float) -> pd.DataFrame:
@@ -159,27 +204,42 @@ def summarise(differences: pd.DataFrame, margin: float) -> pd.DataFrame:
 def markdown(differences: pd.DataFrame, summary: pd.DataFrame, overlaps: pd.DataFrame) -> str:
     """The two tables of a results page: test errors with the tests (in points: percent of test error), and the
     sparsity and per-layer overlap (mean ± std over seeds)."""
+
     def pm(values, scale=1.0, digits=2):
         return f"{scale * values.mean():.{digits}f} ± {scale * values.std(ddof=1):.{digits}f}"
-    lines = ["| group | seeds | its test error (%) | the reference's (%) | paired difference (points) | 95% interval "
-             "| 90% interval | TOST p | smallest margin supported (points) |", "|---|---|---|---|---|---|---|---|---|"]
+
+    lines = [
+        "| group | seeds | its test error (%) | the reference's (%) | paired difference (points) | 95% interval "
+        "| 90% interval | TOST p | smallest margin supported (points) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in summary.iterrows():
         d = differences[differences.group == r.group]
-        lines.append(f"| {r.group} | {r.n} | {pm(d.test_error_other, 100)} | {pm(d.test_error_reference, 100)} | "
-                     f"{100 * r['mean']:+.2f} ± {100 * r['std']:.2f} | "
-                     f"[{100 * r.ci95_low:+.2f}, {100 * r.ci95_high:+.2f}] "
-                     f"| [{100 * r.ci90_low:+.2f}, {100 * r.ci90_high:+.2f}] | {r.p_tost:.3f} | "
-                     f"{100 * r.smallest_margin:.2f} |")
+        lines.append(
+            f"| {r.group} | {r.n} | {pm(d.test_error_other, 100)} | {pm(d.test_error_reference, 100)} | "
+            f"{100 * r['mean']:+.2f} ± {100 * r['std']:.2f} | "
+            f"[{100 * r.ci95_low:+.2f}, {100 * r.ci95_high:+.2f}] "
+            f"| [{100 * r.ci90_low:+.2f}, {100 * r.ci90_high:+.2f}] | {r.p_tost:.3f} | "
+            f"{100 * r.smallest_margin:.2f} |"
+        )
     layers = sorted(set(overlaps.layer))
-    lines += ["", "| group | nonzero (its) | nonzero (the reference's) | " + " | ".join(f"{layer} Jaccard" for layer in
-                                                                             layers) + " | independent draws |",
-              "|---|---|---|" + "---|" * len(layers) + "---|"]
+    lines += [
+        "",
+        "| group | nonzero (its) | nonzero (the reference's) | "
+        + " | ".join(f"{layer} Jaccard" for layer in layers)
+        + " | independent draws |",
+        "|---|---|---|" + "---|" * len(layers) + "---|",
+    ]
     for group in summary.group:
         d, o = differences[differences.group == group], overlaps[overlaps.group == group]
         by_layer = [o[o.layer == layer] for layer in layers]
-        lines.append(f"| {group} | {pm(d.nonzero_other, digits=4)} | {pm(d.nonzero_reference, digits=4)} | "
-                     + " | ".join(pm(x.jaccard, digits=3) for x in by_layer) + " | "
-                     + " / ".join(f"{x.jaccard_if_independent.mean():.3f}" for x in by_layer) + " |")
+        lines.append(
+            f"| {group} | {pm(d.nonzero_other, digits=4)} | {pm(d.nonzero_reference, digits=4)} | "
+            + " | ".join(pm(x.jaccard, digits=3) for x in by_layer)
+            + " | "
+            + " / ".join(f"{x.jaccard_if_independent.mean():.3f}" for x in by_layer)
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -215,11 +275,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sweeps", type=Path, nargs="+")
     parser.add_argument("--reference", required=True, help="the label (or method) of the reference group")
-    parser.add_argument("--margin", type=float, default=0.001,
-                        help="equivalence margin in test error (0.001: 0.1 points)")
+    parser.add_argument(
+        "--margin", type=float, default=0.001, help="equivalence margin in test error (0.001: 0.1 points)"
+    )
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--pool", type=Path, action="append", default=[], metavar="EARLIER_OUT",
-                        help="an earlier --out folder whose per-seed rows join the new runs' (repeatable)")
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="EARLIER_OUT",
+        help="an earlier --out folder whose per-seed rows join the new runs' (repeatable)",
+    )
     args = parser.parse_args(argv)
     try:
         text, written = run(args.sweeps, args.reference, args.margin, args.out, args.pool)

@@ -11,6 +11,7 @@ differ only in a path (init_from=...) share their setting's colour, legend entry
 Log axes are labelled at any range (a narrow one gets plain ticks), epochs are integers, and the paper's points
 take the colour of their method.
 """
+
 from __future__ import annotations
 
 import matplotlib
@@ -26,7 +27,7 @@ from adrop.train.tasks import result_columns  # noqa: E402
 from .collect import groups  # noqa: E402
 from .collect import labels as run_labels
 
-MARKERS = "osD^vP"   # past 20 labels the colours come round again, each time with the next marker and line style
+MARKERS = "osD^vP"  # past 20 labels the colours come round again, each time with the next marker and line style
 LINES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
 
 
@@ -36,8 +37,10 @@ def _styles(methods):
     names = sorted(methods)
     n = 10 if len(names) <= 10 else 20
     cmap = (plt.cm.tab10 if n == 10 else plt.cm.tab20)(np.arange(n))
-    return {m: {"color": cmap[i % n], "marker": MARKERS[i // n % len(MARKERS)], "ls": LINES[i // n % len(LINES)]}
-            for i, m in enumerate(names)}
+    return {
+        m: {"color": cmap[i % n], "marker": MARKERS[i // n % len(MARKERS)], "ls": LINES[i // n % len(LINES)]}
+        for i, m in enumerate(names)
+    }
 
 
 def log_ticks(axis, lo: float, hi: float) -> None:
@@ -81,13 +84,29 @@ def figure2(table, histories, path):
         label = r.method if r.method not in seen else None
         seen.add(r.method)
         style = styles[r.method]
-        ax.plot(metrics.nonzero_fraction, metrics[val] * scale, color=style["color"], ls=style["ls"], lw=1.2,
-                alpha=0.85, label=label)
-        ax.plot(metrics.nonzero_fraction.iloc[-1], metrics[val].iloc[-1] * scale, style["marker"],
-                color=style["color"], ms=5)
+        ax.plot(
+            metrics.nonzero_fraction,
+            metrics[val] * scale,
+            color=style["color"],
+            ls=style["ls"],
+            lw=1.2,
+            alpha=0.85,
+            label=label,
+        )
+        ax.plot(
+            metrics.nonzero_fraction.iloc[-1],
+            metrics[val].iloc[-1] * scale,
+            style["marker"],
+            color=style["color"],
+            ms=5,
+        )
     name = "error (%)" if shown == "error" else shown
-    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel=f"validation {name}",
-           title=f"validation {shown} against sparsity over training (masked)")
+    ax.set(
+        xscale="log",
+        xlabel="fraction of nonzero weights",
+        ylabel=f"validation {name}",
+        title=f"validation {shown} against sparsity over training (masked)",
+    )
     ax.grid(alpha=0.3, which="both")
     if not seen:
         ax.text(0.5, 0.5, "no training histories (metrics.csv) yet", transform=ax.transAxes, ha="center")
@@ -102,25 +121,43 @@ def pareto(table, path, reference=None, published=()):
     styles = _styles(table.group.dropna().unique())
     fig, ax = plt.subplots(figsize=(8, 5))
     # the runs' task's first test metric: the error, else (a regression, a language model) its own
-    column = next((c for c in result_columns(done.columns) if c.startswith("test_")
-                   and pd.to_numeric(done[c], errors="coerce").notna().any()), "test_error")
+    column = next(
+        (
+            c
+            for c in result_columns(done.columns)
+            if c.startswith("test_") and pd.to_numeric(done[c], errors="coerce").notna().any()
+        ),
+        "test_error",
+    )
     scale = 100 if column == "test_error" else 1
     for group, rows in done.groupby("group"):
         color, marker = styles[group]["color"], styles[group]["marker"]
         ax.plot(rows.nonzero_fraction, rows[column] * scale, marker, color=color, alpha=0.5, ms=4)
         for i, (_, setting) in enumerate(rows.groupby("method")):  # the mean over seeds of each setting
-            ax.plot(setting.nonzero_fraction.mean(), setting[column].mean() * scale, marker, color=color, ms=9,
-                    label=group if i == 0 else None, markeredgecolor="k")
+            ax.plot(
+                setting.nonzero_fraction.mean(),
+                setting[column].mean() * scale,
+                marker,
+                color=color,
+                ms=9,
+                label=group if i == 0 else None,
+                markeredgecolor="k",
+            )
     if reference is not None:  # published points, for comparison, in the colour of their method
         for _, r in reference.iterrows():
             ax.plot(r.nonzero_fraction, r.test_error * 100, "x", color=paper_colour(table, styles, r), ms=8, mew=2)
         ax.plot([], [], "x", color="gray", mew=2, label="paper (x, the colour of its method)")
     for i, (name, err, nonzero) in enumerate(published):
-        ax.plot(nonzero, err * 100, "*P^vD"[i % 5], color="k", ms=11, mfc="none" if i else "k",
-                label=f"{name}, published")
+        ax.plot(
+            nonzero, err * 100, "*P^vD"[i % 5], color="k", ms=11, mfc="none" if i else "k", label=f"{name}, published"
+        )
     shown = "test error (%)" if column == "test_error" else column.replace("_", " ")
-    ax.set(xscale="log", xlabel="fraction of nonzero weights", ylabel=shown,
-           title=f"final {shown.removesuffix(' (%)')} against sparsity (masked; lower left is better)")
+    ax.set(
+        xscale="log",
+        xlabel="fraction of nonzero weights",
+        ylabel=shown,
+        title=f"final {shown.removesuffix(' (%)')} against sparsity (masked; lower left is better)",
+    )
     ax.grid(alpha=0.3, which="both")
     _finish(fig, ax, path)
 
@@ -139,14 +176,31 @@ def layers(table, histories, path):
     """Each layer's fraction of nonzero weights over epochs (layer_figures)."""
     from . import layer_figures
 
-    layer_figures.save(layer_figures.draw(table, histories, "nonzero_fraction", "fraction nonzero",
-                                          "fraction nonzero (log)", "fraction of nonzero weights per layer"), path)
+    layer_figures.save(
+        layer_figures.draw(
+            table,
+            histories,
+            "nonzero_fraction",
+            "fraction nonzero",
+            "fraction nonzero (log)",
+            "fraction of nonzero weights per layer",
+        ),
+        path,
+    )
 
 
 def units(table, histories, path):
     """The units each layer keeps over epochs, a conv layer's filters (layer_figures)."""
     from . import layer_figures
 
-    layer_figures.save(layer_figures.draw(table, histories, layer_figures.UNITS, "units kept (conv: filters)",
-                                          "fraction of the layer's units kept", "units kept per layer (conv: filters)"),
-                       path)
+    layer_figures.save(
+        layer_figures.draw(
+            table,
+            histories,
+            layer_figures.UNITS,
+            "units kept (conv: filters)",
+            "fraction of the layer's units kept",
+            "units kept per layer (conv: filters)",
+        ),
+        path,
+    )

@@ -11,6 +11,7 @@
 - Titles are wrapped and shortened to their panel's width, without the model their section names; matplotlib's
   constrained layout gives titles, legends and colour bars their own room.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -120,8 +121,9 @@ def heat_norm(matrices, column: str):
 def draw_heat(ax, matrix: pd.DataFrame, norm):
     shown = matrix.to_numpy(dtype=float)
     shown = np.where(np.isnan(shown), np.nan, np.maximum(shown, norm.vmin))  # below the scale: its darkest colour
-    mesh = ax.pcolormesh(edges(matrix.columns), np.arange(len(matrix) + 1), np.ma.masked_invalid(shown),
-                         cmap="viridis", norm=norm)
+    mesh = ax.pcolormesh(
+        edges(matrix.columns), np.arange(len(matrix) + 1), np.ma.masked_invalid(shown), cmap="viridis", norm=norm
+    )
     ax.set_ylim(len(matrix), 0)  # the first layer on top
     return mesh
 
@@ -129,8 +131,9 @@ def draw_heat(ax, matrix: pd.DataFrame, norm):
 def draw_lines(ax, runs: list[pd.DataFrame], column: str, colors: dict):
     for rows in runs:
         for name, layer in rows.groupby("layer", sort=False):
-            ax.plot(layer.epoch, layer[column], color=colors[name], lw=1.2, alpha=0.85 if len(runs) > 1 else 1.0,
-                    label=name)
+            ax.plot(
+                layer.epoch, layer[column], color=colors[name], lw=1.2, alpha=0.85 if len(runs) > 1 else 1.0, label=name
+            )
     ax.set_yscale("log")
     ax.grid(alpha=0.3, which="both")
 
@@ -141,20 +144,28 @@ def draw_section(subfig, model: str, order, panels: dict, column: str, label: st
     cols = min(COLUMNS, len(panels))
     rows_n = -(-len(panels) // cols)
     axes = subfig.subplots(rows_n, cols, squeeze=False, sharey=True)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.remove()
-    used = list(axes.flat[:len(panels)])
+    used = list(axes.flat[: len(panels)])
     if heat:
         matrices = [mean_matrix(runs, column, order) for runs in panels.values()]
         norm = heat_norm(matrices, column)
         for ax, matrix in zip(used, matrices):
             mesh = draw_heat(ax, matrix, norm)
-        used[0].set_yticks(np.arange(len(order)) + 0.5, labels=list(order),  # shared: the first column shows them
-                           fontsize=max(4.0, min(7.0, 160 / len(order))))
+        used[0].set_yticks(
+            np.arange(len(order)) + 0.5,
+            labels=list(order),  # shared: the first column shows them
+            fontsize=max(4.0, min(7.0, 160 / len(order))),
+        )
         for ax in used:
             ax.tick_params(axis="y", length=0)
-        bar = subfig.colorbar(mesh, ax=used, shrink=min(1.0, 0.9 / rows_n + 0.1), aspect=30,
-                              extend="min" if isinstance(norm, LogNorm) else "neither")
+        bar = subfig.colorbar(
+            mesh,
+            ax=used,
+            shrink=min(1.0, 0.9 / rows_n + 0.1),
+            aspect=30,
+            extend="min" if isinstance(norm, LogNorm) else "neither",
+        )
         bar.set_label(heat_label, fontsize=8)
         if isinstance(norm, LogNorm):
             log_ticks(bar.ax.yaxis, norm.vmin, norm.vmax)
@@ -164,8 +175,7 @@ def draw_section(subfig, model: str, order, panels: dict, column: str, label: st
         for ax, runs in zip(used, panels.values()):
             draw_lines(ax, runs, column, colors)
         handles = [plt.Line2D([], [], color=colors[name], lw=1.5) for name in order]
-        subfig.legend(handles, list(order), loc="outside right upper", fontsize=7, title="layer",
-                      title_fontsize=7)
+        subfig.legend(handles, list(order), loc="outside right upper", fontsize=7, title="layer", title_fontsize=7)
         log_ticks(used[0].yaxis, *used[0].get_ylim())  # shared by the section's panels
     for i, (ax, (group, runs)) in enumerate(zip(used, panels.items())):
         ax.set_title(panel_title(group, model, len(runs), heat), fontsize=TITLE_SIZE)

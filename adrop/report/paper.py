@@ -4,6 +4,7 @@ points of the sparsification literature, for comparison in reports.
 Caveat: for the non-VarDrop methods the authors' evaluation did not apply the sparsity
 mask, so their test errors are those of unmasked networks while their sparsity counts alpha < 0.05.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -40,6 +41,16 @@ def published(models) -> list[tuple[str, float, float]]:
 
 
 def table() -> pd.DataFrame:
-    return pd.DataFrame([{"method": m, "lam": lam, "lr": lr, "test_error": err, "nonzero_fraction": nz,
-                          **{f"nonzero_{name}": v for name, v in zip(LAYERS, layers)}}
-                         for m, lam, lr, err, nz, layers in ROWS])
+    return pd.DataFrame(
+        [
+            {
+                "method": m,
+                "lam": lam,
+                "lr": lr,
+                "test_error": err,
+                "nonzero_fraction": nz,
+                **{f"nonzero_{name}": v for name, v in zip(LAYERS, layers)},
+            }
+            for m, lam, lr, err, nz, layers in ROWS
+        ]
+    )

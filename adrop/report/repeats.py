@@ -5,6 +5,7 @@ overrides, method, lam, lr, seed, epochs, test error and wall time (the runs of 
 their overrides tell them apart). A run without a wall time (failed, stopped, still training): its overrides, status,
 error, epochs and last validation error. Rows of one report are never matched with each other: it holds each run once.
 """
+
 from __future__ import annotations
 
 import numbers

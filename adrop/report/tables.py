@@ -20,6 +20,7 @@ any mix of runs (at most 23 columns):
 - with --paper, the paper's test error, nonzero and per-layer fractions beside its own rows.
 Runs that are not completed are listed below the table with their status (and, for failed ones, the error).
 """
+
 from __future__ import annotations
 
 import math
@@ -74,23 +75,45 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     units = lost_units(done)
     if units and "compact_macs" in done:
         costs.append("compact_macs")
-    unmasked = (["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any()
-                else [])
+    unmasked = (
+        ["test_error_unmasked"] if "test_error_unmasked" in done and done.test_error_unmasked.notna().any() else []
+    )
     # the whole network's nonzero fraction where modules other than the sparse layers train densely (a GRU, norms)
-    network = (["network_nonzero_fraction"] if "dense_module_parameters" in done
-               and (pd.to_numeric(done.dense_module_parameters) > 0).any() else [])
+    network = (
+        ["network_nonzero_fraction"]
+        if "dense_module_parameters" in done and (pd.to_numeric(done.dense_module_parameters) > 0).any()
+        else []
+    )
     present = [c for c in tasks.result_columns(done.columns) if pd.to_numeric(done[c], errors="coerce").notna().any()]
     # the tasks' metrics the runs have (a classifier's error always, where no run has another task's)
-    results = present if set(present) - {"test_error", "val_error"} else \
-        [c for c in tasks.result_columns(done.columns) if c in ("test_error", "val_error")]
+    results = (
+        present
+        if set(present) - {"test_error", "val_error"}
+        else [c for c in tasks.result_columns(done.columns) if c in ("test_error", "val_error")]
+    )
     tests = [c for c in results if c.startswith("test_")]
     # heads kept: where any run trained by heads or lost some all the same (a per-weight run that emptied a head)
-    heads = (["heads_kept", "heads"] if "heads_kept" in done and done.heads_kept.notna().any()
-             and (units or (pd.to_numeric(done.heads_kept) < pd.to_numeric(done.heads)).any()) else [])
-    figures = [*tests, *unmasked, *(c for c in results if c not in tests), "nonzero_fraction", *network, *costs,
-               *heads, *layer_columns(done)]
-    done = done.assign(model=done.model.fillna("") if "model" in done else "",
-                       train_limit=done.train_limit.fillna(0) if "train_limit" in done else 0)  # 0: all examples
+    heads = (
+        ["heads_kept", "heads"]
+        if "heads_kept" in done
+        and done.heads_kept.notna().any()
+        and (units or (pd.to_numeric(done.heads_kept) < pd.to_numeric(done.heads)).any())
+        else []
+    )
+    figures = [
+        *tests,
+        *unmasked,
+        *(c for c in results if c not in tests),
+        "nonzero_fraction",
+        *network,
+        *costs,
+        *heads,
+        *layer_columns(done),
+    ]
+    done = done.assign(
+        model=done.model.fillna("") if "model" in done else "",
+        train_limit=done.train_limit.fillna(0) if "train_limit" in done else 0,
+    )  # 0: all examples
     grouped = done.groupby(["method", "lam", "lr", "setting", "model", "epochs", "train_limit"], dropna=False)
     out = grouped[figures].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
@@ -153,8 +176,11 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
     agg = summary(table)
     lines = []
     if not agg.empty:
-        layers = [c.removesuffix("_mean") for c in agg.columns if c.startswith(LAYER_COLUMNS_PREFIX)
-                  and c.endswith("_mean") and not c.startswith("nonzero_fraction")]
+        layers = [
+            c.removesuffix("_mean")
+            for c in agg.columns
+            if c.startswith(LAYER_COLUMNS_PREFIX) and c.endswith("_mean") and not c.startswith("nonzero_fraction")
+        ]
         layer_count = len(layers)
         if layer_count > MAX_LAYER_COLUMNS:
             layers = []
@@ -164,18 +190,31 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
         settings = setting_cells(agg.setting)
         limited = bool((agg.train_limit > 0).any())  # runs on part of the training set say so, always
         for _, r in agg.iterrows():
-            row = {"method": r.method, **({"setting": settings[r.setting] or "-"} if several_settings else {}),
-                   "lam": f"{r.lam:.3g}", "lr": f"{r.lr:.3g}", "runs": int(r.runs),
-                   "epochs": int(r.epochs),
-                   **({"train examples": f"{int(r.train_limit):,}" if r.train_limit else "all"} if limited else {}),
-                   **{label(c): _cell(r[f"{c}_mean"], r[f"{c}_std"], percent=c == "test_error")
-                      for c in agg.columns.str.removesuffix("_mean")
-                      if c.startswith("test_") and f"{c}_mean" in agg and not c.endswith("_unmasked")},
-                   **({"test error unmasked": _cell(r.test_error_unmasked_mean, r.test_error_unmasked_std,
-                                                    percent=True)} if "test_error_unmasked_mean" in agg else {}),
-                   "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std),
-                   **({"nonzero, whole network": _cell(r.network_nonzero_fraction_mean, r.network_nonzero_fraction_std)}
-                      if "network_nonzero_fraction_mean" in agg else {})}
+            row = {
+                "method": r.method,
+                **({"setting": settings[r.setting] or "-"} if several_settings else {}),
+                "lam": f"{r.lam:.3g}",
+                "lr": f"{r.lr:.3g}",
+                "runs": int(r.runs),
+                "epochs": int(r.epochs),
+                **({"train examples": f"{int(r.train_limit):,}" if r.train_limit else "all"} if limited else {}),
+                **{
+                    label(c): _cell(r[f"{c}_mean"], r[f"{c}_std"], percent=c == "test_error")
+                    for c in agg.columns.str.removesuffix("_mean")
+                    if c.startswith("test_") and f"{c}_mean" in agg and not c.endswith("_unmasked")
+                },
+                **(
+                    {"test error unmasked": _cell(r.test_error_unmasked_mean, r.test_error_unmasked_std, percent=True)}
+                    if "test_error_unmasked_mean" in agg
+                    else {}
+                ),
+                "nonzero": _cell(r.nonzero_fraction_mean, r.nonzero_fraction_std),
+                **(
+                    {"nonzero, whole network": _cell(r.network_nonzero_fraction_mean, r.network_nonzero_fraction_std)}
+                    if "network_nonzero_fraction_mean" in agg
+                    else {}
+                ),
+            }
             if "compression_mean" in agg:  # as the Sparse VD and L0 papers' tables: |W| / |W != 0| and the FLOPs
                 row["compression"] = "-" if pd.isna(r.compression_mean) else f"{r.compression_mean:.0f}x"
                 row["kMACs/example"] = "-" if pd.isna(r.sparse_macs_mean) else f"{r.sparse_macs_mean / 1e3:.1f}"
@@ -185,25 +224,32 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                     row["compact kMACs"] = "-" if pd.isna(r.compact_macs_mean) else f"{r.compact_macs_mean / 1e3:.1f}"
             if "heads_kept_mean" in agg:  # of every attention's heads
                 kept = _cell(r.heads_kept_mean, r.heads_kept_std, digits=1)
-                row["heads kept"] = ("-" if pd.isna(r.heads_kept_mean) or r.heads_runs < r.runs
-                                     else f"{kept} of {r.heads_mean:.0f}")
+                row["heads kept"] = (
+                    "-" if pd.isna(r.heads_kept_mean) or r.heads_runs < r.runs else f"{kept} of {r.heads_mean:.0f}"
+                )
             for c in layers:
                 row[c.removeprefix(LAYER_COLUMNS_PREFIX)] = _cell(r[f"{c}_mean"], r[f"{c}_std"])
             if with_paper:
-                known = (ref is not None and r.method in ref.index  # the paper's row only for the paper's lam and lr
-                         and r.model in paper.MODELS  # and its network (runs from before the summary said: unknown)
-                         and int(r.epochs) == paper.EPOCHS  # and its length
-                         and math.isclose(r.lam, ref.loc[r.method, "lam"], rel_tol=1e-6)
-                         and math.isclose(r.lr, ref.loc[r.method, "lr"], rel_tol=1e-6))
+                known = (
+                    ref is not None
+                    and r.method in ref.index  # the paper's row only for the paper's lam and lr
+                    and r.model in paper.MODELS  # and its network (runs from before the summary said: unknown)
+                    and int(r.epochs) == paper.EPOCHS  # and its length
+                    and math.isclose(r.lam, ref.loc[r.method, "lam"], rel_tol=1e-6)
+                    and math.isclose(r.lr, ref.loc[r.method, "lr"], rel_tol=1e-6)
+                )
                 row["paper test error"] = f"{ref.loc[r.method, 'test_error'] * 100:.2f}%" if known else "-"
                 row["paper nonzero"] = f"{ref.loc[r.method, 'nonzero_fraction']:.3f}" if known else "-"
-                row["paper per layer"] = (" / ".join(f"{ref.loc[r.method, f'nonzero_{l}']:.3f}" for l in paper.LAYERS)
-                                          if known else "-")
+                row["paper per layer"] = (
+                    " / ".join(f"{ref.loc[r.method, f'nonzero_{l}']:.3f}" for l in paper.LAYERS) if known else "-"
+                )
             rows.append(row)
         lines.append(markdown.table(pd.DataFrame(rows)))
         if layer_count > MAX_LAYER_COLUMNS:
-            lines.append(f"\nEach layer's fraction nonzero ({layer_count} layers): results.csv "
-                         f"({LAYER_COLUMNS_PREFIX}<layer>) and layers.png.\n")
+            lines.append(
+                f"\nEach layer's fraction nonzero ({layer_count} layers): results.csv "
+                f"({LAYER_COLUMNS_PREFIX}<layer>) and layers.png.\n"
+            )
     else:
         lines.append("No completed runs yet.\n")
     rest = table[table.status != "completed"]
@@ -211,8 +257,11 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
         lines.append("\nNot completed:\n")
         for _, r in rest.iterrows():
             val = next((c for c in tasks.result_columns(r.index) if c.startswith("val_") and pd.notna(r[c])), None)
-            so_far = (f" (so far: {int(r.epochs)} epochs, {label(val)} {r[val]:.4f}, nonzero "
-                      f"{r.nonzero_fraction:.4f})" if val and pd.notna(r.nonzero_fraction) else "")
+            so_far = (
+                f" (so far: {int(r.epochs)} epochs, {label(val)} {r[val]:.4f}, nonzero {r.nonzero_fraction:.4f})"
+                if val and pd.notna(r.nonzero_fraction)
+                else ""
+            )
             error = f": {r.error}" if isinstance(r.error, str) and r.error else ""
             lines.append(f"- `{r.run}`: {r.status}{error}{so_far}\n")
     return "".join(lines)

@@ -1,6 +1,7 @@
 """The Hydra app of `adrop train` (its command line: adrop/commands/train.py): a run's job and how it ends, a
 sweep's last line, and the one-line errors of everything a user or the environment can cause, each with its exit
 status (errors.REFUSED: the command or its data is wrong; errors.FAILED: a run failed; the table: docs/guide.md)."""
+
 from __future__ import annotations
 
 import logging
@@ -41,11 +42,13 @@ STARTED: dict = {}  # this command's single run folder, once it trains: where an
 
 def one_line(summary: dict) -> str:
     first = f"{tasks.of(summary).metrics[0]}_unmasked"
-    unmasked = (f" (unmasked {summary[f'test_{first}']:.4f})" if summary.get(f"test_{first}") is not None else "")
-    return (f"{summary['method']}: {tasks.headline(summary)}{unmasked}, "
-            f"{tasks.headline(summary, 'val', first=True)}, nonzero {summary['nonzero_fraction']:.4f} "
-            f"({summary['nonzero']}/{summary['total']}{whole_network(summary)}), "
-            f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}")
+    unmasked = f" (unmasked {summary[f'test_{first}']:.4f})" if summary.get(f"test_{first}") is not None else ""
+    return (
+        f"{summary['method']}: {tasks.headline(summary)}{unmasked}, "
+        f"{tasks.headline(summary, 'val', first=True)}, nonzero {summary['nonzero_fraction']:.4f} "
+        f"({summary['nonzero']}/{summary['total']}{whole_network(summary)}), "
+        f"{summary['epochs']} epochs in {summary['wall_time_s']:.1f} s on {summary['device']}"
+    )
 
 
 def whole_network(summary: dict) -> str:
@@ -156,8 +159,10 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
         if not multirun:
             sys.exit(errors.FAILED)
         return summary
-    print(f"{one_line(summary)}; files in {folder.absolute()}" if not multirun
-          else f"{folder.name}: {one_line(summary)}", flush=True)
+    print(
+        f"{one_line(summary)}; files in {folder.absolute()}" if not multirun else f"{folder.name}: {one_line(summary)}",
+        flush=True,
+    )
     log.info(one_line(summary))
     return summary
 
@@ -171,8 +176,9 @@ def unexpected(err: Exception, folder: Path) -> str:
     return errors.bug(err)
 
 
-def failed_start(folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None,
-                 code: int = errors.REFUSED):
+def failed_start(
+    folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None, code: int = errors.REFUSED
+):
     """A run that could not start: refused (its values or data: errors.REFUSED) or failed (a folder or file that
     cannot be written: errors.FAILED). A single run leaves no new folder and an earlier run's folder untouched, and
     exits with `code`; a sweep's job records why in its own folder where it can (summary.json, status failed, and
@@ -327,8 +333,9 @@ def sweep_ended() -> int:
     another command holds and still trains is named, and that command reports it)."""
     ended = sweep_outcomes.outcomes()
     elsewhere = sweep_outcomes.held_ends(ended)  # the held jobs as the commands that held them have left them
-    ended.update({folder: "held" if end["status"] == "training" else end["status"]
-                  for folder, end in elsewhere.items()})
+    ended.update(
+        {folder: "held" if end["status"] == "training" else end["status"] for folder, end in elsewhere.items()}
+    )
     folder = sweep_outcomes.SWEEP["dir"]
     probes = sweep_outcomes.SWEEP.get("collapsed", set())  # lam_search's collapsed trials: bracket ends, not failures
     judged = {job: status for job, status in ended.items() if job not in probes}
@@ -341,17 +348,26 @@ def sweep_ended() -> int:
             print(f"adrop train: error: {Path(folder_of_job).name}: {line}", file=sys.stderr)
     for folder_of_job, end in sorted(elsewhere.items()):
         if end["status"] not in ("completed", "training"):
-            print(f"adrop train: error: {Path(folder_of_job).name}: held by another command, where it ended "
-                  f"{end['status']}: {end.get('error') or 'see its summary.json'}", file=sys.stderr)
+            print(
+                f"adrop train: error: {Path(folder_of_job).name}: held by another command, where it ended "
+                f"{end['status']}: {end.get('error') or 'see its summary.json'}",
+                file=sys.stderr,
+            )
     for folder_of_job in training:
         print(f"adrop train: {Path(folder_of_job).name}: held by another command (still training)")
     if failures:
         also = f" and {len(refused)} refused" if refused else ""
-        print(f"adrop train: error: {len(failures)} of {len(ended)} jobs failed{also}: see {folder} (each failed "
-              f"job's summary.json says why)", file=sys.stderr)
+        print(
+            f"adrop train: error: {len(failures)} of {len(ended)} jobs failed{also}: see {folder} (each failed "
+            f"job's summary.json says why)",
+            file=sys.stderr,
+        )
     elif refused:
-        print(f"adrop train: error: {len(refused)} of {len(ended)} jobs refused (their settings, data or folder, "
-              f"as said above; nothing trained in them): see {folder}", file=sys.stderr)
+        print(
+            f"adrop train: error: {len(refused)} of {len(ended)} jobs refused (their settings, data or folder, "
+            f"as said above; nothing trained in them): see {folder}",
+            file=sys.stderr,
+        )
     if unmet:
         print(f"adrop train: error: {unmet}", file=sys.stderr)
     if failures or unmet:
@@ -361,7 +377,11 @@ def sweep_ended() -> int:
     done = len(ended) - len(training)
     by_others = sum(end["status"] == "completed" for end in elsewhere.values())
     others = f" ({by_others} of them by another command that held them)" if by_others else ""
-    still = (f", {len(training)} held by another command (still training: that command reports "
-             f"{'it' if len(training) == 1 else 'them'})" if training else "")
+    still = (
+        f", {len(training)} held by another command (still training: that command reports "
+        f"{'it' if len(training) == 1 else 'them'})"
+        if training
+        else ""
+    )
     print(f"adrop train: {done} jobs done{others}{still}; files in {folder}")
     return 0

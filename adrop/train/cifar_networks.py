@@ -10,6 +10,7 @@ layers as it trains any network's):
     wrn        Zagoruyko and Komodakis' wide residual network WRN-depth-widen (the L0 paper's WRN-28-10),
                pre-activation blocks BN-ReLU-conv3x3-BN-ReLU-conv3x3, the stride in a stage's first convolution
 """
+
 from __future__ import annotations
 
 from torch import nn
@@ -19,8 +20,10 @@ VGG_LIKE = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 
 
 def image_of(input_shape, multiple: int) -> tuple[int, int]:
     if len(input_shape) != 3 or input_shape[1] != input_shape[2] or input_shape[1] % multiple:
-        raise ValueError(f"this network takes square images whose side is a multiple of {multiple} (CIFAR's "
-                         f"3 x 32 x 32), got input_shape {list(input_shape)}")
+        raise ValueError(
+            f"this network takes square images whose side is a multiple of {multiple} (CIFAR's "
+            f"3 x 32 x 32), got input_shape {list(input_shape)}"
+        )
     return input_shape[0], input_shape[1]
 
 
@@ -39,8 +42,13 @@ class VGGLike(nn.Module):
             channels = out
         hidden = max(1, round(512 * width))
         self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(channels * side * side, hidden),
-                                        nn.BatchNorm1d(hidden, eps=1e-3), nn.ReLU(), nn.Linear(hidden, classes))
+        self.classifier = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(channels * side * side, hidden),
+            nn.BatchNorm1d(hidden, eps=1e-3),
+            nn.ReLU(),
+            nn.Linear(hidden, classes),
+        )
 
     def forward(self, x):
         return self.classifier(self.features(x))
@@ -55,8 +63,11 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
-        self.shortcut = nn.Sequential() if stride == 1 and cin == cout else nn.Sequential(
-            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.shortcut = (
+            nn.Sequential()
+            if stride == 1 and cin == cout
+            else nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        )
         self.relu = nn.ReLU()
 
     def forward(self, x):
@@ -104,8 +115,9 @@ class WideBlock(nn.Module):
 
 
 class WideResNet(nn.Module):
-    def __init__(self, classes: int = 10, depth: int = 28, widen: int = 10, dropout: float = 0.0,
-                 input_shape=(3, 32, 32)):
+    def __init__(
+        self, classes: int = 10, depth: int = 28, widen: int = 10, dropout: float = 0.0, input_shape=(3, 32, 32)
+    ):
         super().__init__()
         if depth < 10 or (depth - 4) % 6:
             raise ValueError(f"a wide residual network has depth 6n + 4 (16, 22, 28, 40), got {depth}")
@@ -118,8 +130,9 @@ class WideResNet(nn.Module):
                 blocks.append(WideBlock(cin, cout, 2 if stage and not i else 1, dropout))
                 cin = cout
         self.blocks = nn.Sequential(*blocks)
-        self.head = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                                  nn.Linear(cin, classes))
+        self.head = nn.Sequential(
+            nn.BatchNorm2d(cin), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes)
+        )
 
     def forward(self, x):
         return self.head(self.blocks(self.stem(x)))

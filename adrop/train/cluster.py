@@ -7,6 +7,7 @@ records `stacked` in summary.json and resumes what is unfinished. A preempted or
 USR2 by default) stops at once, its runs marked interrupted after their last checkpoint, and is requeued (at most
 `max_num_timeout` times for timeouts); the requeued job resumes each configuration from that checkpoint.
 """
+
 from __future__ import annotations
 
 import signal
@@ -56,8 +57,9 @@ class TrainStack:
         return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
 
 
-def submit(executor, kind: str, jobs: list, max_stack: int | None, device: str | None, train: TrainStack,
-           folder: str) -> list[dict]:
+def submit(
+    executor, kind: str, jobs: list, max_stack: int | None, device: str | None, train: TrainStack, folder: str
+) -> list[dict]:
     """Train `jobs` (stacked_jobs.Job) as stacks, one submitit job each, and wait for them: every job's summary.
     Jobs decided without training (failed checks, a folder that holds another run, a completed run) are not sent.
     `device` ("cpu", "cuda" or None: this machine's) sets the default stack size (stacked_jobs.default_max_stack)."""
@@ -66,16 +68,21 @@ def submit(executor, kind: str, jobs: list, max_stack: int | None, device: str |
     if not stacks:
         return results
     submitted = executor.map_array(train, [[jobs[i] for i in stack] for stack in stacks])
-    print(f"stacked launcher: {len(submitted)} {kind} job{'s' if len(submitted) > 1 else ''} submitted "
-          f"({', '.join(job.job_id for job in submitted)}); their logs: {folder}", flush=True)
+    print(
+        f"stacked launcher: {len(submitted)} {kind} job{'s' if len(submitted) > 1 else ''} submitted "
+        f"({', '.join(job.job_id for job in submitted)}); their logs: {folder}",
+        flush=True,
+    )
     pending = dict(enumerate(submitted))
     try:
         while pending:  # each stack's lines as its job ends
             for n, job in list(pending.items()):
                 if job.done():
                     del pending[n]
-                    for i, summary in zip(stacks[n], outcome(job, [jobs[i] for i in stacks[n]],
-                                                             [runs[i].identity for i in stacks[n]], kind)):
+                    for i, summary in zip(
+                        stacks[n],
+                        outcome(job, [jobs[i] for i in stacks[n]], [runs[i].identity for i in stacks[n]], kind),
+                    ):
                         results[i] = summary
                         stacked_jobs.tell(jobs[i], summary, f"{kind} job {job.job_id}, stack {n + 1} of {len(stacks)}")
             if pending:
@@ -84,8 +91,11 @@ def submit(executor, kind: str, jobs: list, max_stack: int | None, device: str |
         for job in pending.values():
             job.cancel(check=False)
         if pending:
-            print(f"stacked launcher: cancelled {len(pending)} {kind} job{'s' if len(pending) > 1 else ''}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"stacked launcher: cancelled {len(pending)} {kind} job{'s' if len(pending) > 1 else ''}",
+                file=sys.stderr,
+                flush=True,
+            )
         raise
     return results
 

@@ -12,6 +12,7 @@ The message names every sparse layer that keeps no weight (which of them cut the
 Under lam_search a collapsed trial is a lam beyond the target's: the search takes it as keeping nothing and the job's
 line says so, on stdout, not as an error (`searched`, `probe_line`).
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,8 +20,11 @@ import torch
 TOLERANCE = 1e-6
 BATCH = 256  # validation examples compared: enough that an input-dependent network differs on one
 # the message's advice: what makes the method sparser (lam for the rest)
-ADVICE = {"magnitude_pruning": "lower method.params.final_sparsity (or raise method.params.min_kept)",
-          "fixed_mask": "start from a run that kept a path (init_from)", "dense": "lower lr"}
+ADVICE = {
+    "magnitude_pruning": "lower method.params.final_sparsity (or raise method.params.min_kept)",
+    "fixed_mask": "start from a run that kept a path (init_from)",
+    "dense": "lower lr",
+}
 
 
 @torch.no_grad()
@@ -28,13 +32,17 @@ def collapsed(network, state: dict, x: torch.Tensor, method: str) -> str | None:
     """Why the network (adrop.train.network's, unstacked) with these tensors (one configuration's effective weights)
     collapsed, in one line, or None where its output depends on the inputs x."""
     x = x[:BATCH]
-    if not torch.allclose(network.predict(x, state), network.predict(torch.zeros_like(x), state),
-                          rtol=0, atol=TOLERANCE):
+    if not torch.allclose(
+        network.predict(x, state), network.predict(torch.zeros_like(x), state), rtol=0, atol=TOLERANCE
+    ):
         return None
     empty = [name for name in network.names if not state[network.key[name]].any()]
-    where = ("its output does not depend on its input" if not empty else
-             f"{'layer' if len(empty) == 1 else 'layers'} {', '.join(empty)} "
-             f"{'keeps' if len(empty) == 1 else 'keep'} no weight (no path from input to output)")
+    where = (
+        "its output does not depend on its input"
+        if not empty
+        else f"{'layer' if len(empty) == 1 else 'layers'} {', '.join(empty)} "
+        f"{'keeps' if len(empty) == 1 else 'keep'} no weight (no path from input to output)"
+    )
     return f"the network collapsed: {where}; {ADVICE.get(method, 'lower lam')}"
 
 

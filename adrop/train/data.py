@@ -5,6 +5,7 @@ test set kept for the final test error, x = (pixel/255 - mean) / std, flattened.
 generated (small, for tests). torchvision downloads missing files when it can; when it cannot, the error says which
 files are missing where and how to provide them.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,22 +36,26 @@ class Data:
     val: Split
     test: Split
     in_features: int
-    classes: int                # the network's outputs per example (classes, targets) or per token (the vocabulary)
+    classes: int  # the network's outputs per example (classes, targets) or per token (the vocabulary)
     image: tuple | None = None  # (channels, height, width) of image rows; None: flat vectors
-    augment: str = "none"       # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
-    mean: list | None = None    # the normalisation x = (x - mean) / std the inputs went through (one number, or one per
-    std: list | None = None     # channel or feature): summary.json records it, so a user can feed the network alike
+    augment: str = "none"  # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
+    mean: list | None = None  # the normalisation x = (x - mean) / std the inputs went through (one number, or one per
+    std: list | None = None  # channel or feature): summary.json records it, so a user can feed the network alike
     classes_from: str = "the dataset"  # where `classes` came from: the dataset, dataset.classes, or y_train's labels
-    notes: tuple = ()           # what the run's opening lines say of the data (a class with few training examples)
-    targets: dict | None = None     # regression: the targets' normalisation (the training split's mean and std)
+    notes: tuple = ()  # what the run's opening lines say of the data (a class with few training examples)
+    targets: dict | None = None  # regression: the targets' normalisation (the training split's mean and std)
     vocabulary: list | None = None  # text: the symbol of each token id
 
 
 FILES = {
-    "mnist": ("MNIST", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                        "t10k-labels-idx1-ubyte"]),
-    "fashion_mnist": ("FashionMNIST", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                       "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]),
+    "mnist": (
+        "MNIST",
+        ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"],
+    ),
+    "fashion_mnist": (
+        "FashionMNIST",
+        ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"],
+    ),
 }
 
 
@@ -116,9 +121,11 @@ def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
     elif dataset.name in FILES:
         full, test = torchvision_split(dataset, data)
     else:
-        raise DataError(f"unknown dataset {dataset.name!r}; valid datasets: diabetes, digits, fashion_mnist, mnist, "
-                        "npz, synthetic, text, dataset=torchvision dataset.name=<a torchvision.datasets class>, or "
-                        "a class of yours by dataset._target_")
+        raise DataError(
+            f"unknown dataset {dataset.name!r}; valid datasets: diabetes, digits, fashion_mnist, mnist, "
+            "npz, synthetic, text, dataset=torchvision dataset.name=<a torchvision.datasets class>, or "
+            "a class of yours by dataset._target_"
+        )
     val_idx, train_idx = validation_split(len(full), dataset)
     if data.train_limit is not None:
         if data.train_limit < 1:
@@ -135,8 +142,16 @@ def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
     image = tuple(dataset.image) if dataset.image else None
     if image and math.prod(image) != full.x.shape[1]:
         raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
-    return Data(put(full, train_idx), put(full, val_idx), put(test), full.x.shape[1], int(full.y.max()) + 1, image,
-                "none", *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()))
+    return Data(
+        put(full, train_idx),
+        put(full, val_idx),
+        put(test),
+        full.x.shape[1],
+        int(full.y.max()) + 1,
+        image,
+        "none",
+        *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()),
+    )
 
 
 def validation_count(val_size, n: int) -> int:
@@ -145,8 +160,10 @@ def validation_count(val_size, n: int) -> int:
     fraction = 0 < val_size < 1
     count = max(1, round(val_size * n)) if fraction else val_size
     if not (fraction or float(val_size).is_integer()) or not 0 < count < n:
-        raise DataError(f"dataset.val_size={val_size:g} does not fit the data's {n} training examples: give a "
-                        f"fraction in (0, 1) (0.1: a tenth of them) or a count from 1 to {n - 1}")
+        raise DataError(
+            f"dataset.val_size={val_size:g} does not fit the data's {n} training examples: give a "
+            f"fraction in (0, 1) (0.1: a tenth of them) or a count from 1 to {n - 1}"
+        )
     return int(count)
 
 
@@ -172,8 +189,15 @@ def from_raw(raw: datasets.Raw, dataset, data, device, task: tasks.Task | None =
             raise DataError(f"{where}: the {split} split is empty")
     known = raw.classes or int(dataset.get("classes") or 0)
     classes = task.targets({split: y for split, (_, y) in parts.items()}, where, known or None, raw.task)
-    source = "the dataset" if raw.classes else "dataset.classes" if known else \
-        "y_train's labels" if task.name == "classification" else "the targets"
+    source = (
+        "the dataset"
+        if raw.classes
+        else "dataset.classes"
+        if known
+        else "y_train's labels"
+        if task.name == "classification"
+        else "the targets"
+    )
     for split, (x, y) in parts.items():
         if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             raise DataError(f"{where}: x_{split} holds NaN or infinite values")
@@ -184,30 +208,43 @@ def from_raw(raw: datasets.Raw, dataset, data, device, task: tasks.Task | None =
         x_train, y_train = x_train[train_idx], y_train[train_idx]
     tokens = not x_train.is_floating_point()
     if tokens and dataset.mean is not None:
-        raise DataError(f"{where}: x_train holds integers (token ids), which are not normalised: drop dataset.mean "
-                        "and dataset.std")
+        raise DataError(
+            f"{where}: x_train holds integers (token ids), which are not normalised: drop dataset.mean and dataset.std"
+        )
     if tokens and task.name == "language_model":
         for split, (x, _) in [("train", (x_train, None)), *((k, v) for k, v in parts.items() if k != "train")]:
             if bool(((x < 0) | (x >= classes)).any()):
-                raise DataError(f"{where}: x_{split} holds a token id outside the vocabulary [0, {classes}) the "
-                                f"targets hold: set dataset.classes to the vocabulary's size")
+                raise DataError(
+                    f"{where}: x_{split} holds a token id outside the vocabulary [0, {classes}) the "
+                    f"targets hold: set dataset.classes to the vocabulary's size"
+                )
     task.fit(y_train)  # a regression's targets standardised with the training split's mean and std
     mean, std = (torch.tensor(0), torch.tensor(1)) if tokens else normalisation(dataset, x_train)
     if data.train_limit is not None:
-        x_train, y_train = x_train[:data.train_limit], y_train[:data.train_limit]
+        x_train, y_train = x_train[: data.train_limit], y_train[: data.train_limit]
     image = tuple(x_train.shape[1:]) if x_train.dim() == 4 else None
     kind = str(dataset.get("augment") or "none")
     if kind not in AUGMENTATIONS or (kind != "none" and image is None):
         raise DataError(f"dataset.augment={kind}: valid are {', '.join(AUGMENTATIONS)} (crop_flip for images only)")
 
     def put(x, y):
-        return Split((x if tokens else (x - mean) / std).flatten(1).contiguous().to(device),
-                     task.prepare(y).to(device))
+        return Split((x if tokens else (x - mean) / std).flatten(1).contiguous().to(device), task.prepare(y).to(device))
 
-    return Data(put(x_train, y_train), put(*parts["val"]), put(*parts["test"]), math.prod(x_train.shape[1:]),
-                classes, image, kind, None if tokens else mean.flatten().tolist(),
-                None if tokens else std.flatten().tolist(), source, task.notes(y_train, classes),
-                task.normalisation() if hasattr(task, "normalisation") else None, raw.vocabulary)
+    return Data(
+        put(x_train, y_train),
+        put(*parts["val"]),
+        put(*parts["test"]),
+        math.prod(x_train.shape[1:]),
+        classes,
+        image,
+        kind,
+        None if tokens else mean.flatten().tolist(),
+        None if tokens else std.flatten().tolist(),
+        source,
+        task.notes(y_train, classes),
+        task.normalisation() if hasattr(task, "normalisation") else None,
+        raw.vocabulary,
+    )
 
 
 def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,8 +256,10 @@ def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.T
     if (dataset.mean is None) != (dataset.std is None):
         raise DataError("dataset.mean and dataset.std go together: give both, or neither (then they are computed)")
     if dataset.mean is not None:
-        mean, std = (torch.tensor(v if isinstance(v, (int, float)) else list(v), dtype=torch.float32)
-                     for v in (dataset.mean, dataset.std))
+        mean, std = (
+            torch.tensor(v if isinstance(v, (int, float)) else list(v), dtype=torch.float32)
+            for v in (dataset.mean, dataset.std)
+        )
     elif known is not None:
         mean, std = torch.tensor(known[2]), torch.tensor(known[3])
     else:
@@ -230,8 +269,10 @@ def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.T
         return mean, std
     channels = x_train.shape[1]
     if mean.numel() != channels or std.numel() != channels:
-        raise DataError(f"dataset.mean and dataset.std must be one number or {channels} (one per "
-                        f"{'channel' if x_train.dim() == 4 else 'feature'}), got {mean.numel()} and {std.numel()}")
+        raise DataError(
+            f"dataset.mean and dataset.std must be one number or {channels} (one per "
+            f"{'channel' if x_train.dim() == 4 else 'feature'}), got {mean.numel()} and {std.numel()}"
+        )
     return mean.view(shape), std.view(shape)
 
 
@@ -256,8 +297,9 @@ def augment(x: torch.Tensor, image, kind: str, fill=None) -> torch.Tensor:
     dx = torch.randint(0, 9, (n, 1), device=x.device)
     rows = (dy + torch.arange(h, device=x.device)).view(n, 1, h, 1)
     cols = (dx + torch.arange(w, device=x.device)).view(n, 1, 1, w)
-    out = padded[torch.arange(n, device=x.device).view(n, 1, 1, 1), torch.arange(c, device=x.device).view(1, c, 1, 1),
-                 rows, cols]
+    out = padded[
+        torch.arange(n, device=x.device).view(n, 1, 1, 1), torch.arange(c, device=x.device).view(1, c, 1, 1), rows, cols
+    ]
     flip = torch.rand(n, device=x.device) < 0.5
     out = torch.where(flip.view(n, 1, 1, 1), out.flip(-1), out)
     return out.reshape(*lead, c * h * w)
@@ -307,23 +349,29 @@ def read_idx(path: Path) -> torch.Tensor:
     torchvision's dataset classes: the same bytes, 0.045 s, where importing torchvision alone took 1.5 s a process."""
     data = path.read_bytes()
     dims = data[3] if len(data) >= 4 and data[:3] == b"\0\0\x08" else None
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)] if dims is not None else []
+    shape = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims)] if dims is not None else []
     expected = 4 + 4 * dims + math.prod(shape) if dims is not None and len(data) >= 4 + 4 * dims else None
     if expected != len(data):
         promise = f"its header promises {expected}" if expected is not None else "no idx header of unsigned bytes"
-        raise DataError(f"{path.resolve()} is truncated or corrupt ({len(data)} bytes, {promise}): replace it, or "
-                        "delete it and let torchvision download it again")
+        raise DataError(
+            f"{path.resolve()} is truncated or corrupt ({len(data)} bytes, {promise}): replace it, or "
+            "delete it and let torchvision download it again"
+        )
     return torch.from_numpy(np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape).copy())
 
 
 def _missing_message(raw: Path, missing, why: str) -> str:
     gz = [name for name in missing if (raw / f"{name}.gz").exists()]
     if gz:  # torchvision unpacks what it downloaded; an archive it could not unpack is left there
-        why += f" ({', '.join(n + '.gz' for n in gz)} {'is' if len(gz) == 1 else 'are'} there but not unpacked: " \
-               "truncated or corrupt? delete and download again)"
-    return (f"{len(missing)} data file(s) missing in {raw.resolve()}: {', '.join(missing)}; {why}. Put the "
-            f"uncompressed idx files there (the layout torchvision reads), or point data.root (or the ADROP_DATA "
-            f"environment variable) at a folder that holds {raw.parent.name}/raw/")
+        why += (
+            f" ({', '.join(n + '.gz' for n in gz)} {'is' if len(gz) == 1 else 'are'} there but not unpacked: "
+            "truncated or corrupt? delete and download again)"
+        )
+    return (
+        f"{len(missing)} data file(s) missing in {raw.resolve()}: {', '.join(missing)}; {why}. Put the "
+        f"uncompressed idx files there (the layout torchvision reads), or point data.root (or the ADROP_DATA "
+        f"environment variable) at a folder that holds {raw.parent.name}/raw/"
+    )
 
 
 def synthetic(dataset):

@@ -16,6 +16,7 @@ Each source gives a `Raw`: float32 inputs (unsigned bytes scaled to [0, 1]) or i
 real numbers or next tokens: the run's task checks them), the number of classes (or the vocabulary's size) where the
 source knows it, and the task its data are for where that is fixed (diabetes: regression; text: language_model).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -53,8 +54,8 @@ class Raw:
     x_val: torch.Tensor | None = None
     y_val: torch.Tensor | None = None
     classes: int | None = None
-    task: str | None = None          # the task these data are for, where the source fixes it
-    vocabulary: list | None = None   # the symbols of token ids 0, 1, ... (text)
+    task: str | None = None  # the task these data are for, where the source fixes it
+    vocabulary: list | None = None  # the symbols of token ids 0, 1, ... (text)
 
 
 def as_inputs(x: np.ndarray, where: str) -> torch.Tensor:
@@ -131,8 +132,11 @@ def npz_headers(path: Path, dtypes: bool = False) -> dict:
                     continue
                 with archive.open(info) as f:
                     version = np.lib.format.read_magic(f)
-                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
-                        np.lib.format.read_array_header_2_0
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
                     shape, _, dtype = read(f)
                 shapes[info.filename[:-4]] = dtype if dtypes else shape
     except (OSError, zipfile.BadZipFile, ValueError) as err:
@@ -147,8 +151,10 @@ def npz_shape(dataset) -> tuple[tuple, int] | None:
     shapes = npz_headers(path)
     missing = [a for a in NPZ_ARRAYS if a not in shapes]
     if missing:
-        raise DataError(f"{path} has no {', '.join(missing)} (it holds {', '.join(sorted(shapes)) or 'nothing'}); "
-                        f"dataset=npz needs {', '.join(NPZ_ARRAYS)}, optionally x_val and y_val")
+        raise DataError(
+            f"{path} has no {', '.join(missing)} (it holds {', '.join(sorted(shapes)) or 'nothing'}); "
+            f"dataset=npz needs {', '.join(NPZ_ARRAYS)}, optionally x_val and y_val"
+        )
     shape = tuple(shapes["x_train"][1:])
     shape = (1, *shape) if len(shape) == 2 else shape
     if dataset.classes:
@@ -186,8 +192,10 @@ def npz(dataset) -> Raw:
         parts[split] = (x, y)
     for split in ("val", "test"):
         if split in parts and parts[split][0].shape[1:] != parts["train"][0].shape[1:]:
-            raise DataError(f"{path}: x_{split}'s examples are {list(parts[split][0].shape[1:])}, x_train's "
-                            f"{list(parts['train'][0].shape[1:])}")
+            raise DataError(
+                f"{path}: x_{split}'s examples are {list(parts[split][0].shape[1:])}, x_train's "
+                f"{list(parts['train'][0].shape[1:])}"
+            )
     val = parts.get("val", (None, None))
     return Raw(*parts["train"], *parts["test"], *val, classes=int(dataset.classes) if dataset.classes else None)
 
@@ -197,8 +205,9 @@ def torchvision_class(name: str):
 
     cls = getattr(torchvision.datasets, str(name), None)
     if not inspect.isclass(cls):
-        raise DataError(f"torchvision.datasets has no dataset {name!r} (for example CIFAR10, CIFAR100, SVHN, "
-                        "KMNIST, FakeData)")
+        raise DataError(
+            f"torchvision.datasets has no dataset {name!r} (for example CIFAR10, CIFAR100, SVHN, KMNIST, FakeData)"
+        )
     return cls
 
 
@@ -220,10 +229,12 @@ def torchvision_set(dataset, data) -> Raw:
     elif "split" in takes:
         parts = [{"split": "train"}, {"split": "test"}]
     elif "random_offset" in takes:
-        parts = [{"random_offset": 0}, {"random_offset": 10 ** 6}]
+        parts = [{"random_offset": 0}, {"random_offset": 10**6}]
     else:
-        raise DataError(f"torchvision.datasets.{dataset.name} takes neither train= nor split=: adrop cannot tell "
-                        "its training set from its test set (save it as a .npz and use dataset=npz)")
+        raise DataError(
+            f"torchvision.datasets.{dataset.name} takes neither train= nor split=: adrop cannot tell "
+            "its training set from its test set (save it as a .npz and use dataset=npz)"
+        )
     options = dict(dataset.options or {})
     if "download" in takes:
         options["download"] = bool(data.download)
@@ -236,18 +247,27 @@ def torchvision_set(dataset, data) -> Raw:
                 made = cls(**part, **options)
         except Exception as err:
             if data.download and "root" in takes and unreachable(err):  # offline: where to point instead
-                raise DataError(cannot_download(f"torchvision.datasets.{dataset.name}", data.root, holding=(
-                    f"{dataset.name}'s files as torchvision stores them"))) from None
+                raise DataError(
+                    cannot_download(
+                        f"torchvision.datasets.{dataset.name}",
+                        data.root,
+                        holding=(f"{dataset.name}'s files as torchvision stores them"),
+                    )
+                ) from None
             hint = "" if data.download else " (data.download=false)"
-            raise DataError(f"torchvision.datasets.{dataset.name} could not be loaded from {Path(data.root).absolute()}"
-                            f"{hint}: {brief(err)}") from None
+            raise DataError(
+                f"torchvision.datasets.{dataset.name} could not be loaded from {Path(data.root).absolute()}"
+                f"{hint}: {brief(err)}"
+            ) from None
         try:
             out.append(arrays_of(made))
         except DataError:
             raise
         except Exception as err:  # images of different sizes, labels that are not numbers
-            raise DataError(f"torchvision.datasets.{dataset.name} does not give images of one shape with integer "
-                            f"labels ({brief(err)}): save it as a .npz and use dataset=npz") from None
+            raise DataError(
+                f"torchvision.datasets.{dataset.name} does not give images of one shape with integer "
+                f"labels ({brief(err)}): save it as a .npz and use dataset=npz"
+            ) from None
     (x_train, y_train), (x_test, y_test) = out
     known = torchvision_shape(dataset)
     return Raw(x_train, y_train, x_test, y_test, classes=None if known is None else known[1])
@@ -291,8 +311,10 @@ def held_out(size, n: int, name: str) -> int:
     """How many of n examples dataset.test_size holds out: a fraction (0 < size < 1) or a count."""
     count = round(size * n) if 0 < size < 1 else size
     if not float(count).is_integer() or not 0 < count < n:
-        raise DataError(f"dataset.test_size={size:g} does not fit {name}'s {n} examples: give a fraction in (0, 1) or "
-                        f"a count from 1 to {n - 1}")
+        raise DataError(
+            f"dataset.test_size={size:g} does not fit {name}'s {n} examples: give a fraction in (0, 1) or "
+            f"a count from 1 to {n - 1}"
+        )
     return int(count)
 
 
@@ -308,8 +330,10 @@ def user(dataset) -> Raw:
         raise DataError(f"dataset._target_={target} could not be made ({brief(err)})") from None
     missing = [a for a in NPZ_ARRAYS if getattr(made, a, None) is None]
     if missing:
-        raise DataError(f"dataset._target_={target} gives no {', '.join(missing)}: a dataset class's instance holds "
-                        f"{', '.join(NPZ_ARRAYS)} (optionally x_val and y_val)")
+        raise DataError(
+            f"dataset._target_={target} gives no {', '.join(missing)}: a dataset class's instance holds "
+            f"{', '.join(NPZ_ARRAYS)} (optionally x_val and y_val)"
+        )
     parts = {}
     for split in ("train", "val", "test"):
         x, y = getattr(made, f"x_{split}", None), getattr(made, f"y_{split}", None)
@@ -317,8 +341,9 @@ def user(dataset) -> Raw:
             continue
         if x is None or y is None:
             raise DataError(f"dataset._target_={target} gives {'x' if y is None else 'y'}_{split} without its partner")
-        x = as_inputs(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x),
-                      f"{target}: x_{split}")
+        x = as_inputs(
+            x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x), f"{target}: x_{split}"
+        )
         y = as_targets(y, f"{target}: y_{split}")
         if len(x) != len(y):
             raise DataError(f"{target}: x_{split} has {len(x)} examples and y_{split} {len(y)}")
@@ -326,8 +351,15 @@ def user(dataset) -> Raw:
     val = parts.get("val", (None, None))
     task = getattr(made, "task", None)
     if task not in (None, "classification", "regression", "language_model"):
-        raise DataError(f"dataset._target_={target}: its task {task!r} is none of classification, regression, "
-                        "language_model")
+        raise DataError(
+            f"dataset._target_={target}: its task {task!r} is none of classification, regression, language_model"
+        )
     classes = getattr(made, "classes", None) or dataset.classes
-    return Raw(*parts["train"], *parts["test"], *val, classes=int(classes) if classes else None,
-               task=getattr(made, "task", None), vocabulary=getattr(made, "vocabulary", None))
+    return Raw(
+        *parts["train"],
+        *parts["test"],
+        *val,
+        classes=int(classes) if classes else None,
+        task=getattr(made, "task", None),
+        vocabulary=getattr(made, "vocabulary", None),
+    )

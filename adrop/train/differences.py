@@ -9,13 +9,15 @@ search's reuse of earlier runs and the report's settings. Torch-free: the report
 - NOT_A_SETTING: the two together; any other override (experiment=..., method.params.end=0.25) is a setting of its
   own in a report.
 """
+
 from __future__ import annotations
 
 from importlib import resources
 
 from omegaconf import OmegaConf
 
-NOT_A_RESULT = tuple(OmegaConf.load(resources.files("adrop.conf") / "config.yaml")
-                     .hydra.job.config.override_dirname.exclude_keys)
+NOT_A_RESULT = tuple(
+    OmegaConf.load(resources.files("adrop.conf") / "config.yaml").hydra.job.config.override_dirname.exclude_keys
+)
 REPEAT_OR_COLUMN = ("method", "lam", "lr", "seed", "epochs", "model", "device")
 NOT_A_SETTING = frozenset(NOT_A_RESULT + REPEAT_OR_COLUMN)

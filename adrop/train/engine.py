@@ -21,6 +21,7 @@ The reference: K = 1 gives the same files bit for bit for the same command, seed
 of K > 1 rounds differently (batched products, per-row Adam) and is checked against its K stacks of one by tolerance
 over the first steps and by statistics over a short training (tests/test_stacked.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,9 +63,9 @@ def load_weights(network, source: Path) -> None:
         raise TrainError(f"init_from={source}: no {run_files.WEIGHTS} there (a run writes it when it completes)")
     saved = run_files.read_weights(path)
     state = network.state_dict()
-    needed = [network.key[name] for name in network.names] + [f"{name}.bias" for name, layer in
-                                                               zip(network.names, network.layers)
-                                                               if layer.bias is not None]
+    needed = [network.key[name] for name in network.names] + [
+        f"{name}.bias" for name, layer in zip(network.names, network.layers) if layer.bias is not None
+    ]
     with torch.no_grad():
         for key in network.keys:
             target = state[key]
@@ -100,11 +101,15 @@ class Engine:
         self.total_steps = self.steps_per_epoch * base.epochs
         self.method = runs[0].make_method(self.steps_per_epoch)
         self.input_shape = network_mod.input_shape_of(self.data)
-        self.black = (-torch.tensor(self.data.mean) / torch.tensor(self.data.std)).to(self.device) \
-            if self.data.mean is not None else None  # a black pixel, normalised: crop_flip's padding
+        self.black = (
+            (-torch.tensor(self.data.mean) / torch.tensor(self.data.std)).to(self.device)
+            if self.data.mean is not None
+            else None
+        )  # a black pixel, normalised: crop_flip's padding
         try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
-            self.single = network_mod.build(base, self.input_shape, self.data.classes,
-                                            self.method, dtype=self.data.train.x.dtype).to(self.device)
+            self.single = network_mod.build(
+                base, self.input_shape, self.data.classes, self.method, dtype=self.data.train.x.dtype
+            ).to(self.device)
             network_mod.check_output(self.single, self.data.train.x[:2], self.task)
             self.single.eval()
             self.model = self.stack_models()
@@ -123,7 +128,7 @@ class Engine:
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in runs], [[] for _ in runs]
         self.failed: list[str | None] = [None] * self.K
-        torch.manual_seed(sum(r.cfg.seed * 7919 ** i for i, r in enumerate(runs)) % 2 ** 63)  # the stack's noise
+        torch.manual_seed(sum(r.cfg.seed * 7919**i for i, r in enumerate(runs)) % 2**63)  # the stack's noise
         if not self.resume():
             self.method.start(self.model.layers)
 
@@ -132,8 +137,9 @@ class Engine:
         singles = []
         for run in self.runs:
             reset_state(run.cfg.seed, self.device)
-            single = network_mod.build(run.cfg, self.input_shape, self.data.classes,
-                                       run.make_method(self.steps_per_epoch))  # its init_*
+            single = network_mod.build(
+                run.cfg, self.input_shape, self.data.classes, run.make_method(self.steps_per_epoch)
+            )  # its init_*
             if run.cfg.init_from:
                 load_weights(single, Path(run.cfg.init_from))
             singles.append(single.state_dict())
@@ -148,8 +154,11 @@ class Engine:
         classes and where they came from, and any note on the data."""
         data = self.data
         outputs = self.task.outputs_in_words(data.classes, data.classes_from)
-        return [f"{self.single.describe(self.cfg.method.name, self.cfg.get('structure', 'weight'))}; "
-                f"{outputs}, {len(data.train):,} training examples, {len(data.val):,} for validation", *data.notes]
+        return [
+            f"{self.single.describe(self.cfg.method.name, self.cfg.get('structure', 'weight'))}; "
+            f"{outputs}, {len(data.train):,} training examples, {len(data.val):,} for validation",
+            *data.notes,
+        ]
 
     # -- checkpoints: each configuration's own -----------------------------------------------------------------------
     def resume(self) -> bool:
@@ -162,13 +171,17 @@ class Engine:
         for k, state in enumerate(states):
             missing = sorted(ours - set(state["model"]))
             if missing:
-                raise TrainError(f"{self.folders[k] / run_files.CHECKPOINT} holds no {missing[0]}: it was written by "
-                                 "another network or an earlier adrop and cannot resume here; train in a new folder")
+                raise TrainError(
+                    f"{self.folders[k] / run_files.CHECKPOINT} holds no {missing[0]}: it was written by "
+                    "another network or an earlier adrop and cannot resume here; train in a new folder"
+                )
         with torch.no_grad():
             for k, state in enumerate(states):
                 if state["identity"] != self.runs[k].identity:
-                    raise TrainError(f"{self.folders[k]} holds a different run ({state['identity']}); adrop never "
-                                     "overwrites an earlier run: choose another hydra.run.dir")
+                    raise TrainError(
+                        f"{self.folders[k]} holds a different run ({state['identity']}); adrop never "
+                        "overwrites an earlier run: choose another hydra.run.dir"
+                    )
                 for name, tensor in self.model.state_dict().items():
                     tensor[k].copy_(state["model"][name])
                 self.optimizer.load_config_state(k, state["optimizer"])
@@ -183,26 +196,40 @@ class Engine:
 
     def checkpoint(self, k: int) -> None:
         model = {name: tensor[k].clone() for name, tensor in self.model.state_dict().items()}
-        run_files.save_checkpoint(self.folders[k], {
-            "identity": self.runs[k].identity, "epoch": self.epoch, "model": model,
-            "optimizer": self.optimizer.config_state(k), "method": self.method.state_dict(),
-            "rng_cpu": torch.get_rng_state(),
-            "rng_cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
-            "metrics": self.metrics[k], "layers": self.layer_rows[k], "elapsed": self.elapsed, "stacked": self.K})
+        run_files.save_checkpoint(
+            self.folders[k],
+            {
+                "identity": self.runs[k].identity,
+                "epoch": self.epoch,
+                "model": model,
+                "optimizer": self.optimizer.config_state(k),
+                "method": self.method.state_dict(),
+                "rng_cpu": torch.get_rng_state(),
+                "rng_cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+                "metrics": self.metrics[k],
+                "layers": self.layer_rows[k],
+                "elapsed": self.elapsed,
+                "stacked": self.K,
+            },
+        )
 
     # -- training -----------------------------------------------------------------------------------------------
     def active(self) -> list[int]:
         return [k for k in range(self.K) if self.failed[k] is None]
 
     def lrs(self, step: int) -> list[float]:
-        return [0.0 if self.failed[k] else schedules.lr_at(step, self.total_steps, r.lr, r.cfg.schedule,
-                                                           r.cfg.decay_start, self.steps_per_epoch)
-                for k, r in enumerate(self.runs)]
+        return [
+            0.0
+            if self.failed[k]
+            else schedules.lr_at(step, self.total_steps, r.lr, r.cfg.schedule, r.cfg.decay_start, self.steps_per_epoch)
+            for k, r in enumerate(self.runs)
+        ]
 
     def penalty_weights(self, step: int) -> list[float]:
         """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
-        return [0.0 if self.failed[k] else schedules.lam_at(step, r.lam, self.warmups[k])
-                for k, r in enumerate(self.runs)]
+        return [
+            0.0 if self.failed[k] else schedules.lam_at(step, r.lam, self.warmups[k]) for k, r in enumerate(self.runs)
+        ]
 
     def step_loss(self, x, y, weight):
         """Per configuration (K,): data term + weight * penalty, and its two parts, for one batch (K, B, ...)."""
@@ -213,8 +240,12 @@ class Engine:
 
     def train_epoch(self, bar=None) -> torch.Tensor:
         train, batch = self.data.train, self.cfg.batch_size
-        orders = torch.stack([torch.randperm(len(train), generator=torch.Generator().manual_seed(
-            r.cfg.seed * 1_000_003 + self.epoch)) for r in self.runs]).to(self.device)  # each its own order
+        orders = torch.stack(
+            [
+                torch.randperm(len(train), generator=torch.Generator().manual_seed(r.cfg.seed * 1_000_003 + self.epoch))
+                for r in self.runs
+            ]
+        ).to(self.device)  # each its own order
         layers, K = self.model.layers, self.K
         self.model.train()
         sums = torch.zeros(K, 3, device=self.device)
@@ -224,7 +255,7 @@ class Engine:
         lrs = torch.tensor([self.lrs(s) for s in steps], device=self.device)
         weights = torch.tensor([self.penalty_weights(s) for s in steps], device=self.device)
         for b, step in enumerate(steps):
-            idx = orders[:, b * batch:(b + 1) * batch]
+            idx = orders[:, b * batch : (b + 1) * batch]
             self.optimizer.set_lr(lrs[b])
             self.method.before_step(step, self.lam)
             x = rows(train.x, idx)
@@ -243,8 +274,7 @@ class Engine:
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
             if bar is not None:
                 bar.update(1)
-        self.method.end_epoch(layers, self.lam, self.optimizer.effective_step,
-                              math.ceil(len(self.data.val) / batch))
+        self.method.end_epoch(layers, self.lam, self.optimizer.effective_step, math.ceil(len(self.data.val) / batch))
         return sums / self.steps_per_epoch
 
     def update(self, with_after_step: bool) -> None:
@@ -264,8 +294,7 @@ class Engine:
         """Why configuration k's epoch counts as divergence, or None."""
         loss, data_term, penalty = sums
         run = self.runs[k]
-        kept = (f"the last good checkpoint (epoch {self.epoch - 1}) stays" if self.epoch > 1 else
-                "no epoch finished")
+        kept = f"the last good checkpoint (epoch {self.epoch - 1}) stays" if self.epoch > 1 else "no epoch finished"
         where = f"in epoch {self.epoch} (lr={run.lr}, lam={run.lam}); {kept}"
         if not all(math.isfinite(v) for v in sums):
             return f"the loss became {loss} {where}"
@@ -277,8 +306,9 @@ class Engine:
         its summary.json."""
         self.failed[k] = message
         self.optimizer.freeze([k])
-        run_files.mark_failed(self.folders[k], message, self.cfg.method.name, self.runs[k].identity, stacked=self.K,
-                              **extra)
+        run_files.mark_failed(
+            self.folders[k], message, self.cfg.method.name, self.runs[k].identity, stacked=self.K, **extra
+        )
         log.info("%s failed: %s", self.folders[k], message)  # the launcher tells the user, in one line
 
     def fit(self, stop_after: int | None = None) -> list[dict]:
@@ -339,25 +369,40 @@ class Engine:
         val = evaluate.measure(self.task, self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, _ = evaluate.kept_units(self.single, weights)
-        self.metrics[k].append(run_files.metrics_row(self.epoch, loss, data_term, penalty, val, nonzero, total,
-                                                     lr, seconds))
-        self.layer_rows[k] += run_files.layer_rows(self.epoch, layers, self.single.positions(), self.single.biases(),
-                                                   units, evaluate.dense(self.single, weights))
+        self.metrics[k].append(
+            run_files.metrics_row(self.epoch, loss, data_term, penalty, val, nonzero, total, lr, seconds)
+        )
+        self.layer_rows[k] += run_files.layer_rows(
+            self.epoch,
+            layers,
+            self.single.positions(),
+            self.single.biases(),
+            units,
+            evaluate.dense(self.single, weights),
+        )
         run_files.write_history(self.folders[k], self.metrics[k], self.layer_rows[k], self.columns)
         self.checkpoint(k)
         run_files.write_summary(self.folders[k], self.summary(k, "running", **{f"val_{m}": v for m, v in val.items()}))
         tracker = self.trackers[k]
         stats = tracking.statistics(self.method, self.model, self.lam, k) if tracker.wants_statistics else {}
-        tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers):], stats)
+        tracker.epoch(self.epoch, self.metrics[k][-1], self.layer_rows[k][-len(layers) :], stats)
         # the data term, the penalty term beside it: a penalty's constant (LogSum's) would hide the data's progress
         first = self.task.metrics[0]
         shown = f"val {self.task.label(first)} {self.task.format(first, val[first])}"
-        line = (f"epoch {self.epoch}/{self.cfg.epochs}: {self.task.data_term} {data_term:.4f} (+ penalty "
-                f"{loss - data_term:.4g}), {shown}, nonzero {nonzero / total:.4f}, {seconds:.1f} s")
+        line = (
+            f"epoch {self.epoch}/{self.cfg.epochs}: {self.task.data_term} {data_term:.4f} (+ penalty "
+            f"{loss - data_term:.4g}), {shown}, nonzero {nonzero / total:.4f}, {seconds:.1f} s"
+        )
         log.info("%s: %s", self.folders[k].name, line)  # the job's log file
         if bar is not None and self.K == 1:
-            bar.set_postfix({self.task.data_term: f"{data_term:.4f}", "penalty": f"{loss - data_term:.4g}",
-                             f"val_{first}": self.task.format(first, val[first]), "nonzero": f"{nonzero / total:.4f}"})
+            bar.set_postfix(
+                {
+                    self.task.data_term: f"{data_term:.4f}",
+                    "penalty": f"{loss - data_term:.4g}",
+                    f"val_{first}": self.task.format(first, val[first]),
+                    "nonzero": f"{nonzero / total:.4f}",
+                }
+            )
         elif bar is None and not self.multirun and progress_mode(self.cfg.progress) != "never":  # a line an epoch
             print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
@@ -368,19 +413,33 @@ class Engine:
         why = collapse.collapsed(self.single, weights, self.data.val.x, cfg.method.name)
         if why is not None:  # its sparsity and last val metrics kept: a lam search brackets its target with it
             _, nonzero, total = evaluate.sparsity(self.single, weights)
-            self.fail(k, why, collapsed=True, nonzero_fraction=nonzero / total,
-                      **{c: self.metrics[k][-1][c] if self.metrics[k] else None for c in self.val_columns})
+            self.fail(
+                k,
+                why,
+                collapsed=True,
+                nonzero_fraction=nonzero / total,
+                **{c: self.metrics[k][-1][c] if self.metrics[k] else None for c in self.val_columns},
+            )
             return run_files.read_summary(self.folders[k])
         test = evaluate.measure(self.task, self.single.predict, weights, self.data.test, cfg.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, kept = evaluate.kept_units(self.single, weights)
         run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
         errors = evaluate.unmasked_errors(cfg, self.task, self.single.predict, unmasked, self.data)
-        summary = self.summary(k, "completed", **{f"test_{m}": v for m, v in test.items()},
-                               **{c: self.metrics[k][-1][c] for c in self.val_columns}, layers=layers,
-                               nonzero=nonzero, total=total, unmasked=errors, units=units, kept=kept,
-                               dense=evaluate.dense(self.single, weights),
-                               heads=kept_heads(self.single.attentions, weights))
+        summary = self.summary(
+            k,
+            "completed",
+            **{f"test_{m}": v for m, v in test.items()},
+            **{c: self.metrics[k][-1][c] for c in self.val_columns},
+            layers=layers,
+            nonzero=nonzero,
+            total=total,
+            unmasked=errors,
+            units=units,
+            kept=kept,
+            dense=evaluate.dense(self.single, weights),
+            heads=kept_heads(self.single.attentions, weights),
+        )
         run_files.write_summary(self.folders[k], summary)
         return summary
 
@@ -392,8 +451,12 @@ class Engine:
         from tqdm import tqdm
 
         name = self.cfg.method.name + (f" x {self.K}" if self.K > 1 else "")
-        return tqdm(total=self.cfg.epochs * self.steps_per_epoch, initial=self.epoch * self.steps_per_epoch,
-                    desc=name, unit="step")
+        return tqdm(
+            total=self.cfg.epochs * self.steps_per_epoch,
+            initial=self.epoch * self.steps_per_epoch,
+            desc=name,
+            unit="step",
+        )
 
     @property
     def val_columns(self) -> list[str]:
@@ -405,5 +468,17 @@ class Engine:
         names = {f"{split}_{m}" for split in ("test", "val") for m in self.task.metrics}
         metrics = {key: results.pop(key) for key in list(results) if key in names}
         normalisation = None if self.data.mean is None else {"mean": self.data.mean, "std": self.data.std}
-        return run_files.summary(self.runs[k], self.single, self.device, self.epoch, self.elapsed, status, self.K,
-                                 self.task, metrics, normalisation=normalisation, data=self.data, **results)
+        return run_files.summary(
+            self.runs[k],
+            self.single,
+            self.device,
+            self.epoch,
+            self.elapsed,
+            status,
+            self.K,
+            self.task,
+            metrics,
+            normalisation=normalisation,
+            data=self.data,
+            **results,
+        )

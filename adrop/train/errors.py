@@ -6,6 +6,7 @@ a user who sets HYDRA_FULL_ERROR=1 (Hydra's own switch) gets the full traceback 
 The exit statuses (the table in docs/guide.md, "Errors, faults and exit codes", and adrop/commands/train.py): 0 done,
 REFUSED (2) the command or its data is wrong and nothing trained, FAILED (1) a run failed, 130 and 143 interrupted.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,7 @@ from hydra.errors import InstantiationException, MissingConfigException
 from . import schema
 
 DEBUG = "ADROP_DEBUG"  # set by the entry point: "1" when the user asked for tracebacks
-FAILED = 1   # a run failed: a NaN or a diverging loss, a file that cannot be written, an error of adrop's own
+FAILED = 1  # a run failed: a NaN or a diverging loss, a file that cannot be written, an error of adrop's own
 REFUSED = 2  # the command or its data is wrong (a key, a value, data missing or malformed, a folder another run's)
 DATA_ENV = "ADROP_DATA"  # where data.root points when the command does not say (conf/config.yaml)
 
@@ -28,7 +29,7 @@ DATA_ENV = "ADROP_DATA"  # where data.root points when the command does not say 
 def brief(err: BaseException, limit: int = 200) -> str:
     """Any exception as one short line: its type and its message's words (a library's message may span lines)."""
     text = " ".join(str(err).split())
-    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
@@ -75,9 +76,14 @@ def closest_param(path: str, cause: str) -> str | None:
 
 def _meaningful(text: str) -> list[str]:
     """The lines of a Hydra/OmegaConf message that say something (not its indented key dumps or links)."""
-    return [line.strip().rstrip(".") for line in text.splitlines()
-            if line.strip() and not line.startswith((" ", "\t")) and not line.startswith(("See http", "Config search"))
-            and not line.startswith("To append to your config")]  # Hydra's `+key` hint: the schema is closed
+    return [
+        line.strip().rstrip(".")
+        for line in text.splitlines()
+        if line.strip()
+        and not line.startswith((" ", "\t"))
+        and not line.startswith(("See http", "Config search"))
+        and not line.startswith("To append to your config")
+    ]  # Hydra's `+key` hint: the schema is closed
 
 
 def one_line(err: BaseException) -> str:
@@ -88,18 +94,23 @@ def one_line(err: BaseException) -> str:
         found = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
         if found:
             group, name = found.groups()
-            extra = (" (joblib, submitit_local, submitit_slurm, slurm, stacked_submitit_local and stacked_slurm come "
-                     "with pip install -e '.[launchers]')" if group == "hydra/launcher" else "")
+            extra = (
+                " (joblib, submitit_local, submitit_slurm, slurm, stacked_submitit_local and stacked_slurm come "
+                "with pip install -e '.[launchers]')"
+                if group == "hydra/launcher"
+                else ""
+            )
             return f"unknown {group} {name!r}; valid {group} options: {', '.join(err.options)}{extra}"
     found = re.match(r"Could not override '([^']+)'", text)
     if found and "not in" in str(err.__cause__ or ""):
         key = found.group(1)
         if key == "lam_scale" or key.startswith("lam_scale."):  # empty by default: a layer's multiplier is added
-            return ("lam_scale is empty by default: add a layer's multiplier with +lam_scale.<layer>=<value> "
-                    "(or '++lam_scale={<layer>: <value>, ...}')")
+            return (
+                "lam_scale is empty by default: add a layer's multiplier with +lam_scale.<layer>=<value> "
+                "(or '++lam_scale={<layer>: <value>, ...}')"
+            )
         if key.startswith("method.params.penalty_params."):  # an open dict, empty by default: a key is added
-            return (f"{key} is not set by default (the penalty's own defaults apply): add it with "
-                    f"+{key}=<value>")
+            return f"{key} is not set by default (the penalty's own defaults apply): add it with +{key}=<value>"
         return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
     if "Could not load 'hydra/launcher/submitit" in text:  # conf/hydra/launcher/slurm.yaml without the plugin
         return f"{_meaningful(text)[0]}: the SLURM launcher needs pip install -e '.[launchers]'"
@@ -122,12 +133,20 @@ def unreachable(err: BaseException) -> bool:
     return False
 
 
-def cannot_download(name: str, root, missing: list | None = None, total: int = 0, err: BaseException | None = None,
-                    holding: str | None = None) -> str:
+def cannot_download(
+    name: str,
+    root,
+    missing: list | None = None,
+    total: int = 0,
+    err: BaseException | None = None,
+    holding: str | None = None,
+) -> str:
     """The one line of a data set that is not (all) under data.root and that torchvision could not download:
     `missing` of its `total` files (None: not known), `holding` what a folder given as data.root must hold."""
     root = os.path.abspath(root)
     where = f"complete in {root} ({', '.join(missing)} missing)" if missing and len(missing) < total else f"in {root}"
     why = "no internet?" if err is None or unreachable(err) else brief(err, 120)
-    return (f"{name} is not {where} and cannot be downloaded ({why}): pass data.root=<a folder holding "
-            f"{holding or name + '/raw/'}> or set {DATA_ENV}")
+    return (
+        f"{name} is not {where} and cannot be downloaded ({why}): pass data.root=<a folder holding "
+        f"{holding or name + '/raw/'}> or set {DATA_ENV}"
+    )

@@ -4,6 +4,7 @@ sparsity.
 Both use each layer's effective weight (masks and deterministic gates folded in), computed once per evaluation: a
 weight counts as nonzero exactly when it is nonzero there, which is also what weights.npz holds.
 """
+
 from __future__ import annotations
 
 import torch
@@ -49,8 +50,10 @@ def error(predict, weights, split, batch: int = 8192) -> float:
 @torch.no_grad()
 def sparsity(network, state: dict):
     """Per sparse layer (name, shape, nonzero count, total) and the totals, from one network's state."""
-    layers = [(name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel())
-              for name, w in ((n, state[network.key[n]]) for n in network.names)]
+    layers = [
+        (name, tuple(w.shape), int(torch.count_nonzero(w)), w.numel())
+        for name, w in ((n, state[network.key[n]]) for n in network.names)
+    ]
     nonzero, total = sum(l[2] for l in layers), sum(l[3] for l in layers)
     return layers, nonzero, total
 
@@ -80,12 +83,19 @@ def kept_units(network, state: dict):
     if network.chain:
         image = network.input_shape if any(w.dim() == 4 for w in weights.values()) else None
         biases = {n: state.get(f"{n}.bias") for n in network.names}
-        kept = compact(network.names, {n: (weights[n].numpy(), None if biases[n] is None else biases[n].cpu().numpy())
-                                       for n in network.names}, image)
-        return [(w.shape[1], weights[n].shape[1], w.shape[0], weights[n].shape[0])
-                for n, (w, _) in zip(network.names, kept.layers)], kept
-    return [units_kept(weights[n] != 0, getattr(layer, "inputs_first", False))
-            for n, layer in zip(network.names, network.layers)], None
+        kept = compact(
+            network.names,
+            {n: (weights[n].numpy(), None if biases[n] is None else biases[n].cpu().numpy()) for n in network.names},
+            image,
+        )
+        return [
+            (w.shape[1], weights[n].shape[1], w.shape[0], weights[n].shape[0])
+            for n, (w, _) in zip(network.names, kept.layers)
+        ], kept
+    return [
+        units_kept(weights[n] != 0, getattr(layer, "inputs_first", False))
+        for n, layer in zip(network.names, network.layers)
+    ], None
 
 
 def unmasked_errors(cfg, task, predict, weights, data) -> tuple[float, float] | None:
@@ -93,5 +103,6 @@ def unmasked_errors(cfg, task, predict, weights, data) -> tuple[float, float] | 
     cfg.evaluate_unmasked asks for them."""
     if not cfg.evaluate_unmasked:
         return None
-    return tuple(measure(task, predict, weights, split, cfg.eval_batch_size)[task.metrics[0]]
-                 for split in (data.test, data.val))
+    return tuple(
+        measure(task, predict, weights, split, cfg.eval_batch_size)[task.metrics[0]] for split in (data.test, data.val)
+    )

@@ -8,6 +8,7 @@ so method.params is as closed and typed as in a run; and the template is filled 
 Hydra's help, line for line (tests/test_help_page.py compares the two). Overrides of Hydra's own settings
 (`hydra.*`, `hydra/launcher=...`) and templates with Hydra's other fields go to Hydra's help.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,9 +68,16 @@ def describe(cls) -> dict | None:
 
 def rebuild(description: dict):
     """The dataclass `describe` described: same name, fields, types and defaults."""
-    fields = [(name, TYPES[kind], dataclasses.field(default_factory=lambda d=default: type(d)(d))
-               if isinstance(default, (dict, list)) else dataclasses.field(default=default))
-              for name, kind, default in description["fields"]]
+    fields = [
+        (
+            name,
+            TYPES[kind],
+            dataclasses.field(default_factory=lambda d=default: type(d)(d))
+            if isinstance(default, (dict, list))
+            else dataclasses.field(default=default),
+        )
+        for name, kind, default in description["fields"]
+    ]
     return dataclasses.make_dataclass(description["name"], fields)
 
 

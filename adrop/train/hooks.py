@@ -4,6 +4,7 @@ A configuration with an unknown key (also one added with `+key=value`: the schem
 or bad values fails here, in one line, before any run folder exists (adrop.train.settings.resolve). A sweep checks its
 keys here and each job's values when the job starts (they differ per job).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

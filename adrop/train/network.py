@@ -13,6 +13,7 @@ A model config names the module's class in `_target_`; its other keys but `name`
 are passed where the constructor takes parameters of those names and the config does not set them. The module's
 forward takes a batch in the data's shape and returns logits, batch x classes.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -42,8 +43,10 @@ class NetworkError(ValueError):
 def target_of(model_cfg) -> str:
     target = model_cfg.get("_target_")
     if not target:
-        raise NetworkError(f"model={model_cfg.get('name')} names no class: set model._target_=<module.Class> (an "
-                           "nn.Module whose forward returns logits)")
+        raise NetworkError(
+            f"model={model_cfg.get('name')} names no class: set model._target_=<module.Class> (an "
+            "nn.Module whose forward returns logits)"
+        )
     return str(target)
 
 
@@ -60,8 +63,11 @@ def instantiate(model_cfg, input_shape, classes: int) -> nn.Module:
         cls = get_object(target)
     except Exception as err:
         cause = err.__cause__ or err
-        hint = (f"; {target.split('.')[0]}.py is not in the current folder ({cwd}) nor an installed package"
-                if isinstance(cause, ModuleNotFoundError) and cause.name == target.split(".")[0] else "")
+        hint = (
+            f"; {target.split('.')[0]}.py is not in the current folder ({cwd}) nor an installed package"
+            if isinstance(cause, ModuleNotFoundError) and cause.name == target.split(".")[0]
+            else ""
+        )
         raise NetworkError(f"model._target_={target} does not import ({brief(cause)}{hint})") from None
     finally:
         hydra_log.disabled = silent
@@ -98,8 +104,9 @@ def arguments(model_cfg, cls, input_shape, classes: int) -> dict:
     return {**args, **{k: v for k, v in given.items() if k in accepted and k not in args}}
 
 
-def convert(module: nn.Module, method, configs: int | None,
-            chosen: selection.Selection) -> tuple[nn.Module, list[tuple[str, SparseLayer]]]:
+def convert(
+    module: nn.Module, method, configs: int | None, chosen: selection.Selection
+) -> tuple[nn.Module, list[tuple[str, SparseLayer]]]:
     """Put the method's layers in place, in `module` (or around it: `Network.net`), for the weights `chosen` names
     (adrop.selection.select, the library's choice): every Linear and Conv2d the layers can batch made the method's
     sparse layer (the library's adrop.selection.convert), and every module that holds tensors the layers cannot batch
@@ -150,16 +157,28 @@ class Network:
     `layers` (the sparse layers), `keys` (the module's own state_dict keys: what weights.npz holds), `configs` (K, or
     None for one unstacked network, which evaluation uses)."""
 
-    def __init__(self, module: nn.Module, method, input_shape, classes: int, configs: int | None = None,
-                 architecture: str | None = None, include=(), exclude=(), dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        module: nn.Module,
+        method,
+        input_shape,
+        classes: int,
+        configs: int | None = None,
+        architecture: str | None = None,
+        include=(),
+        exclude=(),
+        dtype: torch.dtype = torch.float32,
+    ):
         self.keys = list(module.state_dict().keys())
         self.dtype = dtype  # the inputs': float32, or int64 token ids
         self.input_shape, self.classes, self.configs = tuple(int(s) for s in input_shape), int(classes), configs
         self.architecture = getattr(module, "architecture", None) or architecture or type(module).__qualname__
         shared = shared_parameters(module)
         if shared:
-            raise NetworkError(f"{self.architecture} uses one parameter in several places ({', '.join(shared[:2])}): "
-                               "adrop trains each layer's weights as its own, so it cannot train tied weights")
+            raise NetworkError(
+                f"{self.architecture} uses one parameter in several places ({', '.join(shared[:2])}): "
+                "adrop trains each layer's weights as its own, so it cannot train tied weights"
+            )
         self.shapes = {name: tuple(p.shape) for name, p in module.named_parameters()}  # the user's, before conversion
         self.attentions = heads.attentions(module)  # whose heads summary.json counts
         self.embeds = any(isinstance(m, (nn.Embedding, nn.EmbeddingBag)) for m in module.modules())  # reads token ids
@@ -170,12 +189,15 @@ class Network:
         self.net, found = convert(module, method, configs, chosen)
         lost = [key for key in self.keys if key not in self.net.state_dict()]
         if lost:  # a layer whose weight lives elsewhere (the old weight_norm's weight_g and weight_v)
-            raise NetworkError(f"{self.architecture}: {lost[0]} is not a plain layer's tensor (a weight norm?): adrop "
-                               "trains a Linear or Conv2d layer's own weight, so it cannot train this network")
+            raise NetworkError(
+                f"{self.architecture}: {lost[0]} is not a plain layer's tensor (a weight norm?): adrop "
+                "trains a Linear or Conv2d layer's own weight, so it cannot train this network"
+            )
         self.chain = isinstance(module, (networks.MLP, networks.ConvNet))  # what adrop.compact can make smaller
         # modules run whole per configuration, beyond a single module's own tensors (attention, a class token)
-        self.whole_modules = any(isinstance(m, Stacked) and (m.sparse_paths or any(m.children()))
-                                 for m in self.net.modules())
+        self.whole_modules = any(
+            isinstance(m, Stacked) and (m.sparse_paths or any(m.children())) for m in self.net.modules()
+        )
         self.names = [n for n, _ in found]
         self.layers = [layer for _, layer in found]
         self.key = {name: chosen.path[name] for name in self.names}  # each layer's weight in the state (weights.npz)
@@ -207,8 +229,9 @@ class Network:
             return what + "; nothing trains densely"
         biases = sum(n for owner, n in owners.items() if owner in self.names)
         others = sorted(((n, owner) for owner, n in owners.items() if owner not in self.names), reverse=True)
-        parts = [f"{owner} {n:,}" for n, owner in others[:4]] + ([f"{len(others) - 4} more modules"]
-                                                                   if len(others) > 4 else [])
+        parts = [f"{owner} {n:,}" for n, owner in others[:4]] + (
+            [f"{len(others) - 4} more modules"] if len(others) > 4 else []
+        )
         if biases:
             parts.append(f"the layers' biases {biases:,}")
         return what + f"; {dense:,} parameters train densely ({', '.join(parts)})"
@@ -238,9 +261,12 @@ class Network:
             def count(name, per):
                 return lambda m, i, out: counts.__setitem__(name, counts.get(name, 0) + per(m, out))
 
-            products = (lambda m, out: out.numel() // m.weight.shape[0])
-            targets = [(name, layer, products) for name, layer in zip(self.names, self.layers)
-                       if not isinstance(layer, SparseParameter)]
+            products = lambda m, out: out.numel() // m.weight.shape[0]
+            targets = [
+                (name, layer, products)
+                for name, layer in zip(self.names, self.layers)
+                if not isinstance(layer, SparseParameter)
+            ]
             twins = {id(layer): name for name, layer in zip(self.names, self.layers)}
             for stack in (m for m in self.net.modules() if isinstance(m, Stacked)):
                 for path, layer in zip(stack.sparse_paths, stack.sparse):
@@ -307,13 +333,23 @@ def shared_parameters(module: nn.Module) -> list[str]:
     return shared
 
 
-def build(cfg, input_shape, classes: int, method, configs: int | None = None,
-          dtype: torch.dtype = torch.float32) -> Network:
+def build(
+    cfg, input_shape, classes: int, method, configs: int | None = None, dtype: torch.dtype = torch.float32
+) -> Network:
     """The network a run's configuration asks for (its model, include and exclude), for inputs of this dtype."""
     model_cfg = cfg.model
     module = instantiate(model_cfg, input_shape, classes)
-    network = Network(module, method, input_shape, classes, configs, architecture=target_of(model_cfg),
-                      include=list(cfg.get("include") or ()), exclude=list(cfg.get("exclude") or ()), dtype=dtype)
+    network = Network(
+        module,
+        method,
+        input_shape,
+        classes,
+        configs,
+        architecture=target_of(model_cfg),
+        include=list(cfg.get("include") or ()),
+        exclude=list(cfg.get("exclude") or ()),
+        dtype=dtype,
+    )
     network.arguments = arguments(model_cfg, type(module), input_shape, classes)
     return network
 
@@ -326,8 +362,10 @@ def scale_lam(network: Network, scales, lam_cost: str = "weights", positions: li
     for the eta-hat methods' groups. A stacked network is given the positions of its one-configuration network."""
     unknown = [name for name in scales if name not in network.names]
     if unknown:
-        raise NetworkError(f"lam_scale names {', '.join(unknown)}, not a sparse layer of {network.architecture}; its "
-                           f"layers: {', '.join(network.names)}")
+        raise NetworkError(
+            f"lam_scale names {', '.join(unknown)}, not a sparse layer of {network.architecture}; its "
+            f"layers: {', '.join(network.names)}"
+        )
     if lam_cost == "macs" and positions is None:
         if network.configs is not None:
             raise ValueError("scale_lam: a stacked network's positions come from its one-configuration network")
@@ -354,12 +392,16 @@ def check_output(network: Network, x: torch.Tensor, task=None) -> None:
             out = network.net(batch)
     except Exception as err:
         if tokens and not network.embeds:
-            raise NetworkError(f"the data's inputs are token ids (integers) and {what} fails on them with no "
-                               f"embedding to read them ({brief(err)}): a model that embeds tokens (model=gpt_tiny), "
-                               "or data of real numbers") from None
+            raise NetworkError(
+                f"the data's inputs are token ids (integers) and {what} fails on them with no "
+                f"embedding to read them ({brief(err)}): a model that embeds tokens (model=gpt_tiny), "
+                "or data of real numbers"
+            ) from None
         if tokens and task.name == "language_model" and isinstance(err, IndexError):
-            raise NetworkError(f"{what} fails on token id {network.classes - 1}: an embedding of it holds fewer "
-                               f"than the data's vocabulary of {network.classes} ({brief(err)})") from None
+            raise NetworkError(
+                f"{what} fails on token id {network.classes - 1}: an embedding of it holds fewer "
+                f"than the data's vocabulary of {network.classes} ({brief(err)})"
+            ) from None
         raise NetworkError(f"{what} fails on a batch of the data, shape {list(batch.shape)} ({brief(err)})") from None
     finally:
         network.train()
@@ -367,12 +409,15 @@ def check_output(network: Network, x: torch.Tensor, task=None) -> None:
     wanted = task.output_shapes(len(batch), network.classes, network.input_shape)
     if shape not in wanted:
         if task.name == "language_model" and shape[:-1] == wanted[0][:-1]:
-            raise NetworkError(f"{what} returns logits over {shape[-1]} tokens; the data's vocabulary has "
-                               f"{network.classes} (the model's vocabulary: its `classes`)")
+            raise NetworkError(
+                f"{what} returns logits over {shape[-1]} tokens; the data's vocabulary has "
+                f"{network.classes} (the model's vocabulary: its `classes`)"
+            )
         outputs, of = task.outputs
-        raise NetworkError(f"{what} returns {shape or type(out).__name__} for a batch of {len(batch)}; it must "
-                           f"return {outputs}, {' x '.join(['batch', *map(str, wanted[0][1:])])} (the data's {of})")
-
+        raise NetworkError(
+            f"{what} returns {shape or type(out).__name__} for a batch of {len(batch)}; it must "
+            f"return {outputs}, {' x '.join(['batch', *map(str, wanted[0][1:])])} (the data's {of})"
+        )
 
 
 def stack_problem(cfg, input_shape, classes: int, method, tokens: bool = False) -> str | None:
@@ -387,13 +432,18 @@ def stack_problem(cfg, input_shape, classes: int, method, tokens: bool = False) 
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([single.state_dict()[name]] * 2))
             random = torch.Generator().manual_seed(0)
-            x = torch.randint(0, 2, (2, 3, *input_shape), generator=random) if tokens else \
-                torch.rand(2, 3, *input_shape, generator=random)
+            x = (
+                torch.randint(0, 2, (2, 3, *input_shape), generator=random)
+                if tokens
+                else torch.rand(2, 3, *input_shape, generator=random)
+            )
             single.eval(), stacked.eval()
             got, want = stacked(x), torch.stack([single.net(x[k]) for k in range(2)])
         if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
-            return ("a module of it is fed something other than its batch's examples (positions, say), which a stack "
-                    "cannot tell from a batch")
+            return (
+                "a module of it is fed something other than its batch's examples (positions, say), which a stack "
+                "cannot tell from a batch"
+            )
         stacked.train()
         method.before_step(0, torch.zeros(2))
         stacked(torch.zeros(2, 2, *input_shape, dtype=x.dtype)).sum().backward()
@@ -404,5 +454,3 @@ def stack_problem(cfg, input_shape, classes: int, method, tokens: bool = False) 
 
 def input_shape_of(data) -> tuple:
     return tuple(data.image) if data.image else (data.in_features,)
-
-

@@ -12,6 +12,7 @@ Layers are named fc1, fc2, ... and conv1, conv2, ... (their module paths). Conv 
 1 x 28 x 28); each conv is followed by ReLU and a 2 x 2 max-pool. A network records what it is (`architecture`, e.g.
 "784-300-100-10" or "1x28x28-c20k5-p2-c50k5-p2-800-500-10") in every run's summary.json.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,18 +63,22 @@ class ConvNet(nn.Module):
     def __init__(self, conv: list[list[int]], hidden: list[int], input_shape: list[int], classes: int):
         super().__init__()
         if len(input_shape) != 3:
-            raise ValueError(f"a conv net needs images (channels, height, width); the data gives flat vectors of "
-                             f"{math.prod(input_shape)} features (use an image dataset, or a model without "
-                             "convolutions)")
+            raise ValueError(
+                f"a conv net needs images (channels, height, width); the data gives flat vectors of "
+                f"{math.prod(input_shape)} features (use an image dataset, or a model without "
+                "convolutions)"
+            )
         if not conv or any(len(c) != 2 or min(c) < 1 for c in conv):
             raise ValueError(f"model.conv must be a list of [out channels, kernel size], got {conv}")
         channels, size = input_shape[0], input_shape[1]
         parts = ["x".join(map(str, input_shape))]
         for i, (out, kernel) in enumerate(conv):
             if size - kernel + 1 < 2:
-                raise ValueError(f"the conv net does not fit {'x'.join(map(str, input_shape))} images: a {kernel}x"
-                                 f"{kernel} convolution meets a {size}x{size} input (each conv is followed by a 2x2 "
-                                 "pool)")
+                raise ValueError(
+                    f"the conv net does not fit {'x'.join(map(str, input_shape))} images: a {kernel}x"
+                    f"{kernel} convolution meets a {size}x{size} input (each conv is followed by a 2x2 "
+                    "pool)"
+                )
             self.add_module(f"conv{i + 1}", nn.Conv2d(channels, out, kernel))
             channels, size = out, (size - kernel + 1) // 2
             parts += [f"c{out}k{kernel}", "p2"]
@@ -85,10 +90,10 @@ class ConvNet(nn.Module):
 
     def forward(self, x):
         layers = list(self.children())
-        for layer in layers[:self.n_conv]:
+        for layer in layers[: self.n_conv]:
             x = relu_pool(layer(x))
         x = x.flatten(1)
-        fc = layers[self.n_conv:]
+        fc = layers[self.n_conv :]
         for i, layer in enumerate(fc):
             x = layer(x)
             if i < len(fc) - 1:
@@ -104,10 +109,13 @@ def check_hidden(model_cfg) -> None:
     if any(h < 1 for h in hidden):
         raise ValueError(f"model.hidden must be positive widths, got {hidden}")
     if name == "linear" and hidden:
-        raise ValueError(f"model=linear has no hidden layer, got model.hidden={hidden}; use model=mlp for hidden "
-                         "layers")
+        raise ValueError(
+            f"model=linear has no hidden layer, got model.hidden={hidden}; use model=mlp for hidden layers"
+        )
     if name in ("mlp", "lenet_300_100") and not hidden:
         raise ValueError(f"model={name} with model.hidden=[] has no hidden layer; ask for model=linear by name")
     if name == "lenet_300_100" and hidden != [300, 100]:
-        raise ValueError(f"model=lenet_300_100 has hidden widths [300, 100], got {hidden}; use model=mlp "
-                         f"model.hidden={hidden} for other widths")
+        raise ValueError(
+            f"model=lenet_300_100 has hidden widths [300, 100], got {hidden}; use model=mlp "
+            f"model.hidden={hidden} for other widths"
+        )

@@ -4,6 +4,7 @@ torch.optim.Adam on the CPU runs its ~7 elementwise kernels once per parameter t
 extra parameters has 6 to 12 of them, each too small to amortise a kernel launch (the optimiser took ~40% of a dense
 epoch). Here every parameter and its gradient are views into one buffer, so a step is a few passes over it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,9 +33,9 @@ class StackedAdam:
         self.flat_grad = torch.zeros_like(self.flat)
         self.index, offset = {}, 0
         for p, size in zip(params, per_config):
-            self.flat[:, offset:offset + size].copy_(p.detach().reshape(configs, size))
-            p.data = self.flat[:, offset:offset + size].view_as(p)
-            p.grad = self.flat_grad[:, offset:offset + size].view_as(p)
+            self.flat[:, offset : offset + size].copy_(p.detach().reshape(configs, size))
+            p.data = self.flat[:, offset : offset + size].view_as(p)
+            p.grad = self.flat_grad[:, offset : offset + size].view_as(p)
             self.index[p] = (offset, size)
             offset += size
         self.betas, self.eps, self.step_count = betas, eps, 0
@@ -60,7 +61,7 @@ class StackedAdam:
         """Count the step and set its bias corrections (outside any compiled region: they change every step)."""
         self.step_count += 1
         self.t += 1
-        powers = self.beta_powers ** self.t
+        powers = self.beta_powers**self.t
         self.correction.copy_(torch.stack([1.0 / (1 - powers[0]), 1 - powers[1]]))
 
     @torch.no_grad()
@@ -80,9 +81,21 @@ class StackedAdam:
     def apply_fused_rows(self) -> None:
         beta1, beta2 = self.betas
         for k in range(self.K):
-            torch._fused_adam_([self.flat[k]], [self.flat_grad[k]], [self.exp_avg[k]], [self.exp_avg_sq[k]], [],
-                               [self.t], lr=self.lr[k, 0], beta1=beta1, beta2=beta2, weight_decay=0.0, eps=self.eps,
-                               amsgrad=False, maximize=False)
+            torch._fused_adam_(
+                [self.flat[k]],
+                [self.flat_grad[k]],
+                [self.exp_avg[k]],
+                [self.exp_avg_sq[k]],
+                [],
+                [self.t],
+                lr=self.lr[k, 0],
+                beta1=beta1,
+                beta2=beta2,
+                weight_decay=0.0,
+                eps=self.eps,
+                amsgrad=False,
+                maximize=False,
+            )
 
     @torch.no_grad()
     def apply_elementwise(self) -> None:
@@ -104,14 +117,17 @@ class StackedAdam:
         torch's Adam would give for each row; from tensors only, so a compiled after_step can call it."""
         offset, size = self.index[param]
         shape = param.shape
-        v_hat = self.exp_avg_sq[:, offset:offset + size].reshape(shape) / self.correction[1]
+        v_hat = self.exp_avg_sq[:, offset : offset + size].reshape(shape) / self.correction[1]
         return self.lr.view(-1, *([1] * (len(shape) - 1))) / (v_hat.sqrt() + self.eps)
 
     def config_state(self, k: int) -> dict:
         """Row k as torch.optim.Adam's state_dict over one flat parameter (lr as that row's current lr)."""
         scalar = torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
-        state = {"step": torch.tensor(float(self.step_count), dtype=scalar),
-                 "exp_avg": self.exp_avg[k].clone(), "exp_avg_sq": self.exp_avg_sq[k].clone()}
+        state = {
+            "step": torch.tensor(float(self.step_count), dtype=scalar),
+            "exp_avg": self.exp_avg[k].clone(),
+            "exp_avg_sq": self.exp_avg_sq[k].clone(),
+        }
         group = {**adam_defaults(), "lr": float(self.lr[k]), "betas": self.betas, "eps": self.eps, "params": [0]}
         return {"state": {0: state} if self.step_count else {}, "param_groups": [group]}
 
@@ -130,5 +146,8 @@ def adam_defaults() -> dict:
     """torch.optim.Adam's param_group defaults, read from its signature: making an Adam would import torch._dynamo
     (its constructor is wrapped by torch._disable_dynamo), 1.3 s of every run's start on this project's CPU."""
     parameters = inspect.signature(torch.optim.Adam.__init__).parameters
-    return {name: p.default for name, p in parameters.items()
-            if name not in ("self", "params") and p.default is not inspect.Parameter.empty}
+    return {
+        name: p.default
+        for name, p in parameters.items()
+        if name not in ("self", "params") and p.default is not inspect.Parameter.empty
+    }

@@ -45,6 +45,7 @@ a second time into the same files (FolderInUse: a sweep counts such a job as hel
 A file or folder that cannot be written raises WriteFailed, in plain words: "cannot write <path>: permission denied",
 "... file too large (the file-size limit)", "... no space left on device" (`write_failed`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -69,6 +70,8 @@ METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "non
 def metrics_columns(task) -> list[str]:
     """metrics.csv's columns for a task (classification's: METRICS)."""
     return [*METRICS[:4], *(f"val_{m}" for m in task.metrics), *METRICS[5:]]
+
+
 UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units
 # trained: "method" for a sparse layer's weights, "dense" for a module whose parameters train densely (its row counts
 # them, and their float32 bytes, in the network's totals)
@@ -96,9 +99,14 @@ class WriteFailed(Exception):
 
 
 # what the operating system's refusals of a write mean, in the words a user acts on
-WRITE_REASONS = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-                 errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
-                 errno.EDQUOT: "disk quota exceeded", errno.EFBIG: "file too large (the file-size limit)"}
+WRITE_REASONS = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "read-only file system",
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large (the file-size limit)",
+}
 WRITE_ERRNOS = {*WRITE_REASONS, errno.ENOTDIR}  # an OSError of these: a write refused, not a bug
 
 
@@ -170,14 +178,22 @@ def write_csv(path: Path, columns, rows) -> None:
             writer = csv.DictWriter(fh, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
+
     _atomic(Path(path), write)
 
 
 def metrics_row(epoch, loss, data_term, penalty, val: dict, nonzero, total, lr, seconds) -> dict:
     """metrics.csv's row of an epoch; `val`: the task's metrics on validation ({"error": ...})."""
-    return {"epoch": epoch, "train_loss": loss, "data_term": data_term, "penalty_term": penalty,
-            **{f"val_{m}": v for m, v in val.items()}, "nonzero_fraction": nonzero / total, "lr": lr,
-            "seconds": seconds}
+    return {
+        "epoch": epoch,
+        "train_loss": loss,
+        "data_term": data_term,
+        "penalty_term": penalty,
+        **{f"val_{m}": v for m, v in val.items()},
+        "nonzero_fraction": nonzero / total,
+        "lr": lr,
+        "seconds": seconds,
+    }
 
 
 def layer_rows(epoch, layers, positions, biases=None, units=None, dense=()) -> list[dict]:
@@ -185,12 +201,33 @@ def layer_rows(epoch, layers, positions, biases=None, units=None, dense=()) -> l
     (`dense`: adrop.train.evaluate.dense; a sparse layer's bias is counted in its own row's cost, not here)."""
     units = units or [{}] * len(layers)
     names = {name for name, *_ in layers}
-    return [{"epoch": epoch, "layer": name, "trained": "method", "shape": "x".join(map(str, shape)), "nonzero": nz,
-             "total": n, "nonzero_fraction": nz / n, **dict(zip(UNITS, u)), **cost.layer_cost(shape, nz, p, b)}
-            for (name, shape, nz, n), p, b, u in zip(layers, positions, biases or [True] * len(layers), units)] + [
-        {"epoch": epoch, "layer": owner, "trained": "dense", "nonzero": nz, "total": n,
-         "nonzero_fraction": nz / n if n else None, "dense_bytes": cost.FLOAT * n, "csr_bytes": cost.FLOAT * n}
-        for owner, nz, n in dense if owner not in names]
+    return [
+        {
+            "epoch": epoch,
+            "layer": name,
+            "trained": "method",
+            "shape": "x".join(map(str, shape)),
+            "nonzero": nz,
+            "total": n,
+            "nonzero_fraction": nz / n,
+            **dict(zip(UNITS, u)),
+            **cost.layer_cost(shape, nz, p, b),
+        }
+        for (name, shape, nz, n), p, b, u in zip(layers, positions, biases or [True] * len(layers), units)
+    ] + [
+        {
+            "epoch": epoch,
+            "layer": owner,
+            "trained": "dense",
+            "nonzero": nz,
+            "total": n,
+            "nonzero_fraction": nz / n if n else None,
+            "dense_bytes": cost.FLOAT * n,
+            "csr_bytes": cost.FLOAT * n,
+        }
+        for owner, nz, n in dense
+        if owner not in names
+    ]
 
 
 def write_history(folder: Path, metrics: list[dict], layers: list[dict], columns=METRICS) -> None:
@@ -198,9 +235,27 @@ def write_history(folder: Path, metrics: list[dict], layers: list[dict], columns
     write_csv(Path(folder) / LAYERS_CSV, LAYERS, layers)
 
 
-def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked: int, task, results=None,
-            layers=None, nonzero=None, total=None, unmasked=None, normalisation=None, units=None,
-            kept=None, dense=None, heads=None, data=None) -> dict:
+def summary(
+    run,
+    model,
+    device,
+    epoch: int,
+    elapsed: float,
+    status: str,
+    stacked: int,
+    task,
+    results=None,
+    layers=None,
+    nonzero=None,
+    total=None,
+    unmasked=None,
+    normalisation=None,
+    units=None,
+    kept=None,
+    dense=None,
+    heads=None,
+    data=None,
+) -> dict:
     """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
     `model` gives the architecture and, for the cost, how often each layer's weights act per example; `task` the
     run's (adrop.train.tasks), `results` its metrics so far ({"test_error": ..., "val_error": ...}; those missing are
@@ -215,41 +270,74 @@ def summary(run, model, device, epoch: int, elapsed: float, status: str, stacked
         network_cost = cost.network_cost(layers, positions, biases)
         if kept is not None:
             network_cost["compact_macs"] = kept.macs()
-    return {"status": status, "method": cfg.method.name, "lam": run.lam, "lr": run.lr,
-            "seed": cfg.seed, "epochs": epoch, "epochs_planned": cfg.epochs,
-            **{f"{split}_{m}": (results or {}).get(f"{split}_{m}") for split in ("test", "val") for m in task.metrics},
-            **({} if unmasked is None else {f"test_{task.metrics[0]}_unmasked": unmasked[0],
-                                            f"val_{task.metrics[0]}_unmasked": unmasked[1]}),
-            "task": task.name,
-            **({"target_normalisation": data.targets} if data is not None and data.targets else {}),
-            "nonzero_fraction": None if total is None else nonzero / total,
-            "nonzero": nonzero, "total": total,
-            "layers": None if layers is None else {name: {"shape": list(shape), "nonzero": nz, "total": n,
-                                                           "fraction": nz / n, **dict(zip(UNITS, u)),
-                                                           **cost.layer_cost(shape, nz, p, b)}
-                                                    for (name, shape, nz, n), p, b, u in zip(layers, positions, biases,
-                                                                                             units)},
-            "parameters": None if total is None or dense is None else parameters(nonzero, total, dense, model.names),
-            "cost": network_cost, "structure": cfg.get("structure", "weight"),
-            "kept_architecture": None if kept is None else kept.architecture,
-            **({"heads": heads} if heads else {}),
-            "wall_time_s": elapsed, "device": str(device), "dataset": cfg.dataset.name,
-            "code": code_version(), "model": cfg.model.name, "architecture": model.architecture,
-            "model_arguments": getattr(model, "arguments", None),
-            "identity": run.identity, "batch_size": cfg.batch_size, "train_limit": cfg.data.train_limit,
-            "stacked": stacked, **({} if normalisation is None else {"input_normalisation": normalisation}),
-            **({"vocabulary": data.vocabulary} if data is not None and data.vocabulary else {})}
+    return {
+        "status": status,
+        "method": cfg.method.name,
+        "lam": run.lam,
+        "lr": run.lr,
+        "seed": cfg.seed,
+        "epochs": epoch,
+        "epochs_planned": cfg.epochs,
+        **{f"{split}_{m}": (results or {}).get(f"{split}_{m}") for split in ("test", "val") for m in task.metrics},
+        **(
+            {}
+            if unmasked is None
+            else {f"test_{task.metrics[0]}_unmasked": unmasked[0], f"val_{task.metrics[0]}_unmasked": unmasked[1]}
+        ),
+        "task": task.name,
+        **({"target_normalisation": data.targets} if data is not None and data.targets else {}),
+        "nonzero_fraction": None if total is None else nonzero / total,
+        "nonzero": nonzero,
+        "total": total,
+        "layers": None
+        if layers is None
+        else {
+            name: {
+                "shape": list(shape),
+                "nonzero": nz,
+                "total": n,
+                "fraction": nz / n,
+                **dict(zip(UNITS, u)),
+                **cost.layer_cost(shape, nz, p, b),
+            }
+            for (name, shape, nz, n), p, b, u in zip(layers, positions, biases, units)
+        },
+        "parameters": None if total is None or dense is None else parameters(nonzero, total, dense, model.names),
+        "cost": network_cost,
+        "structure": cfg.get("structure", "weight"),
+        "kept_architecture": None if kept is None else kept.architecture,
+        **({"heads": heads} if heads else {}),
+        "wall_time_s": elapsed,
+        "device": str(device),
+        "dataset": cfg.dataset.name,
+        "code": code_version(),
+        "model": cfg.model.name,
+        "architecture": model.architecture,
+        "model_arguments": getattr(model, "arguments", None),
+        "identity": run.identity,
+        "batch_size": cfg.batch_size,
+        "train_limit": cfg.data.train_limit,
+        "stacked": stacked,
+        **({} if normalisation is None else {"input_normalisation": normalisation}),
+        **({"vocabulary": data.vocabulary} if data is not None and data.vocabulary else {}),
+    }
 
 
 def parameters(nonzero: int, total: int, dense, names) -> dict:
     """summary.json's `parameters`: the whole network's count and nonzero fraction, the sparsified weights' and the
     dense ones' beside them, and the dense ones per module (a sparse layer's bias under its name)."""
     dense_nonzero, dense_total = sum(d[1] for d in dense), sum(d[2] for d in dense)
-    return {"total": total + dense_total, "nonzero": nonzero + dense_nonzero,
-            "nonzero_fraction": (nonzero + dense_nonzero) / (total + dense_total),
-            "sparsified": total, "sparsified_nonzero": nonzero, "dense": dense_total, "dense_nonzero": dense_nonzero,
-            "dense_bytes": cost.FLOAT * dense_total,
-            "dense_modules": {owner: n for owner, _, n in dense if owner not in names}}
+    return {
+        "total": total + dense_total,
+        "nonzero": nonzero + dense_nonzero,
+        "nonzero_fraction": (nonzero + dense_nonzero) / (total + dense_total),
+        "sparsified": total,
+        "sparsified_nonzero": nonzero,
+        "dense": dense_total,
+        "dense_nonzero": dense_nonzero,
+        "dense_bytes": cost.FLOAT * dense_total,
+        "dense_modules": {owner: n for owner, _, n in dense if owner not in names},
+    }
 
 
 def write_summary(folder: Path, summary: dict) -> None:
@@ -316,24 +404,32 @@ def claim(folder: Path, identity: dict) -> str:
             state = load_checkpoint(folder, "cpu")
         except Exception as err:  # truncated, corrupt, or a pickle that weights_only refuses
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise FolderTaken(f"{folder / CHECKPOINT} cannot be read: it is truncated or not an adrop checkpoint "
-                              f"({reason[:160]}); {where}") from None
+            raise FolderTaken(
+                f"{folder / CHECKPOINT} cannot be read: it is truncated or not an adrop checkpoint "
+                f"({reason[:160]}); {where}"
+            ) from None
         found = state.get("identity") if isinstance(state, dict) else None
         if found is None:
             raise FolderTaken(f"{folder / CHECKPOINT} is not an adrop checkpoint (no run identity in it); {where}")
         if found != identity:
-            raise FolderTaken(f"{folder} holds another run ({describe(found, summary)}); adrop never overwrites an "
-                              f"earlier run: {where}")
+            raise FolderTaken(
+                f"{folder} holds another run ({describe(found, summary)}); adrop never overwrites an "
+                f"earlier run: {where}"
+            )
         return "completed" if summary and summary.get("status") == "completed" else "resume"
     if summary is not None:
         found = summary.get("identity")
         if found == identity:
             return "completed" if summary.get("status") == "completed" else "retry"
-        raise FolderTaken(f"{folder} holds another run ({describe(found or summary, summary)}); adrop never "
-                          f"overwrites an earlier run: {where}")
+        raise FolderTaken(
+            f"{folder} holds another run ({describe(found or summary, summary)}); adrop never "
+            f"overwrites an earlier run: {where}"
+        )
     names = sorted(p.name for p in folder.iterdir())
-    raise FolderTaken(f"{folder} is not empty and holds no adrop run ({', '.join(names[:5])}"
-                      f"{', ...' if len(names) > 5 else ''}); {where}")
+    raise FolderTaken(
+        f"{folder} is not empty and holds no adrop run ({', '.join(names[:5])}"
+        f"{', ...' if len(names) > 5 else ''}); {where}"
+    )
 
 
 class Held:
@@ -352,9 +448,10 @@ class Held:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise FolderInUse(f"{self.folder} is in use: another adrop command is training this run right now; "
-                              "rerun this one once that has stopped (the run resumes from its last checkpoint)"
-                              ) from None
+            raise FolderInUse(
+                f"{self.folder} is in use: another adrop command is training this run right now; "
+                "rerun this one once that has stopped (the run resumes from its last checkpoint)"
+            ) from None
         self.fd = fd
 
     def close(self) -> None:
@@ -394,6 +491,7 @@ def describe(identity: dict, summary: dict | None) -> str:
 def write_weights(folder: Path, state: dict) -> None:
     """weights.npz: one network's state_dict (its own keys; masks and deterministic gates folded into the weights)."""
     arrays = {key: (t.float() if t.is_floating_point() else t).cpu().numpy() for key, t in state.items()}
+
     def write(tmp):
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)

@@ -1,4 +1,5 @@
 """Where and how a training runs: the device, the state every run starts from, compile, denormals."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,7 @@ class Interrupted(BaseException):
 
 
 def interruption(stop: BaseException) -> str:
-    """"interrupted (SIGTERM)": how a run's files and the last line name a stop (KeyboardInterrupt: SIGINT)."""
+    """ "interrupted (SIGTERM)": how a run's files and the last line name a stop (KeyboardInterrupt: SIGINT)."""
     return f"interrupted ({str(stop) or 'SIGINT'})"
 
 
@@ -57,8 +58,10 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise TrainError(f"device={name} but CUDA is not available here (torch {torch.__version__}); "
-                             "use device=cpu or device=auto")
+            raise TrainError(
+                f"device={name} but CUDA is not available here (torch {torch.__version__}); "
+                "use device=cpu or device=auto"
+            )
         return torch.device(name)
     if name == "cpu":
         return torch.device("cpu")
@@ -66,7 +69,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 def device_type(name: str) -> str:
-    """"cpu" or "cuda" for a device setting, "cpu" where the setting is not usable here (the launchers' defaults)."""
+    """ "cpu" or "cuda" for a device setting, "cpu" where the setting is not usable here (the launchers' defaults)."""
     try:
         return resolve_device(name).type
     except TrainError:

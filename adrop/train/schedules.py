@@ -7,13 +7,15 @@ out), so that a stack of configurations evaluates each one's own and tests pin t
                 it decays per epoch, not per step to 0)
     lam_at      lam times the penalty term's weight: 0 before warm-up step a, a linear ramp to 1 at step b, then 1
 """
+
 from __future__ import annotations
 
 SCHEDULES = ("linear", "constant", "linear_per_epoch")
 
 
-def lr_at(step: int, total_steps: int, lr: float, schedule: str = "linear", decay_start: float = 0.0,
-          steps_per_epoch: int = 1) -> float:
+def lr_at(
+    step: int, total_steps: int, lr: float, schedule: str = "linear", decay_start: float = 0.0, steps_per_epoch: int = 1
+) -> float:
     if schedule == "constant":
         return lr
     if schedule == "linear_per_epoch":

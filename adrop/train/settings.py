@@ -14,6 +14,7 @@ Which settings do what is declared once:
 - IDENTITY_DEFAULTS: settings that enter a run's identity only when they differ from these defaults, so that runs
   checkpointed before those settings existed still resume.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,9 +33,19 @@ from .schedules import SCHEDULES
 from .tasks.base import TARGETS
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
-IDENTITY_DEFAULTS = {"structure": "weight", "schedule": "linear", "decay_start": 0.0, "penalty_warmup": [0, 0],
-                     "init_from": None, "evaluate_unmasked": False, "lam_scale": {}, "lam_cost": "weights",
-                     "include": [], "exclude": [], "task": "classification"}
+IDENTITY_DEFAULTS = {
+    "structure": "weight",
+    "schedule": "linear",
+    "decay_start": 0.0,
+    "penalty_warmup": [0, 0],
+    "init_from": None,
+    "evaluate_unmasked": False,
+    "lam_scale": {},
+    "lam_cost": "weights",
+    "include": [],
+    "exclude": [],
+    "task": "classification",
+}
 DEFAULT_MODEL = "lenet_300_100"
 LAM_COSTS = ("weights", "macs")
 
@@ -87,28 +98,43 @@ def lam_and_lr(cfg) -> tuple[float, float]:
     """The effective lam and lr (null = the method's default), with every other value checked."""
     lam = cfg.method.lam if cfg.lam is None else cfg.lam
     lr = cfg.method.lr if cfg.lr is None else cfg.lr
-    checks = [(cfg.structure in methods.STRUCTURES,
-               f"structure must be one of {', '.join(methods.STRUCTURES)}, got {cfg.structure!r}"),
-              (lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
-              (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
-              (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
-              (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
-              (cfg.schedule in SCHEDULES, f"schedule must be one of {', '.join(SCHEDULES)}, got {cfg.schedule!r}"),
-              (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
-              (len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
-               f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}"),
-              (str(cfg.progress).lower() in PROGRESS, "progress must be auto, always or never (or true, false)"),
-              (cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}"),
-              (all(math.isfinite(v) and v > 0 for v in cfg.lam_scale.values()),
-               f"lam_scale's multipliers must be positive, got {dict(cfg.lam_scale)}"),
-              (not cfg.lam_scale or lam > 0, f"lam_scale multiplies lam, and method={cfg.method.name} trains with "
-                                             "lam 0 here: it would change nothing"),
-              (cfg.lam_cost in LAM_COSTS, f"lam_cost must be one of {', '.join(LAM_COSTS)}, got {cfg.lam_cost!r}"),
-              (cfg.lam_cost == "weights" or lam > 0, f"lam_cost=macs prices lam in multiply-adds, and "
-                                                    f"method={cfg.method.name} trains with lam 0 here: it would "
-                                                    "change nothing"),
-              (cfg.data.train_limit is None or cfg.data.train_limit >= 1,
-               f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}")]
+    checks = [
+        (
+            cfg.structure in methods.STRUCTURES,
+            f"structure must be one of {', '.join(methods.STRUCTURES)}, got {cfg.structure!r}",
+        ),
+        (lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
+        (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
+        (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
+        (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
+        (cfg.schedule in SCHEDULES, f"schedule must be one of {', '.join(SCHEDULES)}, got {cfg.schedule!r}"),
+        (0 <= cfg.decay_start < 1, f"decay_start must be in [0, 1), got {cfg.decay_start}"),
+        (
+            len(cfg.penalty_warmup) == 2 and 0 <= cfg.penalty_warmup[0] <= cfg.penalty_warmup[1],
+            f"penalty_warmup must be [a, b] epochs with 0 <= a <= b, got {list(cfg.penalty_warmup)}",
+        ),
+        (str(cfg.progress).lower() in PROGRESS, "progress must be auto, always or never (or true, false)"),
+        (cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}"),
+        (
+            all(math.isfinite(v) and v > 0 for v in cfg.lam_scale.values()),
+            f"lam_scale's multipliers must be positive, got {dict(cfg.lam_scale)}",
+        ),
+        (
+            not cfg.lam_scale or lam > 0,
+            f"lam_scale multiplies lam, and method={cfg.method.name} trains with lam 0 here: it would change nothing",
+        ),
+        (cfg.lam_cost in LAM_COSTS, f"lam_cost must be one of {', '.join(LAM_COSTS)}, got {cfg.lam_cost!r}"),
+        (
+            cfg.lam_cost == "weights" or lam > 0,
+            f"lam_cost=macs prices lam in multiply-adds, and "
+            f"method={cfg.method.name} trains with lam 0 here: it would "
+            "change nothing",
+        ),
+        (
+            cfg.data.train_limit is None or cfg.data.train_limit >= 1,
+            f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}",
+        ),
+    ]
     for ok, message in checks:
         if not ok:
             raise TrainError(message)
@@ -126,8 +152,16 @@ def progress_mode(value) -> str:
 
 def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
     """What makes two commands the same run: a folder is resumed (or left alone, when finished) only by its own run."""
-    identity = {"method": cfg.method.name, "lam": lam, "lr": lr, "seed": cfg.seed, "epochs": cfg.epochs,
-                "batch_size": cfg.batch_size, "dataset": cfg.dataset.name, "train_limit": cfg.data.train_limit}
+    identity = {
+        "method": cfg.method.name,
+        "lam": lam,
+        "lr": lr,
+        "seed": cfg.seed,
+        "epochs": cfg.epochs,
+        "batch_size": cfg.batch_size,
+        "dataset": cfg.dataset.name,
+        "train_limit": cfg.data.train_limit,
+    }
     if cfg.dataset.get("path"):
         identity["dataset_path"] = cfg.dataset.path
     if cfg.dataset.get("options"):
@@ -135,8 +169,12 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
     if cfg.dataset.get("_target_"):
         identity["dataset_target"] = cfg.dataset._target_
     if cfg.dataset.name == "text":
-        identity["text"] = {"context": cfg.dataset.context, "level": cfg.dataset.level,
-                            "val_size": cfg.dataset.val_size, "test_size": cfg.dataset.test_size}
+        identity["text"] = {
+            "context": cfg.dataset.context,
+            "level": cfg.dataset.level,
+            "val_size": cfg.dataset.val_size,
+            "test_size": cfg.dataset.test_size,
+        }
     if (cfg.dataset.get("augment") or "none") != "none":
         identity["augment"] = cfg.dataset.augment
     for key, default in IDENTITY_DEFAULTS.items():
@@ -146,8 +184,11 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
             identity[key] = str(value) if key == "init_from" else value
     if cfg.model.name != DEFAULT_MODEL or not shipped_built_in(cfg.model):
         identity["model"] = model_identity(cfg.model)
-    changed = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)
-               if getattr(params, f.name) != getattr(cls.Params(), f.name)}
+    changed = {
+        f.name: getattr(params, f.name)
+        for f in dataclasses.fields(params)
+        if getattr(params, f.name) != getattr(cls.Params(), f.name)
+    }
     if changed:
         identity["method_params"] = changed
     return identity
@@ -156,8 +197,11 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
 def shipped_built_in(model_cfg) -> bool:
     """A built-in model as conf/model/ ships it: its name, its class, no other arguments than its widths."""
     target = model_cfg.get("_target_")
-    return (model_cfg.name in networks.BUILT_IN and target in (None, *networks.TARGETS)
-            and set(model_cfg.keys()) <= {"name", "_target_", "hidden", "conv"})
+    return (
+        model_cfg.name in networks.BUILT_IN
+        and target in (None, *networks.TARGETS)
+        and set(model_cfg.keys()) <= {"name", "_target_", "hidden", "conv"}
+    )
 
 
 def model_identity(model_cfg) -> str:
@@ -187,8 +231,10 @@ def check_network(cfg, cls, params) -> None:
 
     fixed = data.fixed_task(cfg.dataset)
     if fixed is not None and fixed != cfg.task:
-        raise TrainError(f"dataset={cfg.dataset.name} holds {TARGETS[fixed]}: use "
-                         f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else ""))
+        raise TrainError(
+            f"dataset={cfg.dataset.name} holds {TARGETS[fixed]}: use "
+            f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else "")
+        )
     try:
         shape = data.shape_of(cfg.dataset, cfg.task)
     except data.DataError as err:
@@ -207,8 +253,10 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
     (conf/method/<chosen>.yaml): its `name:` must be that, or another method would run silently."""
     check_keys(cfg)
     if chosen is not None and cfg.method.name != chosen:
-        raise TrainError(f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
-                         "the same (a registered method, adrop/methods/)")
+        raise TrainError(
+            f"conf/method/{chosen}.yaml says name: {cfg.method.name}; a method's file and name must be "
+            "the same (a registered method, adrop/methods/)"
+        )
     cfg = with_model_name(cfg)
     try:
         tasks.get(cfg.task)

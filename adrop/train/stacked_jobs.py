@@ -6,6 +6,7 @@ through the engine (adrop.train.engine). A job whose values or data are refused 
 another command holds, training the same run, "held" (the sweep counts it as that command leaves it,
 adrop.train.sweep_outcomes).
 """
+
 from __future__ import annotations
 
 import logging
@@ -167,14 +168,16 @@ def examine(jobs: list[Job], held: list | None = None) -> tuple[list, dict, dict
             state = run_files.claim(job.folder, runs[i].identity)
             if state != "completed" and hold is not None:
                 held.append(hold)
-                run_files.begin(job.folder, runs[i].cfg, job.hydra_cfg, job.overrides, job.cfg.method.name,
-                                runs[i].identity)
+                run_files.begin(
+                    job.folder, runs[i].cfg, job.hydra_cfg, job.overrides, job.cfg.method.name, runs[i].identity
+                )
             elif hold is not None:
                 hold.close()
         except (TrainError, run_files.WriteFailed) as err:
             say_failed(job, err)
-            results[i] = record_failure(job, str(err), runs[i].identity if i in runs else None,
-                                        refused=isinstance(err, TrainError))
+            results[i] = record_failure(
+                job, str(err), runs[i].identity if i in runs else None, refused=isinstance(err, TrainError)
+            )
             continue
         except run_files.FolderInUse as err:  # another command trains this very run: counted as it ends there
             print(f"adrop train: {job.folder.name}: {sweep_outcomes.HELD}", flush=True)
@@ -195,8 +198,9 @@ def examine(jobs: list[Job], held: list | None = None) -> tuple[list, dict, dict
     return results, runs, groups
 
 
-def plan(jobs: list[Job], runs: dict, groups: dict, max_stack: int | None, workers: int,
-         device: str | None = None) -> list[list[int]]:
+def plan(
+    jobs: list[Job], runs: dict, groups: dict, max_stack: int | None, workers: int, device: str | None = None
+) -> list[list[int]]:
     """The groups as stacks of job indices, in the sweep's order: at most max_stack each (None: default_max_stack
     for `device`, "cpu" or "cuda", by default the jobs' own), at least `workers` while jobs last."""
     stacks = []
@@ -205,23 +209,32 @@ def plan(jobs: list[Job], runs: dict, groups: dict, max_stack: int | None, worke
         if size > 1 and len(members) > 1:
             why = stack_problem(runs[members[0]])
             if why is not None:
-                print(f"stacked launcher: model={jobs[members[0]].cfg.model.name} cannot be stacked ({why}); its "
-                      f"{len(members)} jobs train in stacks of one", flush=True)
+                print(
+                    f"stacked launcher: model={jobs[members[0]].cfg.model.name} cannot be stacked ({why}); its "
+                    f"{len(members)} jobs train in stacks of one",
+                    flush=True,
+                )
                 size = 1
         stacks += split(members, size, workers)
     stacks.sort(key=lambda stack: stack[0])  # in the sweep's order (by each stack's first job): seeds first if asked
     if stacks:
         count = f"{len(stacks)} stack{'s' if len(stacks) > 1 else ''}"
-        print(f"stacked launcher: {sum(map(len, stacks))} jobs in {count}, of sizes "
-              f"{', '.join(str(len(s)) for s in stacks)}", flush=True)
+        print(
+            f"stacked launcher: {sum(map(len, stacks))} jobs in {count}, of sizes "
+            f"{', '.join(str(len(s)) for s in stacks)}",
+            flush=True,
+        )
     return stacks
 
 
 def tell(job: Job, summary: dict, where: str) -> None:
     """A job's one line when it ends: its result, or (stderr) why it did not complete."""
     if summary.get("status") == "completed":
-        print(f"{job.folder.name}: {tasks.headline(summary)}, nonzero {summary['nonzero_fraction']:.4f} "
-              f"({where}, {summary['wall_time_s']:.1f} s)", flush=True)
+        print(
+            f"{job.folder.name}: {tasks.headline(summary)}, nonzero {summary['nonzero_fraction']:.4f} "
+            f"({where}, {summary['wall_time_s']:.1f} s)",
+            flush=True,
+        )
     elif summary.get("collapsed") and collapse.searched(job.hydra_cfg.hydra.sweeper):
         print(collapse.probe_line(job.folder.name, summary), flush=True)
     elif summary.get("status") in ("failed", "interrupted", "refused"):
@@ -248,8 +261,12 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
         return results
     threads = threads_per(workers)
     print(f"stacked launcher: {workers} worker processes, {threads} torch thread(s) each", flush=True)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
-                               initargs=(threads, os.getpid()))
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=start_worker,
+        initargs=(threads, os.getpid()),
+    )
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers start with Ctrl-C ignored (start_worker)
     try:
         futures = {pool.submit(train_stack, *w): n for n, w in enumerate(work)}
@@ -261,8 +278,12 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
             try:
                 summaries = future.result()
             except Exception as err:  # the worker died (killed, out of memory): its stack failed, the rest goes on
-                summaries = [record_failure(job, f"the worker process training it ended ({type(err).__name__}: "
-                                                 f"{err})", run.identity) for job, run in zip(*work[n])]
+                summaries = [
+                    record_failure(
+                        job, f"the worker process training it ended ({type(err).__name__}: {err})", run.identity
+                    )
+                    for job, run in zip(*work[n])
+                ]
             report(n, summaries)
     finally:  # however this ends, no worker goes on training into folders this sweep no longer holds
         for process in list(pool._processes.values()):  # a training worker records the stop (train_stack)

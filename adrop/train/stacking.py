@@ -15,6 +15,7 @@ K (`Stacked.sparse`, what the method's hooks and penalty see): each forward pass
 mode the tensor itself, which evaluation sets to the effective weight. With K = None (one unstacked network: what
 evaluation runs) the same, without the leading axis.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +31,9 @@ from adrop.methods.sparse_parameter import SparseParameter, heads_of
 
 # vmap runs attention (scaled_dot_product_attention) configuration by configuration where torch has no batching rule
 # for its CPU kernel; the warning says nothing the user can act on
-warnings.filterwarnings("ignore", message="There is a performance drop because we have not yet implemented the "
-                        "batching rule")
+warnings.filterwarnings(
+    "ignore", message="There is a performance drop because we have not yet implemented the batching rule"
+)
 
 MASKS = {"attn_mask", "mask", "src_mask", "tgt_mask", "memory_mask"}  # torch's names for attention masks
 FOLDED = contextvars.ContextVar("folded_batch", default=None)  # K * batch of the stack's forward pass under way
@@ -51,7 +53,8 @@ def folded(rows: int):
 def owns_tensors(module: nn.Module) -> bool:
     """Whether the module itself (not its children) holds parameters or buffers."""
     return any(True for _ in module.named_parameters(recurse=False)) or any(
-        b is not None for _, b in module.named_buffers(recurse=False))
+        b is not None for _, b in module.named_buffers(recurse=False)
+    )
 
 
 def needs_stacking(module: nn.Module) -> bool:
@@ -78,8 +81,10 @@ class Stacked(nn.Module):
         def stacked(t: torch.Tensor) -> torch.Tensor:
             return t if configs is None else t.unsqueeze(0).repeat(configs, *[1] * t.dim())
 
-        heads = {path: heads_of(module.get_submodule(path.rpartition(".")[0]), path.rpartition(".")[2],
-                                method.structure) for path in sparse}
+        heads = {
+            path: heads_of(module.get_submodule(path.rpartition(".")[0]), path.rpartition(".")[2], method.structure)
+            for path in sparse
+        }
         self._tensors = []  # (name in the inner module, its holder here, attribute)
         with torch.no_grad():
             for name, p in module.named_parameters():
@@ -97,8 +102,10 @@ class Stacked(nn.Module):
                         at.register_buffer(attr, stacked(b), persistent=attr not in sub._non_persistent_buffers_set)
                         self._tensors.append((f"{where}.{attr}".lstrip("."), at, attr))
         self.sparse_paths = list(sparse)
-        self.sparse = nn.ModuleList(SparseParameter(holder(path.rpartition(".")[0]), path.rpartition(".")[2], method,
-                                                    configs, heads[path]) for path in self.sparse_paths)
+        self.sparse = nn.ModuleList(
+            SparseParameter(holder(path.rpartition(".")[0]), path.rpartition(".")[2], method, configs, heads[path])
+            for path in self.sparse_paths
+        )
         for path, layer in zip(self.sparse_paths, self.sparse):
             method.init_weights(layer)
             where, _, tensor = path.rpartition(".")  # a Linear's or conv's weight: its bias, counted in its cost
@@ -122,8 +129,10 @@ class Stacked(nn.Module):
             return functional_call(self.inner, state, inputs, options)
         if K == 1:
             return functional_call(self.inner, {n: t[0] for n, t in state.items()}, inputs, options)
-        rows = FOLDED.get() or next(x.shape[0] for x in pytree.tree_leaves((inputs, options))
-                                    if isinstance(x, torch.Tensor))
+        rows = FOLDED.get() or next(
+            x.shape[0] for x in pytree.tree_leaves((inputs, options)) if isinstance(x, torch.Tensor)
+        )
+
         # a tensor argument whose first axis is the folded batch is each configuration's own (a key padding mask);
         # any other is the same for all; torch's attention masks by name: over positions (L x S) the same for all,
         # per example and head (B * H x L x S) each configuration's
@@ -139,8 +148,10 @@ class Stacked(nn.Module):
 
         mine = [per_config(x) for x in inputs]
         ours = {k: per_config(v, k) for k, v in options.items()}
-        args = (tuple(split(x) if m else x for x, m in zip(inputs, mine)),
-                {k: split(v) if ours[k] else v for k, v in options.items()})
+        args = (
+            tuple(split(x) if m else x for x, m in zip(inputs, mine)),
+            {k: split(v) if ours[k] else v for k, v in options.items()},
+        )
         dims = (tuple(0 if m else None for m in mine), {k: 0 if m else None for k, m in ours.items()})
         if not any(mine) and not any(ours.values()):
             raise ValueError(f"{type(self.inner).__name__} is fed no batch of examples: a stack cannot run it")

@@ -15,6 +15,7 @@ A job is "refused" where its values, its data or its folder were (nothing traine
 2 unless another job failed), and "held" where another command holds its folder, training the same run: when the
 sweep ends it counts as that command has left it (`held_ends`): completed, failed, or still training there.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,12 @@ from pathlib import Path
 OBJECTIVES = ("val_error", "nonzero_fraction", "nonzero", "sparse_macs", "csr_bytes", "wall_time_s")
 # val_error names the run's task's objective on validation: the error, a regression's RMSE, a language model's
 # perplexity; a task's other metrics by their own names (val_r2, val_loss)
-SWEEP: dict = {}      # this command's sweep: {"dir": its folder, "since": when it began}
-OUTCOMES: dict = {}   # job folder (absolute) -> "completed", "failed", "refused", "held" or "interrupted", for jobs
+SWEEP: dict = {}  # this command's sweep: {"dir": its folder, "since": when it began}
+OUTCOMES: dict = {}  # job folder (absolute) -> "completed", "failed", "refused", "held" or "interrupted", for jobs
 #                       run here
-JOBS: set = set()     # the folders of every job this command launched, where its sweeper says (adrop's sweepers)
-RETURNED: dict = {}   # job folder -> why it did not complete, in its own words, for jobs that ran elsewhere
-SAID: set = set()     # the reasons this sweep's jobs have said on stderr: each is said once
+JOBS: set = set()  # the folders of every job this command launched, where its sweeper says (adrop's sweepers)
+RETURNED: dict = {}  # job folder -> why it did not complete, in its own words, for jobs that ran elsewhere
+SAID: set = set()  # the reasons this sweep's jobs have said on stderr: each is said once
 HELD = "held by another command, which is training it; this sweep counts how it ends there"  # a held job's line
 
 
@@ -43,8 +44,10 @@ def objectives(objective, task: str = "classification") -> list[str]:
     valid = [*OBJECTIVES, *(f"val_{m}" for m in get(task).metrics if f"val_{m}" not in OBJECTIVES)]
     for name in names:
         if name.startswith("test_"):
-            raise ValueError(f"objective={name}: a search that looks at the test set reports a biased test error; "
-                             "use val_error (the test error stays in every summary.json)")
+            raise ValueError(
+                f"objective={name}: a search that looks at the test set reports a biased test error; "
+                "use val_error (the test error stays in every summary.json)"
+            )
         if name not in valid:
             raise ValueError(f"objective={name} is not a run's result; valid: {', '.join(valid)}")
     if not names:
@@ -137,8 +140,10 @@ def held_ends(ended: dict) -> dict:
             summary = run_files.read_summary(Path(folder)) or {}
         except (OSError, ValueError):
             summary = {}
-        out[folder] = {"status": summary.get("status") or "failed",
-                       "error": summary.get("error") or (None if summary else "no summary.json")}
+        out[folder] = {
+            "status": summary.get("status") or "failed",
+            "error": summary.get("error") or (None if summary else "no summary.json"),
+        }
     return out
 
 
@@ -154,8 +159,11 @@ def outcomes() -> dict:
     if JOBS:  # the sweeper said which jobs are this command's
         paths = [Path(folder) / "summary.json" for folder in JOBS if folder not in out]
     elif SWEEP.get("dir"):  # another sweeper (Optuna's): the summaries written in the sweep folder since it began
-        paths = [path for path in Path(SWEEP["dir"]).glob("**/summary.json")
-                 if os.path.abspath(path.parent) not in out and path.stat().st_mtime >= SWEEP["since"] - 1]
+        paths = [
+            path
+            for path in Path(SWEEP["dir"]).glob("**/summary.json")
+            if os.path.abspath(path.parent) not in out and path.stat().st_mtime >= SWEEP["since"] - 1
+        ]
     else:
         paths = []
     for path in paths:

@@ -5,6 +5,7 @@ vocabulary: the sorted symbols the file holds. The file is cut by position into 
 (the last val_size + test_size of it, as fractions), and each part into windows of dataset.context + 1 tokens that do
 not overlap: x is a window's first context tokens, y the next token of each (x shifted by one).
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,8 +49,9 @@ def decoded(path: Path, mtime: int, size: int, level: str) -> tuple[np.ndarray, 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise DataError(f"dataset.path={path} is not UTF-8 text (byte {err.start}); dataset.level=byte reads it as "
-                        "bytes") from None
+        raise DataError(
+            f"dataset.path={path} is not UTF-8 text (byte {err.start}); dataset.level=byte reads it as bytes"
+        ) from None
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
     symbols = np.unique(codes)
     return np.searchsorted(symbols, codes), [chr(s) for s in symbols]
@@ -59,10 +61,12 @@ def windows(ids: np.ndarray, context: int, part: str, path) -> tuple[torch.Tenso
     """(x, y) of one part: its windows of context + 1 tokens that do not overlap."""
     n = (len(ids) - 1) // context
     if n < 1:
-        raise DataError(f"{path}: its {part} part has {len(ids)} tokens, fewer than dataset.context + 1 = "
-                        f"{context + 1}: a longer text, a smaller context or a larger {part} part")
-    x = torch.from_numpy(ids[:n * context].reshape(n, context).copy())
-    y = torch.from_numpy(ids[1:n * context + 1].reshape(n, context).copy())
+        raise DataError(
+            f"{path}: its {part} part has {len(ids)} tokens, fewer than dataset.context + 1 = "
+            f"{context + 1}: a longer text, a smaller context or a larger {part} part"
+        )
+    x = torch.from_numpy(ids[: n * context].reshape(n, context).copy())
+    y = torch.from_numpy(ids[1 : n * context + 1].reshape(n, context).copy())
     return x, y
 
 

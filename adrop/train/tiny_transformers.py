@@ -11,6 +11,7 @@ a method trains as it trains a user's transformer (every weight, or attention by
 Both take their positional embedding as a parameter added to the tokens (not an embedding of arange(t)), so that a
 stack of configurations trains them as one.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,9 @@ from torch import nn
 
 
 def encoder(dim: int, heads: int, layers: int, mlp: int) -> nn.TransformerEncoder:
-    layer = nn.TransformerEncoderLayer(dim, heads, mlp * dim, dropout=0.0, activation="gelu", batch_first=True,
-                                       norm_first=True)
+    layer = nn.TransformerEncoderLayer(
+        dim, heads, mlp * dim, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+    )
     return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
 
 

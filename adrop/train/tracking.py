@@ -10,6 +10,7 @@ a sweep's jobs side by side). MLflow: a file store in <run folder>/mlruns/, no s
 having no histogram type; MLflow 3 keeps the file store in maintenance mode behind MLFLOW_ALLOW_FILE_STORE, which
 adrop sets for its own store. Installed with an extra: pip install -e ".[tracking]".
 """
+
 from __future__ import annotations
 
 import os
@@ -64,8 +65,9 @@ def check(name: str) -> None:
         try:
             __import__(PACKAGES[name])
         except ImportError:
-            raise ValueError(f"logger={name} needs the {PACKAGES[name]} package: pip install -e '.[tracking]'"
-                             ) from None
+            raise ValueError(
+                f"logger={name} needs the {PACKAGES[name]} package: pip install -e '.[tracking]'"
+            ) from None
 
 
 class MLflow(Tracker):

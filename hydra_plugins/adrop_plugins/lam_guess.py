@@ -5,6 +5,7 @@ guess interpolates log nonzero against log lam; beyond the trials it steps along
 runs', or NOMINAL_SLOPE). Values are rounded as run folders name them (6 significant digits), so that a rerun of a
 search finds its finished runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,9 @@ NOMINAL_SLOPE = -1.0  # d log nonzero / d log lam where no two trials tell: LogS
 UNMOVED = 0.99  # a run keeping this much or more shows no sign that its lam prunes
 
 
-def in_bracket(l0: float, n0: float, l1: float, n1: float, target: float,
-               slope: Optional[float] = None) -> tuple[float, bool]:
+def in_bracket(
+    l0: float, n0: float, l1: float, n1: float, target: float, slope: Optional[float] = None
+) -> tuple[float, bool]:
     """(log lam of the target between trials (l0, n0) and (l1, n1) with n0 > target >= n1, whether an end told
     nothing of the shape). Log-log interpolation; where the far end kept nothing (n1 = 0, a collapsed network, often
     far beyond), along `slope` (or NOMINAL_SLOPE) from the near end, no further than the bracket's middle in log."""
@@ -73,8 +75,10 @@ def next_lams(trials: list[tuple[float, float]], target: float, n: int, lam_rang
         if kept < UNMOVED:  # it prunes: along the nominal slope from there, over a factor 1.78 either side
             guess = math.log(top) + (math.log(target) - math.log(kept)) / NOMINAL_SLOPE
             width = math.log(10.0) / 4
-            out = [math.exp(v) for v in ([guess] if n == 1 else
-                                         [guess - width + 2 * width * i / (n - 1) for i in range(n)])]
+            out = [
+                math.exp(v)
+                for v in ([guess] if n == 1 else [guess - width + 2 * width * i / (n - 1) for i in range(n)])
+            ]
             out = [lam for lam in out if lam > top]
         else:  # no sign that more lam would prune: a decade a value, not beyond lam_range
             out = [top * 10.0 ** (i + 1) for i in range(n)]
@@ -109,8 +113,13 @@ def falling_slope(a: tuple[float, float], b: tuple[float, float]) -> Optional[fl
     return None
 
 
-def estimate(trials: list[tuple[float, float]], target: float, prior_slope: Optional[float] = None,
-             own_slope_span: float = math.log(1.7), max_step: float = math.log(100.0)):
+def estimate(
+    trials: list[tuple[float, float]],
+    target: float,
+    prior_slope: Optional[float] = None,
+    own_slope_span: float = math.log(1.7),
+    max_step: float = math.log(100.0),
+):
     """(log lam where the nonzero fraction should reach the target, the slope used), from (lam, nonzero) trials:
     log-log interpolation inside the bracket; beyond it, extrapolation from the trial nearest the target along the
     slope of the two nearest trials where they lie at least own_slope_span apart in log lam, else along prior_slope

@@ -53,6 +53,7 @@ replays them anyway). They are round 0 of search.csv, their folders where they a
 within tolerance is the answer at once. Overrides compare as written (`+key=v` is not `key=v`); magnitude pruning, set
 directly, reuses nothing.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -108,8 +109,15 @@ class Plan:
     """One combination's search: its full epochs and lr, the short rounds' epochs and lr (None: no short rounds), its
     short and full trials as (lam, nonzero, row)."""
 
-    def __init__(self, combo: list[str], direct: bool, epochs: int, lr: float, short_epochs: Optional[int],
-                 penalty_warmup=(0.0, 0.0)):
+    def __init__(
+        self,
+        combo: list[str],
+        direct: bool,
+        epochs: int,
+        lr: float,
+        short_epochs: Optional[int],
+        penalty_warmup=(0.0, 0.0),
+    ):
         self.combo, self.direct, self.epochs, self.lr = combo, direct, epochs, lr
         self.short_epochs = short_epochs
         self.short_lr = lr * epochs / short_epochs if short_epochs else None
@@ -138,24 +146,40 @@ class Plan:
 
 
 class LamSearchSweeper(BasicSweeper):
-    def __init__(self, target_nonzero: Optional[float] = None, target_macs: Optional[float] = None,
-                 tolerance: float = 0.05, rounds: Optional[int] = None, max_runs: int = 24, per_round: int = 4,
-                 per_full_round: int = 2, short_epochs: float = 0.1, lam_range: Optional[List[float]] = None,
-                 reuse: Optional[List[str]] = None, max_val_error: Optional[float] = None,
-                 then_seeds: Optional[List[int]] = None, params: Optional[Any] = None) -> None:
+    def __init__(
+        self,
+        target_nonzero: Optional[float] = None,
+        target_macs: Optional[float] = None,
+        tolerance: float = 0.05,
+        rounds: Optional[int] = None,
+        max_runs: int = 24,
+        per_round: int = 4,
+        per_full_round: int = 2,
+        short_epochs: float = 0.1,
+        lam_range: Optional[List[float]] = None,
+        reuse: Optional[List[str]] = None,
+        max_val_error: Optional[float] = None,
+        then_seeds: Optional[List[int]] = None,
+        params: Optional[Any] = None,
+    ) -> None:
         super().__init__(max_batch_size=None, params=params)
-        targets = {name: value for name, value in (("nonzero", target_nonzero), ("macs", target_macs))
-                   if value is not None}
+        targets = {
+            name: value for name, value in (("nonzero", target_nonzero), ("macs", target_macs)) if value is not None
+        }
         if len(targets) != 1:
-            raise ValueError("hydra/sweeper=lam_search takes one target: hydra.sweeper.target_nonzero (the fraction of "
-                             "weights kept) or hydra.sweeper.target_macs (of the dense network's multiply-adds)")
-        (self.measure, target), = targets.items()
+            raise ValueError(
+                "hydra/sweeper=lam_search takes one target: hydra.sweeper.target_nonzero (the fraction of "
+                "weights kept) or hydra.sweeper.target_macs (of the dense network's multiply-adds)"
+            )
+        ((self.measure, target),) = targets.items()
         if not 0 < target < 1:
             raise ValueError(f"hydra.sweeper.target_{self.measure} must be a fraction in (0, 1), got {target}")
         self.column = MEASURES[self.measure]
         if tolerance <= 0 or (rounds is not None and rounds < 1) or max_runs < 1 or per_round < 1 or per_full_round < 1:
-            raise ValueError("hydra.sweeper.tolerance must be > 0, rounds (or null), max_runs, per_round and "
-                             "per_full_round at least 1")
+            raise ValueError(
+                "hydra.sweeper.tolerance must be > 0, rounds (or null), max_runs, per_round and "
+                "per_full_round at least 1"
+            )
         if not 0 < short_epochs <= 1:
             raise ValueError(f"hydra.sweeper.short_epochs must be a fraction in (0, 1], got {short_epochs}")
         lam_range = list(lam_range or [1e-7, 1.0])
@@ -165,8 +189,9 @@ class LamSearchSweeper(BasicSweeper):
         self.max_runs = max_runs
         self.per_full_round, self.short_fraction, self.lam_range = per_full_round, short_epochs, lam_range
         if max_val_error is not None and not 0 < max_val_error:
-            raise ValueError(f"hydra.sweeper.max_val_error must be > 0 (a classifier's: a fraction), got "
-                             f"{max_val_error}")
+            raise ValueError(
+                f"hydra.sweeper.max_val_error must be > 0 (a classifier's: a fraction), got {max_val_error}"
+            )
         self.max_val_error = max_val_error
         self.then_seeds = [int(s) for s in (then_seeds or [])]
         if any(s < 0 for s in self.then_seeds) or len(set(self.then_seeds)) != len(self.then_seeds):
@@ -204,11 +229,19 @@ class LamSearchSweeper(BasicSweeper):
         short = max(1, round(epochs * self.short_fraction))
         direct = config.method.name == "magnitude_pruning"
         if direct and self.measure != "nonzero":
-            raise ValueError("method=magnitude_pruning sets its fraction of weights directly (final_sparsity), not "
-                             "its multiply-adds: use hydra.sweeper.target_nonzero, or sweep "
-                             "method.params.final_sparsity")
-        return Plan(combo, direct, epochs, lr,
-                    short if short < epochs and self.short_rounds > 0 else None, list(config.penalty_warmup))
+            raise ValueError(
+                "method=magnitude_pruning sets its fraction of weights directly (final_sparsity), not "
+                "its multiply-adds: use hydra.sweeper.target_nonzero, or sweep "
+                "method.params.final_sparsity"
+            )
+        return Plan(
+            combo,
+            direct,
+            epochs,
+            lr,
+            short if short < epochs and self.short_rounds > 0 else None,
+            list(config.penalty_warmup),
+        )
 
     def round_jobs(self, plan: Plan, round_: int) -> list[tuple[str, Optional[float], list[str]]]:
         """This round's jobs of one combination: (phase, lam, overrides), as many as its budget (max_runs) leaves."""
@@ -216,7 +249,7 @@ class LamSearchSweeper(BasicSweeper):
         left = self.max_runs - plan.launched
         if len(jobs) > left:
             plan.spent = True
-            jobs = jobs[:max(left, 0)]
+            jobs = jobs[: max(left, 0)]
         plan.launched += len(jobs)
         return jobs
 
@@ -224,23 +257,37 @@ class LamSearchSweeper(BasicSweeper):
         """The jobs this round would launch for one combination, whatever its budget."""
         if plan.direct:
             return [("full", None, plan.combo + [f"method.params.final_sparsity={1 - self.target}"])]
-        short = (plan.short_epochs is not None and round_ <= self.short_rounds and not plan.short_over
-                 and not any(self.within(t[1]) for t in plan.short) and not plan.full)  # reused full runs: no more
+        short = (
+            plan.short_epochs is not None
+            and round_ <= self.short_rounds
+            and not plan.short_over
+            and not any(self.within(t[1]) for t in plan.short)
+            and not plan.full
+        )  # reused full runs: no more
         if short or plan.short_epochs is None:  # a short round, or every round in full as short ones would be
             trials = plan.short if short else plan.full
-            lams = ([rounded(lam) for lam in log_spaced(*self.lam_range, self.per_round)] if not trials else
-                    next_lams([t[:2] for t in trials], self.target, self.per_round, self.lam_range))
+            lams = (
+                [rounded(lam) for lam in log_spaced(*self.lam_range, self.per_round)]
+                if not trials
+                else next_lams([t[:2] for t in trials], self.target, self.per_round, self.lam_range)
+            )
             if short:
                 base = without(plan.combo, ("epochs", "lr", "penalty_warmup")) + plan.short_overrides()
-            return [("short" if short else "full", lam, (base if short else plan.combo) + [f"lam={lam:.6g}"])
-                    for lam in lams]
+            return [
+                ("short" if short else "full", lam, (base if short else plan.combo) + [f"lam={lam:.6g}"])
+                for lam in lams
+            ]
         if not plan.full and not plan.short:  # the short runs all failed: the first full round over lam_range
             lams = [rounded(lam) for lam in log_spaced(*self.lam_range, self.per_full_round)]
             return [("full", lam, plan.combo + [f"lam={lam:.6g}"]) for lam in lams]
         prior = plan.slope(self.target)
         # from full runs, at most a factor 3 beyond them: the curve steepens toward a network that keeps nothing
-        guess, slope = estimate([t[:2] for t in (plan.full or plan.short)], self.target, prior,
-                                max_step=math.log(3.0) if plan.full else math.log(100.0))
+        guess, slope = estimate(
+            [t[:2] for t in (plan.full or plan.short)],
+            self.target,
+            prior,
+            max_step=math.log(3.0) if plan.full else math.log(100.0),
+        )
         tried = {rounded(t[0]) for t in plan.full}
         pair = crossing([t[:2] for t in plan.full], self.target)
         sides = closest_sides([t[:2] for t in plan.full], self.target)
@@ -256,8 +303,7 @@ class LamSearchSweeper(BasicSweeper):
         if pair is not None and in_bracket(*pair[0], *pair[1], self.target)[1]:
             guess = None  # a bracket whose far end kept nothing: its guess was this bracket's own window; search inside
         if guess is None:  # nothing to go by: the short rounds' way on the full trials
-            lams = next_lams([t[:2] for t in plan.full or plan.short], self.target, self.per_full_round,
-                             self.lam_range)
+            lams = next_lams([t[:2] for t in plan.full or plan.short], self.target, self.per_full_round, self.lam_range)
             lams = [lam for lam in lams if lam not in tried]
         elif not plan.full:  # full runs keep fewer weights than their lr-scaled short runs at the same lam, by a
             # factor that differs with the epochs: lams spread over its measured range, whose slope the next round uses
@@ -289,13 +335,15 @@ class LamSearchSweeper(BasicSweeper):
         self.task_metric(str(self.config.get("task") or "classification"))
         sweep_dir = Path(self.config.hydra.sweep.dir)
         if any(folder.resolve() == sweep_dir.resolve() for folder in self.reuse):
-            raise ValueError("hydra.sweeper.reuse names this search's own folder, whose runs a rerun replays anyway: "
-                             "to keep them under a changed rule, search into a new folder with reuse=[this one]")
+            raise ValueError(
+                "hydra.sweeper.reuse names this search's own folder, whose runs a rerun replays anyway: "
+                "to keep them under a changed rule, search into a new folder with reuse=[this one]"
+            )
         record = Record(self.config, sweep_dir)
         earlier = [row for folder in self.reuse for row in read_search_tables(folder)]  # each table read once
         rows = [row for plan in plans for row in self.reused(plan, earlier)]
         searching, job_idx = [i for i, plan in enumerate(plans) if not any(self.within(t[1]) for t in plan.full)], 0
-        for round_ in (range(1, self.rounds + 1) if self.rounds is not None else itertools.count(1)):
+        for round_ in range(1, self.rounds + 1) if self.rounds is not None else itertools.count(1):
             batch, owners = [], []
             for i in list(searching):
                 jobs = self.round_jobs(plans[i], round_)
@@ -313,8 +361,9 @@ class LamSearchSweeper(BasicSweeper):
                 summary = read_summary(folder)
                 returned = ret._return_value  # (nonzero, val_error) when this job completed here; why not, else
                 # its own run failed as collapsed (not a job refused over a folder holding another collapsed run)
-                collapsed = (isinstance(returned, str) and returned.startswith("failed:")
-                             and summary.get("collapsed") is True)
+                collapsed = (
+                    isinstance(returned, str) and returned.startswith("failed:") and summary.get("collapsed") is True
+                )
                 if collapsed:  # a lam too large: its network keeps nothing of use, a bracket's end all the same
                     summary = {**summary, "status": "collapsed"}
                     sweep_outcomes.SWEEP.setdefault("collapsed", set()).add(os.path.abspath(folder))
@@ -323,13 +372,22 @@ class LamSearchSweeper(BasicSweeper):
                     summary = {"lam": lam, "status": status, "wall_time_s": summary.get("wall_time_s")}
                 kept = 0.0 if collapsed else self.measured(summary)
                 short = phase == "short"
-                rows.append({"combination": " ".join(plan.combo), "round": round_,
-                             "epochs": plan.short_epochs if short else plan.epochs,
-                             "lr": plan.short_lr if short else plan.lr, "lam": summary.get("lam", lam),
-                             "nonzero_fraction": summary.get("nonzero_fraction"),
-                             "macs_fraction": macs_fraction(summary), self.val: summary.get(self.val),
-                             self.test: summary.get(self.test), "wall_time_s": summary.get("wall_time_s"),
-                             "status": summary.get("status") or "failed", "folder": str(folder)})
+                rows.append(
+                    {
+                        "combination": " ".join(plan.combo),
+                        "round": round_,
+                        "epochs": plan.short_epochs if short else plan.epochs,
+                        "lr": plan.short_lr if short else plan.lr,
+                        "lam": summary.get("lam", lam),
+                        "nonzero_fraction": summary.get("nonzero_fraction"),
+                        "macs_fraction": macs_fraction(summary),
+                        self.val: summary.get(self.val),
+                        self.test: summary.get(self.test),
+                        "wall_time_s": summary.get("wall_time_s"),
+                        "status": summary.get("status") or "failed",
+                        "folder": str(folder),
+                    }
+                )
                 if summary.get("status") in ("completed", "collapsed") and kept is not None:
                     (plan.short if short else plan.full).append((summary["lam"], kept, rows[-1]))
                 elif summary.get("status") == "completed":  # no compact network's multiply-adds (not a chain)
@@ -340,8 +398,12 @@ class LamSearchSweeper(BasicSweeper):
                 if plan.last_phase == "short" and not plan.short:
                     plan.short_over = True
                 # done: within tolerance, set directly, or a full round completed nothing to go on from
-                if (plan.direct or plan.unmeasured or any(self.within(t[1]) for t in plan.full)
-                        or (plan.last_phase == "full" and not (plan.short or plan.full))):
+                if (
+                    plan.direct
+                    or plan.unmeasured
+                    or any(self.within(t[1]) for t in plan.full)
+                    or (plan.last_phase == "full" and not (plan.short or plan.full))
+                ):
                     searching.remove(i)
             if not searching:
                 break
@@ -386,10 +448,21 @@ class LamSearchSweeper(BasicSweeper):
                 continue
             if any(rounded(t[0]) == rounded(lam) for t in trials):  # the same run, in two reused tables
                 continue
-            numbers = {k: float(row[k]) if row.get(k) not in (None, "") else None
-                       for k in ("nonzero_fraction", "macs_fraction", self.val, self.test, "wall_time_s")}
-            out.append({**{k: row.get(k) for k in columns(self.metric)}, **numbers, "combination": " ".join(plan.combo),
-                        "round": 0, "epochs": epochs, "lr": lr, "lam": lam})
+            numbers = {
+                k: float(row[k]) if row.get(k) not in (None, "") else None
+                for k in ("nonzero_fraction", "macs_fraction", self.val, self.test, "wall_time_s")
+            }
+            out.append(
+                {
+                    **{k: row.get(k) for k in columns(self.metric)},
+                    **numbers,
+                    "combination": " ".join(plan.combo),
+                    "round": 0,
+                    "epochs": epochs,
+                    "lr": lr,
+                    "lam": lam,
+                }
+            )
             out[-1][self.column] = numbers[self.column] if row["status"] == "collapsed" else kept
             trials.append((lam, kept, out[-1]))
         return out
@@ -403,23 +476,28 @@ class LamSearchSweeper(BasicSweeper):
             every = [r for r in rows if r["combination"] == " ".join(plan.combo)]
             runs = [r for r in every if r["round"] != 0]  # this search's own; round 0 was reused
             seconds = sum(float(r["wall_time_s"] or 0) for r in runs)
-            cost = (f"{len(runs)} runs ({len(runs) - len([r for r in runs if r['epochs'] == plan.epochs])} short), "
-                    f"{seconds:.1f} s of training" + (f"; {len(every) - len(runs)} runs reused" if
-                                                      len(every) > len(runs) else ""))
+            cost = (
+                f"{len(runs)} runs ({len(runs) - len([r for r in runs if r['epochs'] == plan.epochs])} short), "
+                f"{seconds:.1f} s of training"
+                + (f"; {len(every) - len(runs)} runs reused" if len(every) > len(runs) else "")
+            )
             if not [t for t in plan.full if t[2].get("status") != "collapsed"]:  # none completed
                 why = self.why_no_full_run(plan, runs)
                 unmet.append(f"{name} ({why})")
                 budget |= why.endswith(("max_runs)", "rounds)"))
                 print(f"lam_search: {name}: {why}; {cost}", flush=True)
                 continue
-            row = closest_full_run(every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error,
-                                   self.val)
+            row = closest_full_run(
+                every, self.target, plan.epochs, self.column, self.tolerance, self.max_val_error, self.val
+            )
             lam, kept = row["lam"], row[self.column]
             at_chance = self.failed(row)
             met = self.within(float(kept)) and not at_chance
             if not met and at_chance:
-                unmet.append(f"{name} (val {self.metric} {float(row[self.val]):.4f} above max_val_error "
-                             f"{self.max_val_error:g} at lam {lam:.4g})")
+                unmet.append(
+                    f"{name} (val {self.metric} {float(row[self.val]):.4f} above max_val_error "
+                    f"{self.max_val_error:g} at lam {lam:.4g})"
+                )
             elif not met:
                 why, more = self.why_missed(plan)
                 budget |= more
@@ -428,15 +506,18 @@ class LamSearchSweeper(BasicSweeper):
                 answers.append((name, row))
             chosen = f"final_sparsity {1 - self.target:g}" if plan.direct else f"lam {lam:.4g}"
             val = "-" if row[self.val] in (None, "") else f"{float(row[self.val]):.4f}"
-            print(f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
-                  f"{'' if self.within(float(kept)) else ', NOT within tolerance'}), val {self.metric} {val}"
-                  f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if at_chance else ''}; {cost}",
-                  flush=True)
+            print(
+                f"lam_search: {name}: {chosen}, {self.label} {float(kept):.4f} (target {self.target:g}"
+                f"{'' if self.within(float(kept)) else ', NOT within tolerance'}), val {self.metric} {val}"
+                f"{f', above max_val_error {self.max_val_error:g}: NOT an answer' if at_chance else ''}; {cost}",
+                flush=True,
+            )
         if unmet:
             go_on = f"; continue with: {self.continuing(sweep_dir)}" if budget else ""
             sweep_outcomes.SWEEP["unmet"] = (
                 f"lam_search brought {len(plans) - len(unmet)} of {len(plans)} combinations within {self.tolerance:g} "
-                f"of {self.label} {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()}){go_on}")
+                f"of {self.label} {self.target:g}: not {'; '.join(unmet)} (see {sweep_dir.absolute()}){go_on}"
+            )
         return answers
 
     def why_missed(self, plan: Plan) -> tuple[str, bool]:
@@ -444,9 +525,11 @@ class LamSearchSweeper(BasicSweeper):
         sides = closest_sides([t[:2] for t in plan.full], self.target)
         if plan.jumps and sides is not None:
             (la, na), (lb, nb) = sides
-            return (f"{self.label} jumps from {na:.4f} at lam {la:.6g} to {nb:.4f} at lam {lb:.6g}, with no lam "
-                    f"between them: no run lands within tolerance there (a wider hydra.sweeper.tolerance would take "
-                    f"one)"), False
+            return (
+                f"{self.label} jumps from {na:.4f} at lam {la:.6g} to {nb:.4f} at lam {lb:.6g}, with no lam "
+                f"between them: no run lands within tolerance there (a wider hydra.sweeper.tolerance would take "
+                f"one)"
+            ), False
         if plan.spent:
             return f"its {self.max_runs} runs (hydra.sweeper.max_runs) spent", True
         if self.rounds is not None and plan.last_phase is not None:
@@ -458,8 +541,15 @@ class LamSearchSweeper(BasicSweeper):
         runs it replays, training none again), with twice the budget and no cap on rounds."""
         dropped = ("hydra.sweep.dir=", "hydra.sweeper.max_runs=", "hydra.sweeper.rounds=")
         argv = [a for a in sys.argv[1:] if not a.lstrip("+~").startswith(dropped)]
-        return shlex.join(["adrop", "train", *argv, f"hydra.sweep.dir={sweep_dir.absolute()}",
-                           f"hydra.sweeper.max_runs={2 * self.max_runs}"])
+        return shlex.join(
+            [
+                "adrop",
+                "train",
+                *argv,
+                f"hydra.sweep.dir={sweep_dir.absolute()}",
+                f"hydra.sweeper.max_runs={2 * self.max_runs}",
+            ]
+        )
 
     @property
     def label(self) -> str:
@@ -473,14 +563,18 @@ class LamSearchSweeper(BasicSweeper):
     def why_no_full_run(self, plan: Plan, runs: list[dict]) -> str:
         """Why a combination has no completed full run, from how its runs ended."""
         if plan.unmeasured:
-            return ("its runs completed without the compact network's multiply-adds (cost.compact_macs, which "
-                    "adrop counts for chains of layers: model=mlp, lenet_300_100, lenet5 and the like); search "
-                    "target_nonzero")
+            return (
+                "its runs completed without the compact network's multiply-adds (cost.compact_macs, which "
+                "adrop counts for chains of layers: model=mlp, lenet_300_100, lenet5 and the like); search "
+                "target_nonzero"
+            )
         full = [r for r in runs if r["epochs"] == plan.epochs]
         if full and all(r["status"] == "collapsed" for r in full):
             lowest = min(float(r["lam"]) for r in full)
-            return (f"every full run's network collapsed ({len(full)}, the lowest lam {lowest:.4g}): the target lies "
-                    f"below; search again with a lower lam_range (see {SEARCH_CSV})")
+            return (
+                f"every full run's network collapsed ({len(full)}, the lowest lam {lowest:.4g}): the target lies "
+                f"below; search again with a lower lam_range (see {SEARCH_CSV})"
+            )
         if full:
             ended = sorted({str(r["status"]) for r in full})
             return f"no full run completed ({len(full)} launched: {', '.join(ended)}; see {SEARCH_CSV})"
@@ -489,25 +583,33 @@ class LamSearchSweeper(BasicSweeper):
         kept = [t[1] for t in plan.short]
         if min(kept) > self.target:
             epochs = f"{plan.short_epochs} epoch{'s' if plan.short_epochs > 1 else ''}"
-            return (f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} in "
-                    f"{epochs} at lr {plan.short_lr:.3g}: the method cannot prune in so few steps "
-                    f"(train longer or at a larger lr), or widen hydra.sweeper.lam_range")
+            return (
+                f"no lam in lam_range {self.lam_range} brought a run below {self.label} {min(kept):.4f} in "
+                f"{epochs} at lr {plan.short_lr:.3g}: the method cannot prune in so few steps "
+                f"(train longer or at a larger lr), or widen hydra.sweeper.lam_range"
+            )
         if max(kept) <= 0:
             nothing = "no weight" if self.measure == "nonzero" else "no multiply-add"
-            return (f"every run kept {nothing}, down to lam {min(t[0] for t in plan.short):.4g} "
-                    f"(lower hydra.sweeper.lam_range's bottom)")
-        return ("the short rounds bracketed the target but no full round was left " +
-                ("(its budget spent: raise hydra.sweeper.max_runs)" if plan.spent else
-                 "(its rounds spent: raise hydra.sweeper.rounds)"))
-
+            return (
+                f"every run kept {nothing}, down to lam {min(t[0] for t in plan.short):.4g} "
+                f"(lower hydra.sweeper.lam_range's bottom)"
+            )
+        return "the short rounds bracketed the target but no full round was left " + (
+            "(its budget spent: raise hydra.sweeper.max_runs)"
+            if plan.spent
+            else "(its rounds spent: raise hydra.sweeper.rounds)"
+        )
 
 
 def macs_fraction(summary: dict) -> Optional[float]:
     """A run's compact network's multiply-adds over the dense network's (search.csv's macs_fraction); None where its
     summary has no cost."""
     cost = summary.get("cost") or {}
-    return cost["compact_macs"] / cost["dense_macs"] if cost.get("compact_macs") is not None and cost.get(
-        "dense_macs") else None
+    return (
+        cost["compact_macs"] / cost["dense_macs"]
+        if cost.get("compact_macs") is not None and cost.get("dense_macs")
+        else None
+    )
 
 
 def read_summary(folder: Path) -> dict:

@@ -1,6 +1,7 @@
 """lam_search's table, search.csv: its columns, writing it, reading every table of a sweep folder, and the search's
 answer (the full run closest to the target). Free of Hydra's imports, so that scripts read it without importing the
 sweeper (whose class, imported before Hydra's plugin scan, would subclass a BasicSweeper the scan replaces)."""
+
 from __future__ import annotations
 
 import csv
@@ -13,8 +14,20 @@ from adrop.outputs import create_new
 SEARCH_CSV = "search.csv"  # the search's table in the sweep folder (search.2.csv, ... for later commands into it)
 # round 0: runs reused from earlier searches (hydra.sweeper.reuse), their folders where those searches trained them
 # macs_fraction: the compact network's multiply-adds over the dense network's (what hydra.sweeper.target_macs asks for)
-COLUMNS = ["combination", "round", "epochs", "lr", "lam", "nonzero_fraction", "macs_fraction", "val_error",
-           "test_error", "wall_time_s", "status", "folder"]
+COLUMNS = [
+    "combination",
+    "round",
+    "epochs",
+    "lr",
+    "lam",
+    "nonzero_fraction",
+    "macs_fraction",
+    "val_error",
+    "test_error",
+    "wall_time_s",
+    "status",
+    "folder",
+]
 MEASURES = {"nonzero": "nonzero_fraction", "macs": "macs_fraction"}  # what a search may target: its column
 
 
@@ -32,20 +45,35 @@ def write_search_table(sweep_dir: Path, rows: list[dict], fields: Optional[list[
         writer.writerows(rows)
 
 
-def closest_full_run(rows: list[dict], target: float, epochs: int, column: str = "nonzero_fraction",
-                     tolerance: Optional[float] = None, max_val_error: Optional[float] = None,
-                     val: str = "val_error") -> Optional[dict]:
+def closest_full_run(
+    rows: list[dict],
+    target: float,
+    epochs: int,
+    column: str = "nonzero_fraction",
+    tolerance: Optional[float] = None,
+    max_val_error: Optional[float] = None,
+    val: str = "val_error",
+) -> Optional[dict]:
     """The search's answer for one combination: of its completed full runs (`epochs`), the one whose `column` (the
     measure searched: MEASURES) is closest to the target; where the closest erred above max_val_error on validation (a
     network that failed) but another within `tolerance` (relative) did not, the closest of those. None where none
     completed. `rows` as in search.csv, numbers or their text; `val` its validation column."""
     if len({r["combination"] for r in rows}) > 1:
         raise ValueError("closest_full_run: rows of several combinations (the answer is one combination's)")
-    full = sorted((r for r in rows if int(r["epochs"]) == int(epochs) and r["status"] == "completed"
-                   and r.get(column) not in (None, "")), key=lambda r: abs(float(r[column]) - target))
+    full = sorted(
+        (
+            r
+            for r in rows
+            if int(r["epochs"]) == int(epochs) and r["status"] == "completed" and r.get(column) not in (None, "")
+        ),
+        key=lambda r: abs(float(r[column]) - target),
+    )
     if full and max_val_error is not None and tolerance is not None and failed(full[0], max_val_error, val):
-        healthy = [r for r in full if abs(float(r[column]) - target) <= tolerance * target
-                   and not failed(r, max_val_error, val)]
+        healthy = [
+            r
+            for r in full
+            if abs(float(r[column]) - target) <= tolerance * target and not failed(r, max_val_error, val)
+        ]
         return (healthy or full)[0]
     return full[0] if full else None
 

@@ -10,6 +10,7 @@ GPU).
 This module only does Hydra's part (composing each job's configuration and folder, as Hydra's basic launcher does);
 adrop.train.stacked_jobs does the rest.
 """
+
 from __future__ import annotations
 
 import copy
@@ -64,9 +65,15 @@ def compose(config, hydra_context, job_overrides: Sequence[Sequence[str]], initi
             task_cfg = copy.deepcopy(sweep_config)
             with read_write(task_cfg), open_dict(task_cfg):
                 del task_cfg["hydra"]
-            jobs.append(stacked_jobs.Job(
-                cfg=task_cfg, folder=folder.absolute(), hydra_cfg=copy.deepcopy(HydraConfig.instance().cfg),
-                overrides=list(overrides), method_choice=sweep_config.hydra.runtime.choices.get("method")))
+            jobs.append(
+                stacked_jobs.Job(
+                    cfg=task_cfg,
+                    folder=folder.absolute(),
+                    hydra_cfg=copy.deepcopy(HydraConfig.instance().cfg),
+                    overrides=list(overrides),
+                    method_choice=sweep_config.hydra.runtime.choices.get("method"),
+                )
+            )
     finally:
         HydraConfig.instance().cfg = before
     return jobs
@@ -76,8 +83,14 @@ def job_returns(jobs: list, summaries: list[dict]) -> list[JobReturn]:
     """What the sweeper gets back: per job its objective (or why it did not complete); how it ended is recorded."""
     returns = []
     for job, summary in zip(jobs, summaries):
-        ret = JobReturn(overrides=job.overrides, cfg=job.cfg, hydra_cfg=job.hydra_cfg, working_dir=str(job.folder),
-                        task_name=str(job.hydra_cfg.hydra.job.name), status=JobStatus.COMPLETED)
+        ret = JobReturn(
+            overrides=job.overrides,
+            cfg=job.cfg,
+            hydra_cfg=job.hydra_cfg,
+            working_dir=str(job.folder),
+            task_name=str(job.hydra_cfg.hydra.job.name),
+            status=JobStatus.COMPLETED,
+        )
         sweep_outcomes.record(job.folder, summary.get("status"))
         ret.return_value = sweep_outcomes.returned(summary, job.cfg.objective)  # what the sweeper takes
         returns.append(ret)

@@ -5,6 +5,7 @@
 They need Hydra's submitit launcher (pip install -e ".[launchers]"); without it nothing here is defined (Hydra's
 plugin scan imports this module anyway, and warns about one that fails to import).
 """
+
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -23,6 +24,7 @@ except ImportError:
 FOLDER = "${hydra.sweep.dir}/.submitit"  # submitit's pickles and logs (<job id>_0_log.out), no %j folder
 
 if BaseSubmititLauncher is not None:
+
     @dataclass
     class StackedLocalConf(LocalQueueConf):
         _target_: str = "hydra_plugins.adrop_plugins.stacked_submitit.StackedLocalLauncher"
@@ -33,6 +35,7 @@ if BaseSubmititLauncher is not None:
     @dataclass
     class StackedSlurmConf(SlurmQueueConf):
         """conf/hydra/launcher/slurm.yaml's settings, for stacks."""
+
         _target_: str = "hydra_plugins.adrop_plugins.stacked_submitit.StackedSlurmLauncher"
         submitit_folder: str = FOLDER
         max_stack: Optional[int] = None
@@ -46,16 +49,21 @@ if BaseSubmititLauncher is not None:
         """adrop's launchers, and Hydra's submitit_local with its logs in .submitit/ (its default, .submitit/%j,
         leaves a folder literally named %j: submitit's local executor does not fill in the job id there)."""
         store = ConfigStore.instance()
-        store.store(group="hydra/launcher", name="submitit_local", node=LocalQueueConf(submitit_folder=FOLDER),
-                    provider="submitit_launcher")
+        store.store(
+            group="hydra/launcher",
+            name="submitit_local",
+            node=LocalQueueConf(submitit_folder=FOLDER),
+            provider="submitit_launcher",
+        )
         store.store(group="hydra/launcher", name="stacked_submitit_local", node=StackedLocalConf(), provider="adrop")
         store.store(group="hydra/launcher", name="stacked_slurm", node=StackedSlurmConf(), provider="adrop")
 
     class StackedSubmititLauncher(BaseSubmititLauncher):
         def __init__(self, max_stack: Optional[int] = None, **params: Any) -> None:
             if max_stack is not None and max_stack < 1:
-                raise ValueError(f"hydra.launcher.max_stack must be a positive integer or null (the default), got "
-                                 f"{max_stack}")
+                raise ValueError(
+                    f"hydra.launcher.max_stack must be a positive integer or null (the default), got {max_stack}"
+                )
             super().__init__(**params)
             self.max_stack = max_stack
 
@@ -68,11 +76,19 @@ if BaseSubmititLauncher is not None:
             import submitit
 
             params, specific = self.params, {"max_num_timeout"}
-            executor = submitit.AutoExecutor(cluster=self._EXECUTOR, folder=params["submitit_folder"],
-                                             **{f"{self._EXECUTOR}_{k}": v for k, v in params.items() if k in specific})
+            executor = submitit.AutoExecutor(
+                cluster=self._EXECUTOR,
+                folder=params["submitit_folder"],
+                **{f"{self._EXECUTOR}_{k}": v for k, v in params.items() if k in specific},
+            )
             base = set(OmegaConf.structured(BaseQueueConf).keys())
-            executor.update_parameters(**{k if k in base else f"{self._EXECUTOR}_{k}": v for k, v in params.items()
-                                          if k not in specific | {"submitit_folder"}})
+            executor.update_parameters(
+                **{
+                    k if k in base else f"{self._EXECUTOR}_{k}": v
+                    for k, v in params.items()
+                    if k not in specific | {"submitit_folder"}
+                }
+            )
             return executor
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
@@ -80,11 +96,18 @@ if BaseSubmititLauncher is not None:
 
             executor = self.executor()  # first: where it cannot start (no srun), no job folder is made
             jobs = compose(self.config, self.hydra_context, job_overrides, initial_job_idx)
-            train = cluster.TrainStack(OmegaConf.to_container(self.config.hydra.hydra_logging, resolve=True),
-                                       self.config.hydra.verbose, self.params.get("cpus_per_task"))
+            train = cluster.TrainStack(
+                OmegaConf.to_container(self.config.hydra.hydra_logging, resolve=True),
+                self.config.hydra.verbose,
+                self.params.get("cpus_per_task"),
+            )
             device = self.device(jobs[0].cfg) if jobs else None
-            return job_returns(jobs, cluster.submit(executor, self._EXECUTOR, jobs, self.max_stack, device, train,
-                                                    self.params["submitit_folder"]))
+            return job_returns(
+                jobs,
+                cluster.submit(
+                    executor, self._EXECUTOR, jobs, self.max_stack, device, train, self.params["submitit_folder"]
+                ),
+            )
 
     class StackedLocalLauncher(StackedSubmititLauncher):
         _EXECUTOR = "local"

@@ -5,6 +5,7 @@ adrop.train.sweep_outcomes.)
 
 The loop is Hydra's BasicSweeper.sweep (hydra-core 1.3) with only the saving changed.
 """
+
 from __future__ import annotations
 
 import logging

@@ -13,6 +13,7 @@ on the same random batches of 128 (MNIST's shape; the time of a step does not de
 One step: forward, cross entropy plus sp.penalty(), backward, Adam's step with the method's hooks. Median seconds per
 `--steps` steps over `--rounds` rounds, after a warm-up round each; the ratio parametrized / layers per method.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,8 +81,11 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     g = torch.Generator().manual_seed(0)
     data = (torch.randn(16, BATCH, 784, generator=g), torch.randint(0, 10, (16, BATCH), generator=g))
-    contenders = [Contender(f"{kind} {m}", make, m, data) for m in args.methods
-                  for kind, make in (("layers", with_layers), ("parametrized", parametrized))]
+    contenders = [
+        Contender(f"{kind} {m}", make, m, data)
+        for m in args.methods
+        for kind, make in (("layers", with_layers), ("parametrized", parametrized))
+    ]
     for c in contenders:
         c.run(args.steps)  # warm-up
     times = {c.name: [] for c in contenders}
@@ -94,8 +98,10 @@ def main(argv=None) -> None:
     median = {name: statistics.median(t) / args.steps * 1e3 for name, t in times.items()}
     for name, ms in median.items():
         print(f"{name:<30}{ms:>10.3f}")
-    print("parametrized / layers, per step: " + ", ".join(
-        f"{m} {median[f'parametrized {m}'] / median[f'layers {m}']:.2f}x" for m in args.methods))
+    print(
+        "parametrized / layers, per step: "
+        + ", ".join(f"{m} {median[f'parametrized {m}'] / median[f'layers {m}']:.2f}x" for m in args.methods)
+    )
 
 
 if __name__ == "__main__":

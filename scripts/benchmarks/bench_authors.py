@@ -28,6 +28,7 @@ What differs from the notebooks, each to run them here alike: the CPU (the autho
 threads the benchmark gives; skorch's ValidSplit for the CVSplit it was renamed from; skorch's epoch table not printed
 (verbose=0); Sparse VD's notebook trains two layers at batch 100 on all 60,000.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,7 +93,7 @@ def split_at_loop(source: str):
     """A cell with a for loop: the statements before it and the loop's body, compiled."""
     tree = ast.parse(source)
     at = next(i for i, node in enumerate(tree.body) if isinstance(node, ast.For))
-    code = (lambda body: compile(ast.Module(body=body, type_ignores=[]), "<notebook>", "exec"))
+    code = lambda body: compile(ast.Module(body=body, type_ignores=[]), "<notebook>", "exec")
     return code(tree.body[:at]), code(tree.body[at].body)
 
 
@@ -128,8 +129,13 @@ class AuthorsEpochs:
         from skorch.callbacks import Callback
 
         setup, callbacks, helpers, settings, train_net = notebook_cells(
-            folder / AUTHORS_NOTEBOOK, "from skorch import", "class AdaptiveCallback",
-            "class LinearDecay", "nets_settings = [", "def train_net")
+            folder / AUTHORS_NOTEBOOK,
+            "from skorch import",
+            "class AdaptiveCallback",
+            "class LinearDecay",
+            "nets_settings = [",
+            "def train_net",
+        )
         if not hasattr(skorch.dataset, "CVSplit"):  # the notebook's name; skorch now calls it ValidSplit
             skorch.dataset.CVSplit = skorch.dataset.ValidSplit
         sys.path.insert(0, str(folder))  # their package, dropout/
@@ -162,9 +168,15 @@ class AuthorsEpochs:
 
         from skorch import NeuralNetClassifier
 
-        kwargs = {**made["kwargs"], "device": "cpu", "iterator_train__num_workers": 0,
-                  "iterator_valid__num_workers": 0, "verbose": 0, "max_epochs": epochs,
-                  "callbacks": made["kwargs"]["callbacks"] + [Gate()]}
+        kwargs = {
+            **made["kwargs"],
+            "device": "cpu",
+            "iterator_train__num_workers": 0,
+            "iterator_valid__num_workers": 0,
+            "verbose": 0,
+            "max_epochs": epochs,
+            "callbacks": made["kwargs"]["callbacks"] + [Gate()],
+        }
         self.net = NeuralNetClassifier(*made["args"], **kwargs)
         self.thread = threading.Thread(target=self.fit, args=(x, y, threads), daemon=True)
         self.thread.start()
@@ -206,8 +218,13 @@ class SparseVDEpochs:
     def __init__(self, folder: Path, train, test, scratch: Path):
         """train and test: each a torch Dataset."""
         imports, layer, loss, setup, loop = notebook_cells(
-            folder / SVDO_NOTEBOOK, "from logger import Logger\nfrom torch.nn", "class LinearSVDO",
-            "class SGVLB", "logger = Logger(", "for epoch in range")
+            folder / SVDO_NOTEBOOK,
+            "from logger import Logger\nfrom torch.nn",
+            "class LinearSVDO",
+            "class SGVLB",
+            "logger = Logger(",
+            "for epoch in range",
+        )
         sys.path.insert(0, str(folder))  # its logger.py
         ns = {"__name__": "svdo_notebook"}
         exec(imports, ns)
@@ -218,8 +235,9 @@ class SparseVDEpochs:
         class Net(nn.Module):  # the notebook's Net with LeNet-300-100's three layers
             def __init__(self, threshold):
                 super().__init__()
-                self.fc1, self.fc2, self.fc3 = (linear_svdo(i, o, threshold) for i, o in ((784, 300), (300, 100),
-                                                                                         (100, 10)))
+                self.fc1, self.fc2, self.fc3 = (
+                    linear_svdo(i, o, threshold) for i, o in ((784, 300), (300, 100), (100, 10))
+                )
                 self.threshold = threshold
 
             def forward(self, x):
@@ -228,7 +246,7 @@ class SparseVDEpochs:
                 return nn.functional.log_softmax(self.fc3(x), dim=1)
 
         def get_mnist(batch_size):  # the benchmark's data, at the benchmark's batch
-            loader = (lambda split: torch.utils.data.DataLoader(split, batch_size=BATCH, shuffle=True))
+            loader = lambda split: torch.utils.data.DataLoader(split, batch_size=BATCH, shuffle=True)
             return loader(train), loader(test)
 
         ns.update(Net=Net, get_mnist=get_mnist)
@@ -263,8 +281,12 @@ def main():
     parser.add_argument("--svdo-dir", type=Path, help="a checkout of senya-ashukha/sparse-vd-pytorch")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--feed", choices=["notebook", "tensors", "both"], default="both",
-                        help="the notebooks' data: their torchvision dataset, adrop's tensors, or both side by side")
+    parser.add_argument(
+        "--feed",
+        choices=["notebook", "tensors", "both"],
+        default="both",
+        help="the notebooks' data: their torchvision dataset, adrop's tensors, or both side by side",
+    )
     parser.add_argument("--train-limit", type=int, help="adrop's data.train_limit (a quick check; no comparison then)")
     parser.add_argument("--folder", default="outputs/bench_authors", help="scratch folder for the runs' files")
     args = parser.parse_args()
@@ -272,8 +294,10 @@ def main():
         refuse("--threads and --rounds must be at least 1")
     if args.train_limit is not None and (args.authors_dir or args.svdo_dir):
         refuse("--train-limit times adrop alone: leave out --authors-dir and --svdo-dir")
-    for folder, notebook, repository in ((args.authors_dir, AUTHORS_NOTEBOOK, "dlej/adaptive-dropout"),
-                                         (args.svdo_dir, SVDO_NOTEBOOK, "senya-ashukha/sparse-vd-pytorch")):
+    for folder, notebook, repository in (
+        (args.authors_dir, AUTHORS_NOTEBOOK, "dlej/adaptive-dropout"),
+        (args.svdo_dir, SVDO_NOTEBOOK, "senya-ashukha/sparse-vd-pytorch"),
+    ):
         if folder is not None and not (folder / notebook).is_file():
             refuse(f"{folder} holds no {notebook}: give a checkout of {repository}")
     from adrop.train import schema
@@ -300,8 +324,9 @@ def main():
                 train, test = TensorDataset(data.train.x, data.train.y), TensorDataset(data.val.x, data.val.y)
             if args.authors_dir:
                 for m, setting in AUTHORS_SETTING.items():
-                    authors.append(AuthorsEpochs(args.authors_dir.resolve(), setting, full, labels, args.threads,
-                                                 1 + args.rounds))
+                    authors.append(
+                        AuthorsEpochs(args.authors_dir.resolve(), setting, full, labels, args.threads, 1 + args.rounds)
+                    )
                     contenders[f"authors {m}{FEEDS[feed]}"] = authors[-1].epoch
             if args.svdo_dir:
                 svdo = SparseVDEpochs(args.svdo_dir.resolve(), train, test, scratch / f"svdo_{feed}")
@@ -331,16 +356,21 @@ def report(args, med: dict, trained: int, evaluated: int):
     except importlib.metadata.PackageNotFoundError:
         skorch = ""
     dense = med["adrop dense"]
-    print(f"device: cpu ({platform.processor() or platform.machine()}), {os.cpu_count()} CPU cores, torch "
-          f"{torch.__version__}{skorch}, threads {args.threads}")
+    print(
+        f"device: cpu ({platform.processor() or platform.machine()}), {os.cpu_count()} CPU cores, torch "
+        f"{torch.__version__}{skorch}, threads {args.threads}"
+    )
     print(f"epoch: LeNet-300-100, batch {BATCH}, {trained:,} examples trained and {evaluated:,} evaluated")
     print(f"{'contender':28s} {'s/epoch':>8s} {'x adrop dense':>14s}")
     for name, s in med.items():
         print(f"{name:28s} {s:8.3f} {s / dense:14.2f}")
     for who in ("authors", "svdo"):
         for ending in FEEDS.values():
-            ratios = [f"{m} {med[f'{who} {m}{ending}'] / med[f'adrop {m}']:.2f}x" for m in AUTHORS_SETTING
-                      if f"{who} {m}{ending}" in med]
+            ratios = [
+                f"{m} {med[f'{who} {m}{ending}'] / med[f'adrop {m}']:.2f}x"
+                for m in AUTHORS_SETTING
+                if f"{who} {m}{ending}" in med
+            ]
             if ratios:
                 print(f"{who}{ending} / adrop, per epoch: {', '.join(ratios)}")
     print(f"rounds: {args.rounds}, median seconds; every contender ran once as warm-up first")

@@ -14,6 +14,7 @@ by torch.onnx and run by one onnxruntime session each, alternating: median secon
 `--rounds` rounds after a warm-up; the ratio dense / compact per batch. Their logits agree to float32 rounding
 (printed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +54,9 @@ def pruned_vit(units: float, patch: int, seed: int = 0) -> nn.Module:
             attn = layer.self_attn
             E, H = attn.embed_dim, attn.num_heads
             d = E // H
-            for h in torch.randperm(H)[:H // 2].tolist():
-                attn.in_proj_weight[2 * E + h * d:2 * E + (h + 1) * d] = 0
-            gone = torch.randperm(layer.linear1.out_features)[:int(units * layer.linear1.out_features)]
+            for h in torch.randperm(H)[: H // 2].tolist():
+                attn.in_proj_weight[2 * E + h * d : 2 * E + (h + 1) * d] = 0
+            gone = torch.randperm(layer.linear1.out_features)[: int(units * layer.linear1.out_features)]
             layer.linear1.weight[gone] = 0
     return model
 
@@ -63,8 +64,15 @@ def pruned_vit(units: float, patch: int, seed: int = 0) -> nn.Module:
 def session(model: nn.Module, threads: int):
     import onnxruntime as ort
 
-    program = torch.onnx.export(model, (torch.zeros(2, 1, 28, 28),), input_names=["x"], output_names=["logits"],
-                                dynamic_shapes={"x": {0: torch.export.Dim("n")}}, dynamo=True, verbose=False)
+    program = torch.onnx.export(
+        model,
+        (torch.zeros(2, 1, 28, 28),),
+        input_names=["x"],
+        output_names=["logits"],
+        dynamic_shapes={"x": {0: torch.export.Dim("n")}},
+        dynamo=True,
+        verbose=False,
+    )
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = threads
     return ort.InferenceSession(program.model_proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
@@ -89,9 +97,11 @@ def main() -> None:
     heads = [layer.self_attn.num_heads for layer in small.encoder.layers]
     units = [layer.linear1.out_features for layer in small.encoder.layers]
     sessions = {"dense": session(dense, args.threads), "compact": session(small, args.threads)}
-    print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, {platform.processor() or platform.machine()}, "
-          f"{args.threads} thread(s); {(28 // args.patch) ** 2 + 1} tokens; heads kept per layer {heads} of 8, "
-          f"feed-forward units {units} of 128")
+    print(
+        f"torch {torch.__version__}, onnxruntime {ort.__version__}, {platform.processor() or platform.machine()}, "
+        f"{args.threads} thread(s); {(28 // args.patch) ** 2 + 1} tokens; heads kept per layer {heads} of 8, "
+        f"feed-forward units {units} of 128"
+    )
     for batch in (1, 64):
         x = np.random.default_rng(0).standard_normal((batch, 1, 28, 28)).astype(np.float32)
         outs = {name: s.run(None, {"x": x})[0] for name, s in sessions.items()}
@@ -104,8 +114,10 @@ def main() -> None:
                     s.run(None, {"x": x})
                 times[name].append((time.perf_counter() - t0) / args.calls)
         med = {name: statistics.median(t) for name, t in times.items()}
-        print(f"batch {batch:2d}: dense {med['dense'] * 1e3:.3f} ms, compact {med['compact'] * 1e3:.3f} ms, "
-              f"dense / compact {med['dense'] / med['compact']:.2f}x; logits differ by at most {gap:.2e}")
+        print(
+            f"batch {batch:2d}: dense {med['dense'] * 1e3:.3f} ms, compact {med['compact'] * 1e3:.3f} ms, "
+            f"dense / compact {med['dense'] / med['compact']:.2f}x; logits differ by at most {gap:.2e}"
+        )
 
 
 if __name__ == "__main__":

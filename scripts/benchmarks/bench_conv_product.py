@@ -6,6 +6,7 @@ convolution per configuration, concatenated; forward and backward at LeNet-5's t
 Prints milliseconds per step for each and their ratio (above 1: grouped is faster), and per configuration, so that
 what stacking a conv net saves (or not) on this device reads off the last column.
 """
+
 from __future__ import annotations
 
 import argparse

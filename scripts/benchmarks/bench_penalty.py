@@ -6,6 +6,7 @@ Prints (1) the wall time of `adrop penalty --plot`'s work (curves for both panel
 table built) and warm, and (2) side by side in this one run: variational dropout's Omega at the same points with f
 from the cached table versus f by adaptive quadrature (scipy.integrate.quad) at every evaluation, and their ratio.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,6 +32,7 @@ def main():
     t0 = time.perf_counter()
     from adrop import penalties
     from adrop.penalties import figure1, variational_dropout
+
     import_s = time.perf_counter() - t0
 
     cold = seconds(figure1.curves)
@@ -42,8 +44,10 @@ def main():
     x = np.linspace(0.05, 3.0, 8)
 
     def quad_f(eta):  # the untabulated route: one adaptive quadrature per evaluation of f
-        flat = [quad(lambda t: dawsn(np.sqrt(t / 2)) / np.sqrt(t / 2), 0, e, limit=200)[0] if np.isfinite(e) else np.inf
-                for e in np.ravel(eta)]
+        flat = [
+            quad(lambda t: dawsn(np.sqrt(t / 2)) / np.sqrt(t / 2), 0, e, limit=200)[0] if np.isfinite(e) else np.inf
+            for e in np.ravel(eta)
+        ]
         return np.reshape(flat, np.shape(eta))
 
     class QuadVD(variational_dropout.VariationalDropout):
@@ -56,8 +60,10 @@ def main():
     t_quad = seconds(lambda: slow.omega_elementwise(x))
     agree = np.max(np.abs(vd.omega_elementwise(x) - slow.omega_elementwise(x)))
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
     print(f"import adrop.penalties            {import_s:8.3f} s")
     print(f"Figure 1 curves, cold (tables)    {cold:8.3f} s   ({len(table)} rows, {table.method.nunique()} methods)")
     print(f"Figure 1 curves, warm             {warm:8.3f} s")

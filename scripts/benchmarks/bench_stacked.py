@@ -26,6 +26,7 @@ With --previous REV every contender is also measured with the code of commit REV
 scripts/benchmarks/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run
 of that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,11 +71,22 @@ def measure(args) -> dict:
 
     def cfg(seed):
         with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-            return compose("config", overrides=[f"data.root={args.data}", f"data.train_limit={args.train_limit}",
-                                                "data.download=false", f"device={args.device}", "progress=never",
-                                                f"method={args.method}", f"seed={seed}", "epochs=100",
-                                                f"model={args.model}", f"compile={args.compiled}",
-                                                *([f"model._target_={args.target}"] if args.target else [])])
+            return compose(
+                "config",
+                overrides=[
+                    f"data.root={args.data}",
+                    f"data.train_limit={args.train_limit}",
+                    "data.download=false",
+                    f"device={args.device}",
+                    "progress=never",
+                    f"method={args.method}",
+                    f"seed={seed}",
+                    "epochs=100",
+                    f"model={args.model}",
+                    f"compile={args.compiled}",
+                    *([f"model._target_={args.target}"] if args.target else []),
+                ],
+            )
 
     folder = Path(tempfile.mkdtemp())
     n = max(args.k, 1)  # k = 0: a commit's single run, before the one engine
@@ -92,21 +104,42 @@ def measure(args) -> dict:
                 torch.cuda.synchronize(device)
             if i:  # the first epoch warms up
                 times.append(time.perf_counter() - t)
-    peak = (torch.cuda.max_memory_allocated(device) if device.type == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    peak = (
+        torch.cuda.max_memory_allocated(device)
+        if device.type == "cuda"
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    )
     return {"seconds": statistics.median(times) / per, "peak_mb": peak / 2**20}
 
 
-def child(args, k: int, threads: int | None = None, extra_env=None, compiled: bool = False,
-          tree: Path | None = None) -> subprocess.Popen:
+def child(
+    args, k: int, threads: int | None = None, extra_env=None, compiled: bool = False, tree: Path | None = None
+) -> subprocess.Popen:
     """One measurement in its own process; with `tree` (--previous), of that commit's code."""
     env = {**(previous_tree.env(tree) if tree else os.environ), **(extra_env or {})}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
-    command = [sys.executable, __file__, "--measure", "--k", str(k), "--method", args.method, "--data", args.data,
-               "--device", args.device, "--rounds", str(args.rounds), "--train-limit", str(args.train_limit),
-               "--model", args.model, *(["--compiled"] if compiled else []),
-               *(["--target", args.target] if args.target else [])]
+    command = [
+        sys.executable,
+        __file__,
+        "--measure",
+        "--k",
+        str(k),
+        "--method",
+        args.method,
+        "--data",
+        args.data,
+        "--device",
+        args.device,
+        "--rounds",
+        str(args.rounds),
+        "--train-limit",
+        str(args.train_limit),
+        "--model",
+        args.model,
+        *(["--compiled"] if compiled else []),
+        *(["--target", args.target] if args.target else []),
+    ]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
 
 
@@ -138,10 +171,12 @@ def main():
         print(json.dumps(measure(args)))
         return
     cores = os.cpu_count() or 1
-    print(f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
-          f"model {args.model}{' ' + args.target if args.target else ''}, batch 128, first {args.train_limit} MNIST "
-          f"examples, median of {args.rounds} epochs "
-          "after a warm-up")
+    print(
+        f"# bench_stacked: {platform.processor() or platform.machine()}, {cores} cores, device {args.device}, "
+        f"model {args.model}{' ' + args.target if args.target else ''}, batch 128, first {args.train_limit} MNIST "
+        f"examples, median of {args.rounds} epochs "
+        "after a warm-up"
+    )
     header = f"{'method':<18}{'contender':<26}{'s/config-epoch':>15}{'x separate':>12}{'peak MB':>10}"
     print(header)
     print("-" * len(header))
@@ -162,7 +197,7 @@ def rows(args, cores: int, tree: Path | None) -> None:
     for prefix, code in versions:  # a single run: before the one engine, the old Run (k = 0)
         out.append((f"{prefix}separate", result(child(args, 0 if code else 1, tree=code))))
     separate = out[0][1]
-    for compiled in ((False, True) if args.compile else (False,)):
+    for compiled in (False, True) if args.compile else (False,):
         suffix = " compiled" if compiled else ""
         ks = [int(v) for v in args.ks.split(",")]
         for k in [1] + [k for k in ks if k != 1]:
@@ -170,13 +205,24 @@ def rows(args, cores: int, tree: Path | None) -> None:
                 if k > 1 or compiled or code:
                     out.append((f"{prefix}stack {k}{suffix}", result(child(args, k, compiled=compiled, tree=code))))
             for prefix, code in versions if args.device == "cpu" else ():
-                runs = [result(j) for j in [child(args, k, threads=1, compiled=compiled, tree=code)
-                                            for _ in range(cores)]]
-                out.append((f"{prefix}{k} x {cores}{suffix}", {"seconds": max(r["seconds"] for r in runs) / cores,
-                                                               "peak_mb": sum(r["peak_mb"] for r in runs)}))
+                runs = [
+                    result(j) for j in [child(args, k, threads=1, compiled=compiled, tree=code) for _ in range(cores)]
+                ]
+                out.append(
+                    (
+                        f"{prefix}{k} x {cores}{suffix}",
+                        {
+                            "seconds": max(r["seconds"] for r in runs) / cores,
+                            "peak_mb": sum(r["peak_mb"] for r in runs),
+                        },
+                    )
+                )
     for name, r in out:
-        print(f"{args.method:<18}{name:<26}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
-              f"{r['peak_mb']:>10.0f}", flush=True)
+        print(
+            f"{args.method:<18}{name:<26}{r['seconds']:>15.4f}{separate['seconds'] / r['seconds']:>12.2f}"
+            f"{r['peak_mb']:>10.0f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

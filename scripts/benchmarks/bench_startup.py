@@ -14,6 +14,7 @@ The help reads the methods' parameters from a cache that follows adrop's sources
 warm-up round starts with an empty cache (a folder of its own), and its help is printed too: the first help after an
 install or an edit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,15 +34,30 @@ TARGETS = {"adrop --help": 1.0, "adrop train --help": 1.0, "job fixed cost": 3.0
 
 def timed(args: list[str], cwd: Path) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "adrop", *args], cwd=cwd, check=True, capture_output=True,
-                   env={**os.environ, "XDG_CACHE_HOME": str(cwd / "cache")})
+    subprocess.run(
+        [sys.executable, "-m", "adrop", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(cwd / "cache")},
+    )
     return time.perf_counter() - t
 
 
 def job_fixed_cost(data: str, cwd: Path, n: int) -> tuple[float, Path]:
     folder = cwd / f"run{n}"
-    total = timed(["train", "epochs=1", "data.train_limit=512", f"data.root={data}", "data.download=false",
-                   "device=cpu", f"hydra.run.dir={folder}"], cwd)
+    total = timed(
+        [
+            "train",
+            "epochs=1",
+            "data.train_limit=512",
+            f"data.root={data}",
+            "data.download=false",
+            "device=cpu",
+            f"hydra.run.dir={folder}",
+        ],
+        cwd,
+    )
     with open(folder / "metrics.csv") as fh:
         epoch = sum(float(row["seconds"]) for row in csv.DictReader(fh))
     return total - epoch, folder
@@ -64,8 +80,10 @@ def main() -> None:
         for name, seconds in results.items():
             if i:
                 times[name].append(seconds)
-    print(f"# bench_startup: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"median of {args.repeat} after a warm-up")
+    print(
+        f"# bench_startup: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"median of {args.repeat} after a warm-up"
+    )
     print(f"{'contender':<20}{'seconds':>9}{'target':>8}{'x target':>10}")
     for name, values in times.items():
         s = statistics.median(values)

@@ -35,6 +35,7 @@ masked evaluation of the 12k validation set, and memory (CUDA: each contender's 
 state, i.e. parameters, gradients, Adam's two moments and buffers; the data, 188 MB of float32 for all MNIST, is
 shared by all and the same for the usual loop's decoded dataset).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,17 +87,28 @@ class UsualLoop:
 
         tf = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
         full = torchvision.datasets.MNIST(root, train=True, download=False, transform=tf)
-        self.loader = torch.utils.data.DataLoader(torch.utils.data.Subset(full, train_idx.tolist()),
-                                                  batch_size=BATCH, shuffle=True)
+        self.loader = torch.utils.data.DataLoader(
+            torch.utils.data.Subset(full, train_idx.tolist()), batch_size=BATCH, shuffle=True
+        )
         self.device = device
         nn = torch.nn
         if model == "lenet5":
-            self.model = nn.Sequential(nn.Conv2d(1, 20, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.ReLU(),
-                                       nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.ReLU(),
-                                       nn.Linear(500, 10)).to(device)
+            self.model = nn.Sequential(
+                nn.Conv2d(1, 20, 5),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(20, 50, 5),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Flatten(),
+                nn.Linear(800, 500),
+                nn.ReLU(),
+                nn.Linear(500, 10),
+            ).to(device)
         else:
-            self.model = nn.Sequential(nn.Flatten(), nn.Linear(784, 300), nn.ReLU(), nn.Linear(300, 100), nn.ReLU(),
-                                       nn.Linear(100, 10)).to(device)
+            self.model = nn.Sequential(
+                nn.Flatten(), nn.Linear(784, 300), nn.ReLU(), nn.Linear(300, 100), nn.ReLU(), nn.Linear(100, 10)
+            ).to(device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
 
     def epoch(self):
@@ -148,8 +160,14 @@ class LibraryLoop:
         params = OmegaConf.to_container(cfg.method.params, resolve=True)
         self.steps = run.steps_per_epoch
         t = time.perf_counter()
-        self.sp = adrop.sparsify(module, method=cfg.method.name, lam=run.runs[0].lam, total_steps=run.total_steps,
-                                 steps_per_epoch=self.steps, **params)
+        self.sp = adrop.sparsify(
+            module,
+            method=cfg.method.name,
+            lam=run.runs[0].lam,
+            total_steps=run.total_steps,
+            steps_per_epoch=self.steps,
+            **params,
+        )
         self.sparsify_s = time.perf_counter() - t
         self.model = module
         self.opt = torch.optim.Adam(module.parameters(), lr=run.runs[0].lr, fused=True)
@@ -162,7 +180,7 @@ class LibraryLoop:
         order = torch.randperm(len(y), device=x.device)
         self.model.train()
         for b in range(self.steps):
-            idx = order[b * BATCH:(b + 1) * BATCH]
+            idx = order[b * BATCH : (b + 1) * BATCH]
             loss = F.cross_entropy(self.model(x[idx].view(-1, *self.shape)), y[idx]) + self.sp.penalty()
             self.opt.zero_grad()
             loss.backward()
@@ -176,9 +194,20 @@ USER_MODULE = ["model=custom", "model._target_=plain_networks.lenet_300_100"]
 def adrop_config(method, root, device, compiled=False, model="lenet_300_100", extra=()):
     chosen = USER_MODULE if model == "user module" else [f"model={model}"]
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        return compose("config", overrides=[f"method={method}", *chosen, f"data.root={root}",
-                                            f"device={device}", "epochs=1000", "progress=never",
-                                            "data.download=false", f"compile={str(compiled).lower()}", *extra])
+        return compose(
+            "config",
+            overrides=[
+                f"method={method}",
+                *chosen,
+                f"data.root={root}",
+                f"device={device}",
+                "epochs=1000",
+                "progress=never",
+                "data.download=false",
+                f"compile={str(compiled).lower()}",
+                *extra,
+            ],
+        )
 
 
 def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100", extra=()):
@@ -231,9 +260,25 @@ class Previous:
     def __init__(self, rev, args):
         self.tree = previous_tree.make(rev)
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve-previous", "--methods", args.methods, "--data", args.data,
-             "--device", args.device, "--model", args.model], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, env=previous_tree.env(self.tree), cwd=self.tree)
+            [
+                sys.executable,
+                __file__,
+                "--serve-previous",
+                "--methods",
+                args.methods,
+                "--data",
+                args.data,
+                "--device",
+                args.device,
+                "--model",
+                args.model,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=previous_tree.env(self.tree),
+            cwd=self.tree,
+        )
         self.names = json.loads(self.process.stdout.readline())
 
     def epoch(self, name):
@@ -270,16 +315,20 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     # fixed_mask is left out: it needs another run's weights (init_from), and its step is magnitude_pruning's masked one
-    parser.add_argument("--methods", default=",".join(["dense"] + [m for m in methods.names()
-                                                                   if m not in ("dense", "fixed_mask")]))
+    parser.add_argument(
+        "--methods", default=",".join(["dense"] + [m for m in methods.names() if m not in ("dense", "fixed_mask")])
+    )
     parser.add_argument("--folder", default="outputs/bench_train", help="scratch folder for the runs' files")
     parser.add_argument("--compile", action="store_true", help="also measure each method with compile=true")
     parser.add_argument("--model", default="lenet_300_100", choices=["lenet_300_100", "lenet5"])
     parser.add_argument("--previous", metavar="REV", help="also the training engines of this earlier commit")
     parser.add_argument("--custom", action="store_true", help="also LeNet-300-100 as a user's nn.Sequential")
     parser.add_argument("--neuron", action="store_true", help="also each method with structure=neuron")
-    parser.add_argument("--library", action="store_true",
-                        help="also each method in a user's own loop with adrop.sparsify (`library <m>`)")
+    parser.add_argument(
+        "--library",
+        action="store_true",
+        help="also each method in a user's own loop with adrop.sparsify (`library <m>`)",
+    )
     parser.add_argument("--serve-previous", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_previous:
@@ -307,8 +356,9 @@ def main():
             user = adrop_run(m, args.data, args.device, scratch / f"{m}_user", model="user module")
             contenders[f"adrop {m} (user module)"], models[f"adrop {m} (user module)"] = user.train_epoch, user.model
         if args.neuron:
-            grouped = adrop_run(m, args.data, args.device, scratch / f"{m}_neuron", model=args.model,
-                                extra=["structure=neuron"])
+            grouped = adrop_run(
+                m, args.data, args.device, scratch / f"{m}_neuron", model=args.model, extra=["structure=neuron"]
+            )
             contenders[f"adrop {m} (neuron)"], models[f"adrop {m} (neuron)"] = grouped.train_epoch, grouped.model
         if args.library:
             library = LibraryLoop(run)
@@ -335,8 +385,12 @@ def main():
     def method_of(name):
         return next((m for m in wanted if name.endswith(f" {m}") or f" {m} " in name), name)
 
-    contenders = dict(sorted(contenders.items(), key=lambda item: wanted.index(method_of(item[0]))
-                             if method_of(item[0]) in wanted else -1))
+    contenders = dict(
+        sorted(
+            contenders.items(),
+            key=lambda item: wanted.index(method_of(item[0])) if method_of(item[0]) in wanted else -1,
+        )
+    )
     with denormals_flushed(device):  # as Engine.fit trains
         memory, times = {}, {name: [] for name in contenders}
         for name, fn in contenders.items():  # warm-up
@@ -344,8 +398,11 @@ def main():
                 torch.cuda.reset_peak_memory_stats(device)
             fn()
             sync(device)
-            memory[name] = peak_memory(device, models[name]) if models[name] is not None or name == "matmuls only" \
+            memory[name] = (
+                peak_memory(device, models[name])
+                if models[name] is not None or name == "matmuls only"
                 else "(its own process)"
+            )
         for _ in range(args.rounds):
             for name, fn in contenders.items():
                 t = time.perf_counter()
@@ -364,23 +421,30 @@ def main():
     limit = flops / rate if lenet300 else float("nan")
     med = {name: statistics.median(v) for name, v in times.items()}
     dense_s, usual_s = med["adrop dense"], med["usual loop"]
-    name_dev = (torch.cuda.get_device_name(device) if device.type == "cuda"
-                else (platform.processor() or platform.machine()))
-    print(f"device: {device} ({name_dev}), {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-          f"threads {torch.get_num_threads()}")
+    name_dev = (
+        torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    )
+    print(
+        f"device: {device} ({name_dev}), {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+        f"threads {torch.get_num_threads()}"
+    )
     if lenet300:
-        print(f"epoch: 48,000 examples, batch {BATCH}, {flops / 1e9:.1f} GFLOP; large float32 matmul "
-              f"{rate / 1e9:.1f} GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch")
+        print(
+            f"epoch: 48,000 examples, batch {BATCH}, {flops / 1e9:.1f} GFLOP; large float32 matmul "
+            f"{rate / 1e9:.1f} GFLOP/s, so the arithmetic limit is {limit:.3f} s per epoch"
+        )
     else:
         print(f"epoch: 48,000 examples, batch {BATCH}, model {args.model} (no arithmetic limit computed)")
-    print(f"{'contender':32s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  "
-          "memory")
+    print(
+        f"{'contender':32s} {'s/epoch':>8s} {'x dense':>8s} {'x usual':>8s} {'x limit':>8s} {'% of peak':>9s}  memory"
+    )
     for name in contenders:
         s = med[name]
         vs_limit = f"{s / limit:8.2f} {100 * limit / s:8.1f}%" if lenet300 else f"{'-':>8s} {'-':>9s}"
         print(f"{name:32s} {s:8.3f} {s / dense_s:8.2f} {s / usual_s:8.3f} {vs_limit}  {memory[name]}")
-    print(f"masked evaluation of the 12k validation set: {eval_s:.3f} s "
-          f"({100 * eval_s / dense_s:.1f}% of a dense epoch)")
+    print(
+        f"masked evaluation of the 12k validation set: {eval_s:.3f} s ({100 * eval_s / dense_s:.1f}% of a dense epoch)"
+    )
     for m in sparsify_ms:
         ratio = med[f"library {m}"] / med[f"adrop {m}"]
         print(f"library {m}: {ratio:.3f} x adrop's epoch; adrop.sparsify on {args.model}: {sparsify_ms[m]:.1f} ms")

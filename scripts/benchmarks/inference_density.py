@@ -12,6 +12,7 @@ depends only on the shapes and the sparsity pattern); magnitude pruning's patter
 With --runs: no training, `adrop bench-inference` on each finished run given (docs/results/inference.md's real runs;
 docs/results/structured.md's runs with whole units, labelled with the units they keep).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,18 @@ def main():
     runs = []
     for density in (float(d) for d in args.densities.split(",")):
         with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-            cfg = compose("config", overrides=["method=magnitude_pruning",
-                                               f"method.params.final_sparsity={1 - density}",
-                                               f"epochs={args.epochs}", f"data.root={args.data}", "progress=never",
-                                               "device=cpu", "data.download=false"])
+            cfg = compose(
+                "config",
+                overrides=[
+                    "method=magnitude_pruning",
+                    f"method.params.final_sparsity={1 - density}",
+                    f"epochs={args.epochs}",
+                    f"data.root={args.data}",
+                    "progress=never",
+                    "device=cpu",
+                    "data.download=false",
+                ],
+            )
         folder = root / f"density={density}"
         Engine([resolve(cfg)], [folder]).fit()
         run_files.write_config(folder, cfg, {}, [])

@@ -4,6 +4,7 @@
 
 Prints the time of two plain epochs (the first warms up), then the profiler's table for a third, sorted by self time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,17 @@ def main():
     args = parser.parse_args()
     schema.register()
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
-        cfg = compose("config", overrides=[f"method={args.method}", f"data.root={args.data}", f"device={args.device}",
-                                           "epochs=1000", "progress=never", "data.download=false"])
+        cfg = compose(
+            "config",
+            overrides=[
+                f"method={args.method}",
+                f"data.root={args.data}",
+                f"device={args.device}",
+                "epochs=1000",
+                "progress=never",
+                "data.download=false",
+            ],
+        )
     run = Engine([resolve(cfg)], [tempfile.mkdtemp(prefix="adrop-profile-")])  # a single run
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
     with denormals_flushed(run.device):  # as Engine.fit trains

@@ -10,6 +10,7 @@ On 150 samples with 14 orthonormal groups (ten of 3 columns, four of 5; two grou
   and LogSum(2) at lam 0.05, Gaussian and Bernoulli masks, seeds 1-5: relative gap and whether the groups kept
   (alpha_g >= 0.05) agree.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,15 +40,21 @@ def main():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
-        theirs = solver.solve(problem.X, problem.y, QuadraticGroup(pointers, indices),
-                              WeightedGroupL2(lam, groups.weight, pointers, indices))[0]
+        theirs = solver.solve(
+            problem.X,
+            problem.y,
+            QuadraticGroup(pointers, indices),
+            WeightedGroupL2(lam, groups.weight, pointers, indices),
+        )[0]
         first_s = time.perf_counter() - t
     gap = np.linalg.norm(ours - theirs) / np.linalg.norm(theirs)
     objectives = [group_objective(problem, l1, lam, groups, w) for w in (ours, theirs)]
-    print(f"group lasso, lam {lam}: group IRLS vs skglm GroupBCD: relative gap {gap:.2e}, objectives "
-          f"{objectives[0]:.12f} / {objectives[1]:.12f}, groups kept {np.count_nonzero(groups.norms(ours))} / "
-          f"{np.count_nonzero(groups.norms(theirs))} of {len(SIZES)} (IRLS {ours_s:.3f} s; GroupBCD {first_s:.1f} s "
-          "with numba's compilation)")
+    print(
+        f"group lasso, lam {lam}: group IRLS vs skglm GroupBCD: relative gap {gap:.2e}, objectives "
+        f"{objectives[0]:.12f} / {objectives[1]:.12f}, groups kept {np.count_nonzero(groups.norms(ours))} / "
+        f"{np.count_nonzero(groups.norms(theirs))} of {len(SIZES)} (IRLS {ours_s:.3f} s; GroupBCD {first_s:.1f} s "
+        "with numba's compilation)"
+    )
     start = np.linalg.lstsq(problem.X, problem.y, rcond=None)[0]
     for name, params in (("scad", {"a": 3.7}), ("logsum", {})):
         penalty = penalties.get(name, **params)
@@ -59,9 +66,11 @@ def main():
                 w = group_adaptive_dropout(problem, penalty, lam, groups, start, max_iter=3000, mask=mask, seed=seed)
                 gaps.append(np.linalg.norm(w - reference) / np.linalg.norm(reference))
                 agree += np.array_equal(keep_rule.kept(penalty.eta_hat(groups.norms(w)), lam * groups.weight), kept)
-            print(f"{penalty.label()}, lam {lam}, {mask} masks: group adaptive dropout vs group IRLS: relative gap "
-                  f"{np.mean(gaps):.4f} mean, {np.max(gaps):.4f} max over 5 seeds; groups kept agree in {agree} of 5 "
-                  f"({int(kept.sum())} of {len(SIZES)} kept)")
+            print(
+                f"{penalty.label()}, lam {lam}, {mask} masks: group adaptive dropout vs group IRLS: relative gap "
+                f"{np.mean(gaps):.4f} mean, {np.max(gaps):.4f} max over 5 seeds; groups kept agree in {agree} of 5 "
+                f"({int(kept.sum())} of {len(SIZES)} kept)"
+            )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Writes into DIR (default: a new folder under outputs/linear_duality/), never ove
                           objective gap, from the same start (the ridge solution)
   theorem1.png            objective gap and support errors against iterations, adaptive dropout beside IRLS/AdaProx
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +54,18 @@ def tikhonov_table(problem) -> pd.DataFrame:
         alpha = rng.uniform(alpha_low, 1.0, size=problem.d)
         for mask in ("gaussian", "bernoulli"):
             mc = monte_carlo_dropout_loss(problem, w, alpha, mask=mask, samples=200_000, seed=7)
-            rows.append({"mask": mask, "alpha range": f"[{alpha_low}, 1]", "closed form": mc.closed_form,
-                         "Monte Carlo": mc.mean, "99% low": mc.low, "99% high": mc.high,
-                         "contains": mc.contains_closed_form, "samples": mc.samples})
+            rows.append(
+                {
+                    "mask": mask,
+                    "alpha range": f"[{alpha_low}, 1]",
+                    "closed form": mc.closed_form,
+                    "Monte Carlo": mc.mean,
+                    "99% low": mc.low,
+                    "99% high": mc.high,
+                    "contains": mc.contains_closed_form,
+                    "samples": mc.samples,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -66,16 +76,29 @@ def theorem1(problem, support, iterations: int):
         start = ridge_start(problem, lam)
         true = np.zeros(problem.d, bool)
         true[support] = True
-        track = {"distance": lambda w, r=ref.w: float(np.linalg.norm(w - r) / np.linalg.norm(r)),
-                 "support_errors": lambda w, p=ref.penalty, l=lam: int(np.sum(keep_mask(p, l, w) != true))}
+        track = {
+            "distance": lambda w, r=ref.w: float(np.linalg.norm(w - r) / np.linalg.norm(r)),
+            "support_errors": lambda w, p=ref.penalty, l=lam: int(np.sum(keep_mask(p, l, w) != true)),
+        }
         irls_run = fit(problem.X, problem.y, name, lam, "irls", w0=start, track=track, **params)
         histories[(name, "IRLS")] = irls_run.history
         rows.append(_row(name, lam, params, "IRLS", irls_run, ref, 0.0))
         for label, solver, options in METHODS:
             t = time.perf_counter()
-            run = fit(problem.X, problem.y, name, lam, solver, w0=start, max_iter=iterations, tol=0.0 if
-                      solver == "adaptive_dropout" else 1e-10, record_every=max(iterations // 400, 1), track=track,
-                      **params, **options)
+            run = fit(
+                problem.X,
+                problem.y,
+                name,
+                lam,
+                solver,
+                w0=start,
+                max_iter=iterations,
+                tol=0.0 if solver == "adaptive_dropout" else 1e-10,
+                record_every=max(iterations // 400, 1),
+                track=track,
+                **params,
+                **options,
+            )
             histories[(name, label)] = run.history
             rows.append(_row(name, lam, params, label, run, ref, time.perf_counter() - t))
         print(f"  {name}: done", flush=True)
@@ -84,11 +107,19 @@ def theorem1(problem, support, iterations: int):
 
 def _row(name, lam, params, label, run, ref, seconds):
     same = np.array_equal(run.keep_mask(), ref.keep_mask())
-    return {"penalty": name, "params": ",".join(f"{k}={v}" for k, v in params.items()), "lam": lam, "method": label,
-            "iterations": int(run.history.iteration.iloc[-1]),
-            "distance to IRLS": float(np.linalg.norm(run.w - ref.w) / np.linalg.norm(ref.w)),
-            "same support": same, "kept": int(run.keep_mask().sum()), "IRLS kept": int(ref.keep_mask().sum()),
-            "objective gap": run.objective - ref.objective, "seconds": round(seconds, 2)}
+    return {
+        "penalty": name,
+        "params": ",".join(f"{k}={v}" for k, v in params.items()),
+        "lam": lam,
+        "method": label,
+        "iterations": int(run.history.iteration.iloc[-1]),
+        "distance to IRLS": float(np.linalg.norm(run.w - ref.w) / np.linalg.norm(ref.w)),
+        "same support": same,
+        "kept": int(run.keep_mask().sum()),
+        "IRLS kept": int(ref.keep_mask().sum()),
+        "objective gap": run.objective - ref.objective,
+        "seconds": round(seconds, 2),
+    }
 
 
 def plot(histories, path):
@@ -118,8 +149,11 @@ def plot(histories, path):
     axes[1, 0].set_ylabel("||w - w_IRLS|| / ||w_IRLS||")
     axes[2, 0].set_ylabel("support errors vs truth")
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle("Theorem 1: adaptive dropout beside the IRLS solution of its effective penalty "
-                 "(same start; support: keep probability >= 0.05)", fontsize=10)
+    fig.suptitle(
+        "Theorem 1: adaptive dropout beside the IRLS solution of its effective penalty "
+        "(same start; support: keep probability >= 0.05)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=130)
 
@@ -136,10 +170,12 @@ def main():
     print(tik.to_string(index=False))
     table, histories = theorem1(data.problem, data.support, args.iterations)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    note = (f"Problem: n=200, d=50, k=5, signal 1, noise 0.1, seed 0, standardised columns. "
-            f"Stochastic methods: {args.iterations} iterations, steps rho_t = rho_0 / (1 + t / (T/20)). "
-            f"Machine: {platform.machine()}, Python {platform.python_version()}; commit {commit or 'unknown'}; "
-            f"{time.perf_counter() - t0:.0f} s in all.")
+    note = (
+        f"Problem: n=200, d=50, k=5, signal 1, noise 0.1, seed 0, standardised columns. "
+        f"Stochastic methods: {args.iterations} iterations, steps rho_t = rho_0 / (1 + t / (T/20)). "
+        f"Machine: {platform.machine()}, Python {platform.python_version()}; commit {commit or 'unknown'}; "
+        f"{time.perf_counter() - t0:.0f} s in all."
+    )
     tik.to_csv(out / "tikhonov.csv", index=False)
     (out / "tikhonov.md").write_text(markdown.table(tik, ".4f"))
     table.to_csv(out / "theorem1.csv", index=False)

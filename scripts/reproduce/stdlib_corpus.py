@@ -5,6 +5,7 @@ result names both; rebuild it with the same version to get the same bytes:
     python scripts/reproduce/stdlib_corpus.py data/stdlib.txt
     adrop train experiment=gpt_tiny_text dataset.path=data/stdlib.txt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,20 @@ import sys
 import sysconfig
 from pathlib import Path
 
-MODULES = ["argparse.py", "difflib.py", "textwrap.py", "string.py", "functools.py", "dataclasses.py", "enum.py",
-           "shutil.py", "inspect.py", "typing.py", "fractions.py", "_pydecimal.py"]
+MODULES = [
+    "argparse.py",
+    "difflib.py",
+    "textwrap.py",
+    "string.py",
+    "functools.py",
+    "dataclasses.py",
+    "enum.py",
+    "shutil.py",
+    "inspect.py",
+    "typing.py",
+    "fractions.py",
+    "_pydecimal.py",
+]
 
 
 def main() -> None:
@@ -33,8 +46,10 @@ def main() -> None:
     except FileExistsError:
         sys.exit(f"stdlib_corpus: {args.out} exists; it is not replaced (remove it, or use it as it is)")
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
-    print(f"wrote {args.out}: {len(text):,} characters from {len(MODULES)} modules of Python "
-          f"{sys.version.split()[0]}; sha256 {digest}")
+    print(
+        f"wrote {args.out}: {len(text):,} characters from {len(MODULES)} modules of Python "
+        f"{sys.version.split()[0]}; sha256 {digest}"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ much the answer leans on it). Prints, per method, spread of the first full round
 that lands within tolerance, the runs, the full runs' lams and what each kept, and how far outside the measured range
 any proposed lam lay.
 """
+
 import argparse
 import importlib
 import math
@@ -44,8 +45,10 @@ def curves(path: Path) -> tuple[int, int, dict]:
     table = table_of(path)
     table = table[table.status == "completed"]
     if table.combination.nunique() != 1 or table.epochs.nunique() != 2:
-        raise SystemExit(f"{path}: a replay needs one combination searched with short and full runs; it has "
-                         f"{table.combination.nunique()} combinations at epochs {sorted(table.epochs.unique())}")
+        raise SystemExit(
+            f"{path}: a replay needs one combination searched with short and full runs; it has "
+            f"{table.combination.nunique()} combinations at epochs {sorted(table.epochs.unique())}"
+        )
     full, short = int(table.epochs.max()), int(table.epochs.min())
     out = {}
     for phase, epochs in (("full", full), ("short", short)):
@@ -97,15 +100,27 @@ def main() -> None:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--target", type=float, default=0.02)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--full-over-short", nargs="+", default=None,
-                        help="first full round's spread, as factors of the short runs' guess, for example 0.4,0.8 "
-                             "(several: compared; default the sweeper's FULL_OVER_SHORT)")
-    parser.add_argument("--beyond-slope", nargs="+", type=float, default=[1.0],
-                        help="the secant's slope beyond the measured lams times these factors (several: compared)")
+    parser.add_argument(
+        "--full-over-short",
+        nargs="+",
+        default=None,
+        help="first full round's spread, as factors of the short runs' guess, for example 0.4,0.8 "
+        "(several: compared; default the sweeper's FULL_OVER_SHORT)",
+    )
+    parser.add_argument(
+        "--beyond-slope",
+        nargs="+",
+        type=float,
+        default=[1.0],
+        help="the secant's slope beyond the measured lams times these factors (several: compared)",
+    )
     args = parser.parse_args()
     lam_search = importlib.import_module("hydra_plugins.adrop_plugins.lam_search")
-    spreads = ([tuple(float(f) for f in s.split(",")) for s in args.full_over_short] if args.full_over_short
-               else [lam_search.FULL_OVER_SHORT])
+    spreads = (
+        [tuple(float(f) for f in s.split(",")) for s in args.full_over_short]
+        if args.full_over_short
+        else [lam_search.FULL_OVER_SHORT]
+    )
     print(f"target {args.target:g}, at most {args.rounds} rounds; full runs as round: lam -> nonzero")
     for folder in args.folders:
         found = tables(folder)
@@ -119,8 +134,9 @@ def main() -> None:
                 full = ", ".join(f"{n}: {lam:.3g} -> {kept:.4f}" for n, lam, kept in r["full"])
                 guess = "" if r["outside"] < 1.05 else f"; a lam {r['outside']:.2f}x outside the measured ones"
                 slope = "" if args.beyond_slope == [1.0] else f" slope x{beyond:g}"
-                print(f"{folder.stem:18s} {spread[0]:g}-{spread[1]:g}{slope}: {landed}, {r['runs']} runs; "
-                      f"{full}{guess}")
+                print(
+                    f"{folder.stem:18s} {spread[0]:g}-{spread[1]:g}{slope}: {landed}, {r['runs']} runs; {full}{guess}"
+                )
 
 
 if __name__ == "__main__":

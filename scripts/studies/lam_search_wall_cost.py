@@ -19,6 +19,7 @@ batches); process start-up and compilation are left out. A run refused (its fold
 and is not counted; a failed run is counted in full, which overstates it. The full epochs are the combination's
 `epochs=` (the longest run in the table where it names none).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,10 +84,16 @@ def wall_cost(rows: list[dict], epoch_ratio: float | None, workers: int) -> dict
     busiest = busiest_worker_epochs(rows, workers)
     full = int(setting(combination, "epochs") or max(int(r["epochs"]) for r in rows))
     epochs = sum(busiest.values())
-    return {"method": setting(combination, "method") or "?", "rounds": len({round_ for _, round_ in busiest}),
-            "runs": len(rows), "short_runs": sum(int(r["epochs"]) < full for r in rows), "busiest_epochs": epochs,
-            "full_epochs": full, "epoch_ratio": epoch_ratio,
-            "single_runs": None if epoch_ratio is None else round(epochs / full * epoch_ratio, 2)}
+    return {
+        "method": setting(combination, "method") or "?",
+        "rounds": len({round_ for _, round_ in busiest}),
+        "runs": len(rows),
+        "short_runs": sum(int(r["epochs"]) < full for r in rows),
+        "busiest_epochs": epochs,
+        "full_epochs": full,
+        "epoch_ratio": epoch_ratio,
+        "single_runs": None if epoch_ratio is None else round(epochs / full * epoch_ratio, 2),
+    }
 
 
 def value_range(values: list[float]) -> str:
@@ -105,8 +112,13 @@ def workers_count(text: str) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tables", nargs="+", type=Path)
-    parser.add_argument("--bench", type=Path, action="append", required=True,
-                        help="scripts/benchmarks/bench_lam_search.py's CSV (repeat for several)")
+    parser.add_argument(
+        "--bench",
+        type=Path,
+        action="append",
+        required=True,
+        help="scripts/benchmarks/bench_lam_search.py's CSV (repeat for several)",
+    )
     parser.add_argument("--workers", type=workers_count, default=2, help="the search's workers (default: 2)")
     args = parser.parse_args(argv)
     ratios: dict[str, list[float]] = {}
@@ -127,11 +139,13 @@ def main(argv=None) -> int:
             except (KeyError, ValueError) as error:  # a missing field, a blank number
                 raise ValueError(f"{table}: {error}") from None
             c = costs[0]
-            lines.append(f"| {c['method']} | {c['rounds']} | {c['runs']} ({c['short_runs']}) | {c['busiest_epochs']} "
-                         f"({c['busiest_epochs'] / c['full_epochs']:.2f} full runs) "
-                         f"| {value_range([e['epoch_ratio'] for e in costs if e['epoch_ratio'] is not None])} "
-                         f"| {value_range([e['single_runs'] for e in costs if e['single_runs'] is not None])} "
-                         f"| {table} |")
+            lines.append(
+                f"| {c['method']} | {c['rounds']} | {c['runs']} ({c['short_runs']}) | {c['busiest_epochs']} "
+                f"({c['busiest_epochs'] / c['full_epochs']:.2f} full runs) "
+                f"| {value_range([e['epoch_ratio'] for e in costs if e['epoch_ratio'] is not None])} "
+                f"| {value_range([e['single_runs'] for e in costs if e['single_runs'] is not None])} "
+                f"| {table} |"
+            )
     except (OSError, ValueError) as error:
         print(f"lam_search_wall_cost: {error}", file=sys.stderr)
         return 2

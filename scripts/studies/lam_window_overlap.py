@@ -7,6 +7,7 @@ around it (d = 0.05 is two tolerance windows side by side, each run a half windo
 by half), and each lands off its expected value by the curve's roughness, N(0, roughness), independently. Prints, per
 (roughness, guess error), the probability that at least one run lands within tolerance, for several d.
 """
+
 import argparse
 
 import numpy as np
@@ -23,8 +24,13 @@ def main() -> None:
     for roughness in (0.02, 0.03):
         for guess_error in (0.02, 0.04, 0.07, 0.1):
             e = rng.normal(0, guess_error, n)
-            hits = [((np.abs(e + d + rng.normal(0, roughness, n)) < t)
-                     | (np.abs(e - d + rng.normal(0, roughness, n)) < t)).mean() for d in offsets]
+            hits = [
+                (
+                    (np.abs(e + d + rng.normal(0, roughness, n)) < t)
+                    | (np.abs(e - d + rng.normal(0, roughness, n)) < t)
+                ).mean()
+                for d in offsets
+            ]
             print(f"{roughness:<9g}  {guess_error:<11g}  " + "  ".join(f"{h:<8.2f}" for h in hits))
 
 

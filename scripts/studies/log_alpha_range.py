@@ -8,6 +8,7 @@ default clamp of log alpha to [-10, 10] cuts the gradient), and the fraction of 
 log(1e-16 + |theta|) beyond +-bound (where the authors' clamp of log sigma binds, `authors_clamp=true` of
 vardrop_lr). Used on the authors_clamp runs of docs/results/authors_code.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,22 @@ def ranges(folder: Path, bound: float) -> dict:
         raise SystemExit(f"log_alpha_range: {folder} has no log alpha parameter (not a per-weight VarDrop run)")
     weights = [k.removesuffix("log_alpha_param") + "weight" for k in names]
     if any(model[k].shape != model[w].shape for k, w in zip(names, weights)):
-        raise SystemExit(f"log_alpha_range: {folder}: one log alpha per group, not per weight (structure=neuron): "
-                         "log sigma per weight is not defined there")
+        raise SystemExit(
+            f"log_alpha_range: {folder}: one log alpha per group, not per weight (structure=neuron): "
+            "log sigma per weight is not defined there"
+        )
     log_alpha = torch.cat([model[k].flatten() for k in names]).double()
     theta = torch.cat([model[w].flatten() for w in weights]).double()
     log_sigma = log_alpha / 2 + torch.log(1e-16 + theta.abs())
-    return {"run": f"{folder.parent.name}/{folder.name}", "parameters": log_alpha.numel(),
-            "log_alpha_min": log_alpha.min().item(), "log_alpha_max": log_alpha.max().item(),
-            "log_alpha_beyond": (log_alpha.abs() > bound).double().mean().item(),
-            "log_sigma_below": (log_sigma < -bound).double().mean().item(),
-            "log_sigma_above": (log_sigma > bound).double().mean().item()}
+    return {
+        "run": f"{folder.parent.name}/{folder.name}",
+        "parameters": log_alpha.numel(),
+        "log_alpha_min": log_alpha.min().item(),
+        "log_alpha_max": log_alpha.max().item(),
+        "log_alpha_beyond": (log_alpha.abs() > bound).double().mean().item(),
+        "log_sigma_below": (log_sigma < -bound).double().mean().item(),
+        "log_sigma_above": (log_sigma > bound).double().mean().item(),
+    }
 
 
 def main(argv=None) -> int:

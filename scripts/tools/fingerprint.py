@@ -7,6 +7,7 @@ A refactor that must keep the reference bit for bit runs this before and after a
     python scripts/tools/fingerprint.py --data ../shared/data > before.txt  (at the old revision)
     python scripts/tools/fingerprint.py --data ../shared/data > after.txt && diff before.txt after.txt
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,22 +47,55 @@ def main() -> None:
     torch.set_num_threads(1)
     schema.register()
     data = str(Path(args.data).absolute())
-    setups = {"mlp": ["dataset=synthetic", "model=mlp"],
-              "conv_small": ["model=conv_small", f"data.root={data}", "data.train_limit=512", "data.download=false"]}
+    setups = {
+        "mlp": ["dataset=synthetic", "model=mlp"],
+        "conv_small": ["model=conv_small", f"data.root={data}", "data.train_limit=512", "data.download=false"],
+    }
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"), tempfile.TemporaryDirectory() as tmp:
         pruned = Path(tmp) / "pruned"
-        Engine([resolve(compose("config", overrides=["dataset=synthetic", "model=mlp", "device=cpu", "progress=never",
-                                                       "method=magnitude_pruning", "epochs=2"]))], [pruned]).fit()
+        Engine(
+            [
+                resolve(
+                    compose(
+                        "config",
+                        overrides=[
+                            "dataset=synthetic",
+                            "model=mlp",
+                            "device=cpu",
+                            "progress=never",
+                            "method=magnitude_pruning",
+                            "epochs=2",
+                        ],
+                    )
+                )
+            ],
+            [pruned],
+        ).fit()
         for setup, overrides in setups.items():
             for method in methods.names():
-                extra = {"magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
-                         "fixed_mask": [f"init_from={pruned}"] if setup == "mlp" else None}.get(method, [])
+                extra = {
+                    "magnitude_pruning": ["method.params.final_sparsity=0.5", "method.params.frequency=2"],
+                    "fixed_mask": [f"init_from={pruned}"] if setup == "mlp" else None,
+                }.get(method, [])
                 if extra is None:
                     continue
                 for seeds in ([0], [0, 1, 2]):
-                    cfgs = [compose("config", overrides=[*overrides, f"method={method}", "epochs=2", "batch_size=128",
-                                                         "device=cpu", "progress=never", f"seed={s}", *extra])
-                            for s in seeds]
+                    cfgs = [
+                        compose(
+                            "config",
+                            overrides=[
+                                *overrides,
+                                f"method={method}",
+                                "epochs=2",
+                                "batch_size=128",
+                                "device=cpu",
+                                "progress=never",
+                                f"seed={s}",
+                                *extra,
+                            ],
+                        )
+                        for s in seeds
+                    ]
                     folders = [Path(tmp) / f"{setup}-{method}-{len(seeds)}-{s}" for s in seeds]
                     Engine([resolve(c) for c in cfgs], folders).fit()
                     print(setup, method, f"K={len(seeds)}", " ".join(digest(f) for f in folders), flush=True)

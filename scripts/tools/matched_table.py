@@ -21,6 +21,7 @@ names it with its closest full run. Then each method against the one of least me
 test errors (optimistic for the others, as the best is chosen after seeing the errors). Prints a markdown table; --out
 writes the same as CSV (never over an existing file).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def checked(table: pd.DataFrame, needed: set[str], what: str) -> pd.DataFrame:
     return table
 
 
-def method_runs(folder: Path, target: float, full: int, tolerance: float = 0.05,
-                max_val_error: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
+def method_runs(
+    folder: Path, target: float, full: int, tolerance: float = 0.05, max_val_error: float = 0.5
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the method's runs at its lam, one row a seed; its search tables' runs, each once, `last` marking those of
     the last command's table)."""
     rows = read_search_tables(folder)  # every search*.csv, a run once
@@ -69,8 +71,10 @@ def method_runs(folder: Path, target: float, full: int, tolerance: float = 0.05,
     seed0 = results[completed & sweep_and_run.map(lambda parts: parts == closest_run).astype(bool)]
     if len(seed0) != 1:
         reused = str(closest.get("round")) == "0"
-        raise ValueError(f"{folder}: results.csv has {len(seed0)} rows for the search's closest run"
-                         + (f" (reused from another search: {closest['folder']})" if reused else ""))
+        raise ValueError(
+            f"{folder}: results.csv has {len(seed0)} rows for the search's closest run"
+            + (f" (reused from another search: {closest['folder']})" if reused else "")
+        )
     others = results[completed & sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)]
     if (others["method"] != "magnitude_pruning").any():  # magnitude pruning's lam is unused: its target is set
         others = others[np.isclose(others["lam"], float(closest["lam"]), rtol=1e-6, atol=0)]
@@ -95,19 +99,33 @@ def row(folder: Path, target: float, tolerance: float, full: int, max_val_error:
     lam = lams[0] if len(lams) == 1 else ";".join(map(str, lams))
     if runs["method"].iloc[0] == "magnitude_pruning":  # its sparsity is set (final_sparsity = 1 - target), lam unused
         lam = "-"
-    return {"method": runs["method"].iloc[0], "lam": lam,
-            "seeds": n, "test_error": mean, "test_error_std": std, "ci95_low": low, "ci95_high": high,
-            "nonzero": runs["nonzero_fraction"].mean(), "nonzero_std": runs["nonzero_fraction"].std(ddof=1),
-            "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
-            "search_rounds": int(path["round"].max()) if len(path) else 0, "search_runs": len(path),
-            "search_short_runs": int((path["epochs"] < full).sum()),
-            "search_cost_full_runs": path["epochs"].sum() / full,
-            "search_wall_s": path["wall_time_s"].sum(), "spent_runs": int(search["own"].sum()),
-            "spent_cost_full_runs": search["epochs"][search["own"]].sum() / full,
-            "spent_commands": search.attrs["commands"], "reused_runs": int((~search["own"]).sum()),
-            "errors": ";".join(f"{e:.4f}" for e in errors), "reached": reached, "seed0_within": within0,
-            "seed0_val_error": val0,
-            "seed0_nonzero": float(seed0["nonzero_fraction"]), "seed0_test_error": float(seed0["test_error"])}
+    return {
+        "method": runs["method"].iloc[0],
+        "lam": lam,
+        "seeds": n,
+        "test_error": mean,
+        "test_error_std": std,
+        "ci95_low": low,
+        "ci95_high": high,
+        "nonzero": runs["nonzero_fraction"].mean(),
+        "nonzero_std": runs["nonzero_fraction"].std(ddof=1),
+        "within_tolerance": int((abs(runs["nonzero_fraction"] / target - 1) <= tolerance).sum()),
+        "search_rounds": int(path["round"].max()) if len(path) else 0,
+        "search_runs": len(path),
+        "search_short_runs": int((path["epochs"] < full).sum()),
+        "search_cost_full_runs": path["epochs"].sum() / full,
+        "search_wall_s": path["wall_time_s"].sum(),
+        "spent_runs": int(search["own"].sum()),
+        "spent_cost_full_runs": search["epochs"][search["own"]].sum() / full,
+        "spent_commands": search.attrs["commands"],
+        "reused_runs": int((~search["own"]).sum()),
+        "errors": ";".join(f"{e:.4f}" for e in errors),
+        "reached": reached,
+        "seed0_within": within0,
+        "seed0_val_error": val0,
+        "seed0_nonzero": float(seed0["nonzero_fraction"]),
+        "seed0_test_error": float(seed0["test_error"]),
+    }
 
 
 def main(argv=None) -> int:
@@ -116,13 +134,18 @@ def main(argv=None) -> int:
     parser.add_argument("--target", type=float, required=True, help="the target fraction of nonzero weights")
     parser.add_argument("--epochs", type=int, default=200, help="a full run's epochs (matched_sparsity.sh's EPOCHS)")
     parser.add_argument("--tolerance", type=float, default=0.05, help="relative (lam_search's default 0.05)")
-    parser.add_argument("--max-val-error", type=float, default=0.5,
-                        help="seed 0's run erring more on validation failed at the target (matched_sparsity.sh's)")
+    parser.add_argument(
+        "--max-val-error",
+        type=float,
+        default=0.5,
+        help="seed 0's run erring more on validation failed at the target (matched_sparsity.sh's)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     try:
-        every = pd.DataFrame([row(f, args.target, args.tolerance, args.epochs, args.max_val_error)
-                              for f in args.folders])
+        every = pd.DataFrame(
+            [row(f, args.target, args.tolerance, args.epochs, args.max_val_error) for f in args.folders]
+        )
     except (OSError, ValueError, KeyError) as err:
         print(f"matched_table: error: {err}", file=sys.stderr)
         return 2
@@ -132,28 +155,43 @@ def main(argv=None) -> int:
         print("matched_table: error: no method reached the target", file=sys.stderr)
         return 2
     best = [float(e) for e in table.errors.iloc[0].split(";")]
-    table["p_vs_best"] = [np.nan if i == 0 or len(best) < 2 or r.seeds < 2 else
-                          stats.ttest_ind([float(e) for e in r.errors.split(";")], best, equal_var=False).pvalue
-                          for i, r in table.iterrows()]
-    print(f"| method | lam | seeds | test error | 95% interval | nonzero | within {100 * args.tolerance:g}% | "
-          "p against the best | "
-          "search: rounds, runs (short), cost in full runs |")
+    table["p_vs_best"] = [
+        np.nan
+        if i == 0 or len(best) < 2 or r.seeds < 2
+        else stats.ttest_ind([float(e) for e in r.errors.split(";")], best, equal_var=False).pvalue
+        for i, r in table.iterrows()
+    ]
+    print(
+        f"| method | lam | seeds | test error | 95% interval | nonzero | within {100 * args.tolerance:g}% | "
+        "p against the best | "
+        "search: rounds, runs (short), cost in full runs |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for _, r in table.iterrows():
         p = "-" if np.isnan(r.p_vs_best) else f"{r.p_vs_best:.2g}"
-        spent = (f"; {r.spent_commands} commands spent {r.spent_runs} runs, {r.spent_cost_full_runs:.2f}"
-                 if r.spent_runs > r.search_runs else "") + (f"; {r.reused_runs} reused" if r.reused_runs else "")
-        print(f"| {r.method} | {r.lam} | {r.seeds} | {100 * r.test_error:.2f}% ± {100 * r.test_error_std:.2f} | "
-              f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
-              f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "
-              f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}{spent} |")
+        spent = (
+            f"; {r.spent_commands} commands spent {r.spent_runs} runs, {r.spent_cost_full_runs:.2f}"
+            if r.spent_runs > r.search_runs
+            else ""
+        ) + (f"; {r.reused_runs} reused" if r.reused_runs else "")
+        print(
+            f"| {r.method} | {r.lam} | {r.seeds} | {100 * r.test_error:.2f}% ± {100 * r.test_error_std:.2f} | "
+            f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
+            f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "
+            f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}{spent} |"
+        )
     for _, r in missed.iterrows():
-        why = (f"val error {100 * r.seed0_val_error:.2f}% above {100 * args.max_val_error:g}%"
-               if r.seed0_within else f"not within {100 * args.tolerance:g}%")
+        why = (
+            f"val error {100 * r.seed0_val_error:.2f}% above {100 * args.max_val_error:g}%"
+            if r.seed0_within
+            else f"not within {100 * args.tolerance:g}%"
+        )
         val = "" if np.isnan(r.seed0_val_error) else f", val error {100 * r.seed0_val_error:.2f}%"
-        print(f"- {r.method}: not reached ({why}); the search's closest full run kept {r.seed0_nonzero:.4f} at lam "
-              f"{r.lam}, test error {100 * r.seed0_test_error:.2f}%{val}; search: {r.search_rounds}, {r.search_runs} "
-              f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}")
+        print(
+            f"- {r.method}: not reached ({why}); the search's closest full run kept {r.seed0_nonzero:.4f} at lam "
+            f"{r.lam}, test error {100 * r.seed0_test_error:.2f}%{val}; search: {r.search_rounds}, {r.search_runs} "
+            f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}"
+        )
     if args.out:
         try:
             with open(args.out, "x", newline="", encoding="utf-8") as fh:  # never over an existing file

@@ -10,6 +10,7 @@ Prints per run its own nonzero fraction and test error (summary.json) beside the
 recounted fractions. A run trained with the paper's rule recounts to its own numbers exactly (the check that the
 script computes what training computes).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,11 @@ def main():
         logits = csr_predict(csr(dataclasses.replace(run, weights=masked)), x, image)  # as `adrop export` checks
         error = float(np.mean(logits.argmax(1) != y))
         own = run.summary
-        print(f"{str(folder)[-70:]:<70}{own['nonzero_fraction']:>12.4f}{own['test_error']:>10.4f}"
-              f"{kept / total:>14.4f}{error:>12.4f}  {' / '.join(layers)}", flush=True)
+        print(
+            f"{str(folder)[-70:]:<70}{own['nonzero_fraction']:>12.4f}{own['test_error']:>10.4f}"
+            f"{kept / total:>14.4f}{error:>12.4f}  {' / '.join(layers)}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

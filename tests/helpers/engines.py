@@ -1,4 +1,5 @@
 """The engine as the tests drive it: configurations composed with Hydra's compose API, resolved, then trained."""
+
 from adrop.train.engine import Engine
 from adrop.train.settings import resolve
 

@@ -1,6 +1,7 @@
 """Stacks, compiled engines and a user's loop against the reference: how far float32 rounding lets their weights
 part (assert_follows), the noise of the noisy methods held fixed (HeldNoise), configurations that differ per stack
 member (three)."""
+
 import numpy as np
 import torch
 
@@ -23,8 +24,9 @@ def three(make, method, extra=()):
     cfgs = []
     for i, lr in enumerate((1e-2, 2e-2, 5e-3)):
         lam = make(f"method={method}").method.lam * (1 + i)
-        cfgs.append(make(f"method={method}", f"seed={i}", f"lam={lam}", f"lr={lr}", "epochs=1", "batch_size=256",
-                         *extra))
+        cfgs.append(
+            make(f"method={method}", f"seed={i}", f"lam={lam}", f"lr={lr}", "epochs=1", "batch_size=256", *extra)
+        )
     return cfgs
 
 
@@ -32,7 +34,7 @@ def relative_gap(a, b):
     return max(float(np.abs(a[k] - b[k]).max() / max(np.abs(a[k]).max(), 1e-30)) for k in a.files)
 
 
-FLOAT32_ROUNDOFF = 2.0 ** -24
+FLOAT32_ROUNDOFF = 2.0**-24
 FLIPS = 1e-3  # at most this fraction of an array's coordinates may part ways (below)
 
 

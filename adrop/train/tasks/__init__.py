@@ -10,6 +10,7 @@ A task's first metric is its objective: lower is better, what the run's line sho
 and what lam_search records. metrics.csv has `val_<metric>` for each metric, summary.json `val_<metric>` and
 `test_<metric>`. A new task is one module here and its name in TASKS.
 """
+
 from __future__ import annotations
 
 from .base import Task
@@ -17,8 +18,11 @@ from .classification import Classification
 from .language_model import LanguageModel
 from .regression import Regression
 
-TASKS: dict[str, type[Task]] = {"classification": Classification, "regression": Regression,
-                                "language_model": LanguageModel}
+TASKS: dict[str, type[Task]] = {
+    "classification": Classification,
+    "regression": Regression,
+    "language_model": LanguageModel,
+}
 
 
 def get(name: str) -> Task:

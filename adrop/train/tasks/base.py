@@ -1,5 +1,6 @@
 """The interface every task implements (adrop.train.tasks). Tasks import torch only where they compute, so that the
 report reads what a task names (its metrics) without torch."""
+
 from __future__ import annotations
 
 import math
@@ -10,14 +11,17 @@ if TYPE_CHECKING:
     import torch
 
 # what a dataset that is for a task holds, as a message names it
-TARGETS = {"regression": "real-valued targets (a regression set)",
-           "language_model": "token sequences (next-token data)", "classification": "class labels"}
+TARGETS = {
+    "regression": "real-valued targets (a regression set)",
+    "language_model": "token sequences (next-token data)",
+    "classification": "class labels",
+}
 
 
 class Task(ABC):
     name = ""
-    metrics: tuple[str, ...] = ()   # reported on validation and test; the first is the objective (lower is better)
-    data_term = "loss"              # what the run's line calls the data term
+    metrics: tuple[str, ...] = ()  # reported on validation and test; the first is the objective (lower is better)
+    data_term = "loss"  # what the run's line calls the data term
     outputs = ("outputs", "targets")  # what the network returns, and of what: a wrong output's message
 
     def check_hint(self, hint: str | None, where: str) -> None:
@@ -67,7 +71,7 @@ class Task(ABC):
         """Why an epoch's mean data term counts as divergence, or None."""
         bound = DIVERGED * math.log(max(outputs, 2))
         if data_term > bound:
-            return (f"its cross-entropy reached {data_term:.3g}, above {DIVERGED:g} times a uniform guess's")
+            return f"its cross-entropy reached {data_term:.3g}, above {DIVERGED:g} times a uniform guess's"
         return None
 
     def label(self, metric: str) -> str:

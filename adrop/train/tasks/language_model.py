@@ -1,6 +1,7 @@
 """task=language_model: token ids in (x N x T), the next token of each position out (y N x T, x shifted by one), cross
 entropy per token; the loss per token (nats) and the perplexity, exp(loss). The network returns N x T x vocabulary
 logits (a causal model: position t sees tokens up to t)."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,10 @@ class LanguageModel(Task):
         for split, y in raw_y.items():
             if y.is_floating_point() or y.dim() != 2:
                 what = "real numbers" if y.is_floating_point() else f"shape {list(y.shape)}"
-                raise DataError(f"{where}: y_{split} holds {what}; task=language_model needs token ids N x T (the "
-                                "next token of each position)")
+                raise DataError(
+                    f"{where}: y_{split} holds {what}; task=language_model needs token ids N x T (the "
+                    "next token of each position)"
+                )
         vocabulary = known or 1 + max(int(y.max()) for y in raw_y.values())
         for split, y in raw_y.items():
             if bool(((y < 0) | (y >= vocabulary)).any()):
@@ -43,8 +46,8 @@ class LanguageModel(Task):
 
         total = torch.zeros((), dtype=torch.float64, device=split.y.device)
         for start in range(0, len(split), batch):
-            y = split.y[start:start + batch]
-            out = predict(split.x[start:start + batch], weights)
+            y = split.y[start : start + batch]
+            out = predict(split.x[start : start + batch], weights)
             total += F.cross_entropy(out.reshape(y.numel(), -1).float(), y.reshape(-1), reduction="sum").double()
         loss = float(total) / split.y.numel()
         return {"perplexity": math.exp(min(loss, 700.0)), "loss": loss}

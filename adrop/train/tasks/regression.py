@@ -1,6 +1,7 @@
 """task=regression: real targets, one or several per example (y N or N x d), mean squared error on targets standardised
 with the training split's mean and std (so that one lr and lam fit any units); the RMSE in the targets' own units and
 R^2 (the coefficient of determination on the split, averaged over targets, as scikit-learn's r2_score)."""
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,9 @@ class Regression(Task):
         import torch
 
         y = y.double().reshape(len(y), -1)
-        return ((y - torch.tensor(self.mean, dtype=torch.float64)) /
-                torch.tensor(self.std, dtype=torch.float64)).float()
+        return (
+            (y - torch.tensor(self.mean, dtype=torch.float64)) / torch.tensor(self.std, dtype=torch.float64)
+        ).float()
 
     def outputs_in_words(self, outputs, source):
         return f"{outputs} target{'s' if outputs > 1 else ''}"
@@ -66,8 +68,8 @@ class Regression(Task):
         y = split.y.double()
         sse = torch.zeros(y.shape[1], dtype=torch.float64, device=y.device)
         for start in range(0, len(split), batch):
-            out = predict(split.x[start:start + batch], weights).double()
-            sse += (out.reshape(-1, y.shape[1]) - y[start:start + batch]).square().sum(0)
+            out = predict(split.x[start : start + batch], weights).double()
+            sse += (out.reshape(-1, y.shape[1]) - y[start : start + batch]).square().sum(0)
         sst = (y - y.mean(0)).square().sum(0)
         std = torch.tensor(self.std, dtype=torch.float64, device=y.device)
         rmse = math.sqrt(float((sse * std.square()).sum()) / y.numel())
