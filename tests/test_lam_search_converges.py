@@ -6,18 +6,15 @@ round_jobs, driven against made-up curves and against the curves a real search m
 import csv
 import importlib
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hydra_plugins.adrop_plugins.lam_guess import closest_sides, narrowed
 
-ROOT = Path(__file__).resolve().parents[1]
-DIGITS = [
-    ROOT / "docs" / "results" / "speed" / name
-    for name in ("lam_search_digits_56aa6ef.csv", "lam_search_digits_56aa6ef.2.csv")
-]
+from helpers.results import result_file
+
+DIGITS = [result_file("speed", name) for name in ("lam_search_digits_56aa6ef.csv", "lam_search_digits_56aa6ef.2.csv")]
 
 
 def lam_search():

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from helpers.results import result_file
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "studies" / "lam_search_replay.py"
 spec = importlib.util.spec_from_file_location("lam_search_replay", SCRIPT)
 replay_script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(replay_script)
-TABLES = ROOT / "docs" / "results_matched_0.02"
+TABLES = result_file("matched_0.02")
 
 
 def lam_search():

@@ -1,7 +1,6 @@
 """`adrop report --compare OLD NEW` (adrop.report.compare): Welch's and the paired t-test per method and metric."""
 
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -9,7 +8,7 @@ import pytest
 from adrop.commands import report as report_command
 from adrop.report.compare import compare
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers.results import result_file
 
 
 def runs(method, seeds, test_errors, nonzero=0.5):
@@ -45,7 +44,7 @@ def test_welch_over_all_runs_and_the_paired_test_over_shared_seeds():
 
 
 def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
-    pages = ROOT / "docs" / "results" / "vardrop_kl"
+    pages = result_file("vardrop_kl")
     args = ["--compare", str(pages / "before.csv"), str(pages / "after.csv"), "--out", str(tmp_path / "cmp")]
     assert report_command.main(args) == 0
     table = pd.read_csv(tmp_path / "cmp" / "comparison.csv").set_index(["method", "metric"])
@@ -61,7 +60,7 @@ def test_the_command_writes_comparison_csv_and_never_over_one(tmp_path, capsys):
 
 
 def test_options_of_another_report_are_refused(capsys):
-    pages = ROOT / "docs" / "results" / "vardrop_kl"
+    pages = result_file("vardrop_kl")
     for argv, said in [
         (["--compare", "--paper", "a", "b"], "--paper belongs to the report of runs"),
         ([str(pages), "--margin", "0.01"], "--margin and --pool belong to --equivalence"),
