@@ -73,6 +73,20 @@ def test_transformers_example_saves_a_model_from_pretrained_reads_back(tmp_path)
 
 
 @pytest.mark.slow
+def test_gpt2_example_sparsifies_its_conv1d_layers_and_saves_them_plain(tmp_path):
+    pytest.importorskip("accelerate")
+    transformers = pytest.importorskip("transformers")
+    done = run("gpt2_language_model.py", "--steps", "8", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "held-out perplexity " in done.stdout
+    assert done.stdout.rstrip().endswith("from_pretrained gives the same outputs: True")
+    loaded = transformers.GPT2LMHeadModel.from_pretrained(tmp_path / "out" / "model")
+    printed = nonzero_printed(done.stdout)
+    fc = loaded.transformer.h[0].mlp.c_fc.weight
+    assert printed["transformer.h.0.mlp.c_fc"] == int((fc != 0).sum()) < fc.numel()  # a Conv1D, sparsified
+
+
+@pytest.mark.slow
 def test_the_loop_adrop_train_runs_written_with_the_library_follows_it(tmp_path):
     done = run(
         "same_as_adrop_train.py", "method=logsum", "dataset=digits", "model=mlp", "epochs=3", "lr=0.01", cwd=tmp_path
