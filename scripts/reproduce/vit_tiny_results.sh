@@ -6,7 +6,7 @@
 # 2. five methods at one matched sparsity (10% of the weights), lam searched on seed 0, then seeds 1 and 2 at its lam;
 # 3. the duality as an equivalence: adaptive dropout against its dual penalty LogSum at one lam, seeds 0-4 paired;
 # 4. by groups (structure=neuron: attention's input projection by heads, the Transformer layers' other Linear layers
-#    by output rows, the patch embedding by filters, the head by input columns), the five methods at one matched sparsity
+#    by output rows, the patch embedding by filters, the head by output rows), the five methods at one matched sparsity
 #    (25% of the weights), as in 2; magnitude pruning, whose search is its one run (final_sparsity 0.75), seeds 1, 2.
 set -euo pipefail
 DATA=${DATA:-${ADROP_DATA:-data}}
