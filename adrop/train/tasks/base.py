@@ -38,19 +38,16 @@ class Task(ABC):
     @abstractmethod
     def loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per example (N,): the data term of outputs `out` (N, ...) as the network returns them, for targets y."""
-        raise NotImplementedError
 
     @abstractmethod
     def measure(self, predict, weights, split, batch: int) -> dict[str, float]:
         """{metric: value} of the network (predict(x, state)) with these tensors on a split, in float32."""
-        raise NotImplementedError
 
     @abstractmethod
     def targets(self, raw_y: dict, where: str, known: int | None, hint: str | None):
         """The targets of each split (`raw_y`: {split: tensor}) checked for this task (DataError, one line): the
         network's outputs per example (per token), from `known` (the source's or dataset.classes) or the targets.
         `hint`: the task the source's data are for, where it says (a regression set)."""
-        raise NotImplementedError
 
     def fit(self, y_train) -> None:
         """What the task learns of the training split's targets (a regression: their mean and std)."""
