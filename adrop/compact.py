@@ -2,7 +2,7 @@
 architecture they form (the L0 paper's way: 784-300-100-10 -> 266-88-33-10), its multiply-adds, and the network
 itself, in NumPy.
 
-For adrop's built-in chains (adrop.train.networks: MLP, ConvNet): convolutions without padding, each followed by
+For adrop's built-in chains (adrop.train.nets.builtin: MLP, ConvNet): convolutions without padding, each followed by
 ReLU and a 2 x 2 max-pool, then Linear layers with ReLU between, flattened in between. A unit is kept when a kept
 unit downstream reads it (a nonzero weight on it; the classes are all kept) and it reads a kept unit upstream. Two
 passes find them: backward, the units read; forward, the units that read. A unit that is read but reads nothing

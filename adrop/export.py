@@ -51,7 +51,7 @@ from omegaconf import OmegaConf
 
 from adrop.compact import Compact, conv2d, max_pool2, relu
 from adrop.compact import compact as compact_of
-from adrop.train import run_files
+from adrop.train.run_folder import run_files
 
 
 class ExportError(Exception):
@@ -75,7 +75,7 @@ class FinishedRun:
     def built_in(self) -> bool:
         """One of adrop's MNIST networks (a configuration without `_target_` names one of them by name)."""
         target = self.config.model.get("_target_")
-        return target is None or str(target).startswith("adrop.train.networks.")
+        return target is None or str(target).startswith("adrop.train.nets.builtin.")
 
 
 def read(folder: Path) -> FinishedRun:
@@ -121,16 +121,16 @@ def test_data(run: FinishedRun, data_root: str | None):
     """The run's data (its dataset, normalisation and root, or `data_root`), on the CPU."""
     import torch
 
-    from adrop.train import data as data_mod
     from adrop.train import tasks
+    from adrop.train.data import tensors
 
     cfg = run.config
     if data_root is not None:
         cfg.data.root = data_root
     cfg.data.download = False
     try:
-        return data_mod.load(cfg.dataset, cfg.data, torch.device("cpu"), tasks.of(run.summary))
-    except data_mod.DataError as err:
+        return tensors.load(cfg.dataset, cfg.data, torch.device("cpu"), tasks.of(run.summary))
+    except tensors.DataError as err:
         raise ExportError(f"{err} (or pass --data)") from None
 
 
@@ -148,7 +148,7 @@ def module_of(run: FinishedRun, state: dict, shape: tuple, classes: int):
     """A fresh instance of the run's module (its `_target_` and arguments) with `state` loaded, in eval mode."""
     import torch
 
-    from adrop.train import network
+    from adrop.train.nets import network
 
     try:
         module = network.instantiate(run.config.model, shape, classes)
@@ -289,7 +289,7 @@ def check(run: FinishedRun, logits: np.ndarray, y: np.ndarray, form: str) -> str
     else:
         import torch
 
-        from adrop.train.data import Split
+        from adrop.train.data.tensors import Split
 
         split = Split(torch.zeros(len(y), 1), torch.from_numpy(y))
         got = task.measure(lambda x, state: torch.from_numpy(np.asarray(logits)), None, split, len(y))[metric]

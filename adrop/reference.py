@@ -1,6 +1,6 @@
 """docs/reference.md, generated from the code so that it cannot drift: every key of `adrop train` (the schema,
-adrop.train.schema, with its comment), the options of each config group (conf/, each file's first comment), and every
-method's parameters (its Params dataclass, with its comments). A test checks the committed file is current.
+adrop.train.config.schema, with its comment), the options of each config group (conf/, each file's first comment), and
+every method's parameters (its Params dataclass, with its comments). A test checks the committed file is current.
 
     python -m adrop.reference > docs/reference.md
 """
@@ -171,7 +171,7 @@ def composed_config() -> dict:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from adrop.train import schema
+    from adrop.train.config import schema
 
     schema.register()
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
@@ -180,13 +180,13 @@ def composed_config() -> dict:
 
 
 def markdown() -> str:
-    from adrop.train.schema import Config
+    from adrop.train.config.schema import Config
 
     lines = [
         "# Reference",
         "",
         "Generated from the code by `python -m adrop.reference > docs/reference.md` (a test checks it is",
-        "current): the keys of `adrop train` from its schema (adrop/train/schema.py), the options of each",
+        "current): the keys of `adrop train` from its schema (adrop/train/config/schema.py), the options of each",
         "config group from conf/, and each method's parameters from its Params dataclass (adrop/methods/).",
         "How to use them: [the guide](guide.md).",
         "",

@@ -18,11 +18,11 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 import adrop
-from adrop.train import network as network_mod
-from adrop.train import schedules, schema
-from adrop.train.engine import Engine
+from adrop.train.config import schedules, schema
+from adrop.train.config.settings import resolve
+from adrop.train.loop.engine import Engine
+from adrop.train.nets import network as network_mod
 from adrop.train.runtime import reset_state
-from adrop.train.settings import resolve
 
 
 def plain_loop(cfg, data):

@@ -18,7 +18,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from hypothesis import HealthCheck, settings
 
-from adrop.train import schema
+from adrop.train.config import schema
 
 settings.register_profile(
     "adrop", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -49,7 +49,8 @@ def compose_config(*overrides):
 
 @pytest.fixture(scope="session", autouse=True)
 def cache_folder(tmp_path_factory):
-    """adrop's cache (the help's, adrop.train.help_page) in a folder of the session's own, not the user's ~/.cache."""
+    """adrop's cache (the help's, adrop.train.command.help_page) in a folder of the session's own, not the user's
+    ~/.cache."""
     saved = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
     yield Path(os.environ["XDG_CACHE_HOME"])
@@ -120,7 +121,7 @@ def held_noise(monkeypatch):
 def pruned(tmp_path_factory, synthetic):
     """A finished run with half of its weights pruned (synthetic data, the small MLP), its .hydra/config.yaml as the
     command writes it: what fine-tuning (fixed_mask) starts from."""
-    from adrop.train import run_files
+    from adrop.train.run_folder import run_files
 
     from helpers.engines import train
 

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train.network import Network
-from adrop.train.networks import MLP
-from adrop.train.optim import StackedAdam
+from adrop.train.loop.optim import StackedAdam
+from adrop.train.nets.builtin import MLP
+from adrop.train.nets.network import Network
 
 from helpers.stacks import assert_follows
 

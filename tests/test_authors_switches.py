@@ -266,7 +266,7 @@ def test_adaptive_dropout_trains_with_the_variational_dropout_dual(synthetic, tm
 
 @pytest.mark.parametrize("penalty", ["lp", "hard_thresh", "standout", "bernoulli_l0"])
 def test_a_penalty_without_a_usable_eta_hat_is_refused_at_start_in_one_line(penalty, synthetic, tmp_path):
-    from adrop.train.settings import TrainError
+    from adrop.train.errors import TrainError
 
     with pytest.raises(
         TrainError,
@@ -278,7 +278,7 @@ def test_a_penalty_without_a_usable_eta_hat_is_refused_at_start_in_one_line(pena
 
 def test_evaluate_unmasked_records_the_errors_of_the_network_without_the_keep_rule(synthetic, tmp_path):
     from adrop.report import collect, tables
-    from adrop.train import evaluate
+    from adrop.train.loop import evaluate
 
     run = one(
         synthetic("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3", "evaluate_unmasked=true"), tmp_path / "run"
@@ -330,7 +330,7 @@ def test_recount_keep_rule_turns_the_authors_count_into_the_papers(synthetic, tm
     import sys
     from pathlib import Path
 
-    from adrop.train import run_files
+    from adrop.train.run_folder import run_files
 
     common = ("method=adaprox", "lam=0.05", "lr=1e-2", "epochs=3")
     summaries = {}
@@ -439,7 +439,7 @@ def test_authors_clamp_of_plain_vardrop_clamps_nothing():
 
 @pytest.mark.parametrize("name", ["vardrop_lr_ar", "vardrop_lr", "vardrop"])
 def test_authors_init_draws_weights_as_linear_svdo_each_from_its_configurations_seed(name, synthetic):
-    from adrop.train import network
+    from adrop.train.nets import network
 
     cfg = synthetic(f"method={name}", "method.params.authors_init=true")
     cls = methods.get(name)

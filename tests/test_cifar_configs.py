@@ -8,8 +8,8 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from adrop.train import network
-from adrop.train.settings import resolve
+from adrop.train.config.settings import resolve
+from adrop.train.nets import network
 
 from helpers.engines import one
 
@@ -37,7 +37,7 @@ def test_a_cifar_network_has_its_published_shape(model, weights, layers, config)
     method = resolve(config(f"model={model}", "dataset=cifar10")).make_method(1)
     net = network.build(cfg, (3, 32, 32), 10, method)
     assert len(net.layers) == layers and sum(layer.weight.numel() for layer in net.layers) == weights
-    assert net.architecture.startswith("adrop.train.cifar_networks.")
+    assert net.architecture.startswith("adrop.train.nets.cifar.")
 
 
 @pytest.mark.parametrize(

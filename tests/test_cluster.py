@@ -300,7 +300,7 @@ def test_a_slurm_launcher_without_slurm_fails_in_one_line_and_leaves_no_folder(a
 def test_the_slurm_configs_let_a_timed_out_job_be_requeued(launcher):
     from hydra import compose, initialize_config_module
 
-    import adrop.train.app  # noqa: F401  (registers adrop's launchers)
+    import adrop.train.command.app  # noqa: F401  (registers adrop's launchers)
 
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)

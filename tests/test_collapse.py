@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from adrop.methods import get
-from adrop.train import collapse
-from adrop.train import network as network_mod
+from adrop.train.loop import collapse
+from adrop.train.nets import network as network_mod
 
 import user_nets
 from helpers.engines import stack, train
@@ -36,7 +36,7 @@ def test_collapse_is_an_output_that_does_not_depend_on_the_input():
 
 
 def test_a_network_whose_units_all_stay_off_collapsed_with_no_layer_empty():
-    from adrop.train.networks import MLP
+    from adrop.train.nets.builtin import MLP
 
     dense = get("dense")
     network = network_mod.Network(MLP([8], [5], 3), dense(dense.Params(), 1, 1), (5,), 3)

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train.settings import TrainError, resolve
+from adrop.train.config.settings import resolve
+from adrop.train.errors import TrainError
 
 from helpers.engines import one, stack, train
 from helpers.stacks import assert_follows
@@ -54,7 +55,7 @@ def test_each_method_trains_a_conv_net_and_its_files_agree(method, mnist, pruned
 
 
 def test_lenet5_has_the_caffe_shapes(config):
-    from adrop.train import network
+    from adrop.train.nets import network
 
     dense = methods.get("dense")
     net = network.build(config("model=lenet5"), (1, 28, 28), 10, dense(dense.Params(), 1, 1))
@@ -74,7 +75,7 @@ def test_lenet5_has_the_caffe_shapes(config):
     [
         (
             ["model=lenet5", "dataset=synthetic"],
-            "model=lenet5 (adrop.train.networks.ConvNet) could not be made: ValueError: a conv net needs images "
+            "model=lenet5 (adrop.train.nets.builtin.ConvNet) could not be made: ValueError: a conv net needs images "
             "(channels, height, width); the data gives flat",
         ),
         (
@@ -83,7 +84,7 @@ def test_lenet5_has_the_caffe_shapes(config):
         ),
         (
             ["model=mlp", "+model.conv=[[4,5]]"],
-            "model=mlp (adrop.train.networks.MLP) could not be made: TypeError: "
+            "model=mlp (adrop.train.nets.builtin.MLP) could not be made: TypeError: "
             "MLP.__init__() got an unexpected keyword argument 'conv'",
         ),
     ],
@@ -118,7 +119,7 @@ def test_a_stack_of_conv_nets_follows_each_single_run(method, mnist, held_noise,
 
 @pytest.mark.parametrize("shape", [(16, 20, 24, 24), (16, 50, 8, 8), (3, 4, 5, 7)])
 def test_relu_pool_is_max_pool_of_relu_bit_for_bit_gradients_included(shape):
-    from adrop.train.networks import relu_pool
+    from adrop.train.nets.builtin import relu_pool
 
     g = torch.Generator().manual_seed(0)
     x0 = torch.randn(shape, generator=g).round(decimals=1)  # many ties, positive, negative and zero

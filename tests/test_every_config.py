@@ -1,5 +1,5 @@
 """Every option of every config group under conf/ composes with the rest and passes `adrop train`'s checks
-(adrop.train.settings.resolve: keys, types, the method's parameters, the network built on a batch of zeros), so
+(adrop.train.config.settings.resolve: keys, types, the method's parameters, the network built on a batch of zeros), so
 that no config file can rot unseen; Hydra's own groups (hydra/launcher, hydra/sweeper) are composed by the tests of
 the sweepers and launchers."""
 
@@ -8,7 +8,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from adrop.train.settings import resolve
+from adrop.train.config.settings import resolve
 
 ROOT = resources.files("adrop.conf")
 GROUPS = ("method", "model", "dataset", "experiment")

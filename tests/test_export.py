@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from adrop import export
 from adrop.commands import export as export_command
-from adrop.train import run_files
+from adrop.train.run_folder import run_files
 
 from helpers.engines import train
 

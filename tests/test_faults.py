@@ -2,7 +2,8 @@
 status says what happened, nothing is left half-written, and the same command resumes.
 
 The exit statuses, one table (docs/guide.md, "Errors, faults and exit codes"; adrop/commands/train.py), each row
-tested here (the tests named test_exit_<status>_...; in this process where it can be, through adrop.train.app.main):
+tested here (the tests named test_exit_<status>_...; in this process where it can be, through
+adrop.train.command.app.main):
 
     0    done; a sweep's job that another command held counts as done once completed there, and as done if it still
          trains there (named: "held by another command (still training)")
@@ -35,8 +36,10 @@ from pathlib import Path
 import pytest
 
 from adrop import cli, interrupts
-from adrop.train import app, run_files
-from adrop.train.settings import TrainError, resolve
+from adrop.train.command import app
+from adrop.train.config.settings import resolve
+from adrop.train.errors import TrainError
+from adrop.train.run_folder import run_files
 
 from conftest import DATA, needs_mnist
 from helpers.engines import one
@@ -328,7 +331,7 @@ def test_a_truncated_weights_file_is_one_line(synthetic, tmp_path, capsys):
 
 @pytest.fixture
 def train_here(tmp_path, monkeypatch, capsys):
-    """`adrop train <args>` in this process (adrop.train.app.main) in tmp_path: (exit status, stdout's lines,
+    """`adrop train <args>` in this process (adrop.train.command.app.main) in tmp_path: (exit status, stdout's lines,
     stderr's lines)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", list(sys.argv))  # the app hands Hydra its arguments through sys.argv

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from adrop.methods.magnitude_pruning import Masked
-from adrop.train.settings import TrainError
+from adrop.train.errors import TrainError
 
 from helpers.engines import error, one, train
 

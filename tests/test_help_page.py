@@ -1,4 +1,4 @@
-"""`adrop train --help` without torch (adrop.train.help_page): Hydra's help, line for line, from a cache of the
+"""`adrop train --help` without torch (adrop.train.command.help_page): Hydra's help, line for line, from a cache of the
 methods' Params that follows adrop's sources."""
 
 import json
@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from adrop.train import help_page
+from adrop.train.command import help_page
 
-HYDRAS_HELP = "import sys; from adrop.train import app; sys.exit(app.main(sys.argv[1:]))"
+HYDRAS_HELP = "import sys; from adrop.train.command import app; sys.exit(app.main(sys.argv[1:]))"
 NO_TORCH = (
     "import sys; from adrop.commands import train; code = train.main(sys.argv[1:]); "
     "assert not [m for m in sys.modules if m.split('.')[0] == 'torch'], 'torch imported'; sys.exit(code)"

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from adrop.methods.eta_hat_layer import group_lam
-from adrop.train.settings import TrainError, resolve
+from adrop.train.config.settings import resolve
+from adrop.train.errors import TrainError
 
 from helpers.engines import assert_stack_near_its_singles, one, train
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adrop.train.data import DataError, validation_count
-from adrop.train.settings import TrainError
+from adrop.train.data.tensors import DataError, validation_count
+from adrop.train.errors import TrainError
 
 from helpers.engines import one
 
@@ -150,7 +150,7 @@ def test_a_network_beside_the_command_imports_and_a_missing_one_is_one_line(tmp_
 
 @pytest.mark.parametrize("written, mode", [("false", "never"), ("true", "always"), ("never", "never")])
 def test_progress_true_and_false_mean_always_and_never(written, mode, config, tmp_path):
-    from adrop.train.settings import progress_mode
+    from adrop.train.config.settings import progress_mode
 
     cfg = config("dataset=synthetic", "model=mlp", "device=cpu", f"progress={written}")
     assert progress_mode(cfg.progress) == mode

@@ -16,8 +16,11 @@ import json
 import pytest
 import torch
 
-from adrop.train import errors, run_files, schema
-from adrop.train.settings import TrainError, resolve
+from adrop.train import errors
+from adrop.train.config import schema
+from adrop.train.config.settings import resolve
+from adrop.train.errors import TrainError
+from adrop.train.run_folder import run_files
 
 from helpers.engines import train
 

@@ -15,7 +15,7 @@ def test_the_committed_reference_is_current():
 
 
 def test_every_key_group_option_and_method_parameter_is_in_it():
-    from adrop.train.schema import Config, schema_keys
+    from adrop.train.config.schema import Config, schema_keys
 
     text = reference.markdown()
 

@@ -1,8 +1,8 @@
-"""The schedules are pure functions of the step (adrop.train.schedules)."""
+"""The schedules are pure functions of the step (adrop.train.config.schedules)."""
 
 import pytest
 
-from adrop.train.schedules import lam_at, lr_at
+from adrop.train.config.schedules import lam_at, lr_at
 
 
 def test_linear_decay_to_zero_and_constant():

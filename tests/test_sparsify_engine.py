@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 import adrop
 from adrop import methods
-from adrop.train import network as network_mod
+from adrop.train.nets import network as network_mod
 
 from helpers.engines import one
 

@@ -1,4 +1,4 @@
-"""Stacks of K > 1 configurations (adrop.train.engine) against their K single runs (stacks of one, the reference),
+"""Stacks of K > 1 configurations (adrop.train.loop.engine) against their K single runs (stacks of one, the reference),
 the reference's bitwise repeatability, and the stacked launcher's folder contract.
 
 A stack of several need not be bitwise equal to its single runs (batched products and the per-row Adam step round
@@ -233,7 +233,7 @@ def test_the_basic_and_the_stacked_launcher_train_a_run_bit_for_bit_alike(adrop,
     ],
 )
 def test_a_sweep_splits_into_even_stacks_that_keep_every_worker_busy(jobs, size, workers, sizes):
-    from adrop.train.stacked_jobs import split
+    from adrop.train.sweep.stacked_jobs import split
 
     stacks = split(list(range(jobs)), size, workers)
     assert [len(s) for s in stacks] == sizes and sum(stacks, []) == list(range(jobs))
@@ -341,7 +341,7 @@ def test_workers_exit_when_the_launcher_is_killed(tmp_path):
 def test_initialisation_parameters_may_differ_inside_a_stack(synthetic, tmp_path):
     """method.params.init_* act only when a configuration's network is made: such jobs share a stack, each made with
     its own; any other method parameter splits the stack."""
-    from adrop.train.settings import stack_key
+    from adrop.train.config.settings import stack_key
 
     a, b = (
         synthetic("method=vardrop_lr", f"method.params.init_log_alpha={v}", f"seed={i}")

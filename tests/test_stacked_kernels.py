@@ -5,7 +5,7 @@ elementwise passes), not bitwise."""
 import torch
 
 from adrop.methods.batched_linear import batched_linear
-from adrop.train.optim import StackedAdam
+from adrop.train.loop.optim import StackedAdam
 
 
 def test_the_batched_product_has_baddbmms_gradients_and_the_weights_layout():

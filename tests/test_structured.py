@@ -264,7 +264,7 @@ def test_each_method_trains_a_conv_net_by_filters(method, mnist, tmp_path):
 @pytest.mark.slow
 def test_a_conv_net_loses_filters_and_its_compact_exports_reproduce_the_run(mnist, tmp_path, capsys):
     from adrop.commands.export import main
-    from adrop.train import run_files
+    from adrop.train.run_folder import run_files
 
     folder = tmp_path / "conv"
     cfg = mnist(
@@ -294,7 +294,7 @@ def test_the_compact_network_computes_what_the_full_one_does(dead):
     """adrop.compact on a conv net with some filters, columns and whole layers zeroed (a layer keeping no unit at all
     included): the same logits as the module's own forward."""
     from adrop.compact import compact
-    from adrop.train.networks import ConvNet
+    from adrop.train.nets.builtin import ConvNet
 
     torch.manual_seed(0)
     net = ConvNet([[6, 3], [8, 3]], [20], [2, 14, 14], 10)

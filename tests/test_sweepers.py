@@ -8,7 +8,7 @@ import time
 import pytest
 import yaml
 
-from adrop.train import sweep_outcomes
+from adrop.train.run_folder import sweep_outcomes
 
 SMALL = ("dataset=synthetic", "model=mlp", "epochs=1", "device=cpu", "method=logsum")
 LAM = "lam=tag(log, interval(1e-6, 1e-2))"

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train.networks import MLP
-from adrop.train.tiny_transformers import GPTTiny
+from adrop.train.nets.builtin import MLP
+from adrop.train.nets.tiny_transformers import GPTTiny
 
 import user_nets
 from helpers.engines import one, train
@@ -263,7 +263,7 @@ def test_a_regressions_targets_are_standardised_on_the_training_split_alone(conf
 
 
 def test_a_language_models_inputs_outside_the_vocabulary_are_refused(config, tmp_path):
-    from adrop.train.settings import TrainError
+    from adrop.train.errors import TrainError
 
     x = np.arange(40).reshape(5, 8) % 10
     path = tmp_path / "tokens.npz"

@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from adrop import methods
-from adrop.train.settings import TrainError, resolve
+from adrop.train.config.settings import resolve
+from adrop.train.errors import TrainError
 
 from helpers.engines import one, stack, train
 
@@ -280,9 +281,9 @@ def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
 
 
 def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensors(config):
-    """A sweep's jobs in one process decode MNIST once (adrop.train.data's cache); what a run changes in its own
+    """A sweep's jobs in one process decode MNIST once (adrop.train.data.tensors's cache); what a run changes in its own
     tensors does not reach the next run's."""
-    from adrop.train import data
+    from adrop.train.data import tensors as data
 
     from conftest import DATA, needs_mnist
 
@@ -299,10 +300,11 @@ def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensor
 
 
 def test_the_idx_reader_reads_what_torchvision_reads():
-    """adrop.train.data reads MNIST's idx files itself (torchvision only downloads): the same images and labels."""
+    """adrop.train.data.tensors reads MNIST's idx files itself (torchvision only downloads): the same images and
+    labels."""
     import torchvision
 
-    from adrop.train import data
+    from adrop.train.data import tensors as data
 
     from conftest import DATA, needs_mnist
 

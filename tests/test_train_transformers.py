@@ -287,7 +287,7 @@ def test_a_gpt_on_token_ids_learns_and_exports_to_onnx(config, adrop, tokens, tm
 
 
 def test_a_stack_tells_a_shared_attention_mask_from_its_batch_when_they_are_alike_in_length():
-    from adrop.train.stacking import Stacked, folded
+    from adrop.train.nets.stacking import Stacked, folded
 
     torch.manual_seed(0)
     attention = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()

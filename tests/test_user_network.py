@@ -12,7 +12,8 @@ import torch
 from hydra.utils import instantiate
 
 from adrop import methods
-from adrop.train.settings import TrainError, resolve
+from adrop.train.config.settings import resolve
+from adrop.train.errors import TrainError
 
 import user_nets
 from helpers.engines import one, stack, train
@@ -377,7 +378,7 @@ def test_fake_data_through_torchvision_trains_with_crop_and_flip(config, tmp_pat
 def test_crop_and_flip_give_each_image_a_crop_of_its_padded_self_maybe_flipped():
     import torch.nn.functional as F
 
-    from adrop.train.data import augment
+    from adrop.train.data.tensors import augment
 
     torch.manual_seed(0)
     x = torch.randn(2, 5, 3 * 8 * 8)
@@ -403,7 +404,7 @@ def resnet_run(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("resnet") / "run"
     cfg = compose_config(*RESNET, "method=logsum", "lam=0.02", "lr=1e-2", "epochs=3", "device=cpu", "progress=never")
-    from adrop.train import run_files
+    from adrop.train.run_folder import run_files
 
     summary = train(cfg, folder)
     run_files.write_config(folder, resolve(cfg).cfg, {}, [])
@@ -467,7 +468,7 @@ def test_bench_inference_refuses_a_users_network_in_one_line(resnet_run, capsys)
 
 
 def test_a_network_that_cannot_stack_is_named_and_trains_in_stacks_of_one(config):
-    from adrop.train.stacked_jobs import stack_problem
+    from adrop.train.sweep.stacked_jobs import stack_problem
 
     assert stack_problem(resolve(config(*RESNET))) is None
     why = stack_problem(resolve(config("dataset=digits", "model=custom", "model._target_=user_nets.NumberReadingNet")))
@@ -545,7 +546,7 @@ def test_summary_records_the_normalisation_the_inputs_had(resnet_run):
 
 
 def test_crop_and_flip_pad_with_black(config):
-    from adrop.train.data import augment
+    from adrop.train.data.tensors import augment
 
     x = torch.full((1, 4, 3 * 8 * 8), 5.0)
     fill = torch.tensor([-1.0, -2.0, -3.0])

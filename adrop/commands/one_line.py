@@ -18,6 +18,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def said(err: Exception) -> str:
-    from adrop.train.run_files import plain
+    from adrop.train.run_folder.run_files import plain
 
     return plain(err)

@@ -33,19 +33,20 @@ import os
 import sys
 
 from adrop import interrupts
-from adrop.train import errors, help_page
+from adrop.train import errors
+from adrop.train.command import help_page
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point for the dispatcher. The help is composed without torch (adrop.train.help_page); everything else is
-    the Hydra app (adrop.train.app), imported only then."""
+    """Entry point for the dispatcher. The help is composed without torch (adrop.train.command.help_page); everything
+    else is the Hydra app (adrop.train.command.app), imported only then."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if help_page.requested(argv):
         shown = show_help(argv)
         if shown is not None:
             return shown
     with interrupts.deferred():  # torch imports here
-        from adrop.train import app
+        from adrop.train.command import app
 
     return app.main(argv)
 

@@ -87,7 +87,7 @@ class SparseLayer(nn.Module):
     (`unit_axes`, counted from the end)."""
 
     unit_axes: tuple = ()
-    lam_scale: float = 1.0  # this layer's lam multiplier (lam_scale; adrop.train.network.scale_lam)
+    lam_scale: float = 1.0  # this layer's lam multiplier (lam_scale; adrop.train.nets.network.scale_lam)
     # the library's eval mode (adrop.sparsify): the product with the effective weight at this lam; None, the engine's:
     # the plain product with `weight`, which its evaluation sets to the effective one
     eval_lam: float | None = None

@@ -20,7 +20,7 @@ in the head layout (3, H, E/H, E), the groups on axis 1, and the module reads it
 zero outputs its v bias whatever it attends to, a constant that out_proj's bias can take: the head can go
 (adrop.heads); out_proj's columns for it then read nothing.
 
-`adrop train`'s stacks (adrop.train.stacking) hold a SparseParameter with `configs=K` for a tensor they run per
+`adrop train`'s stacks (adrop.train.nets.stacking) hold a SparseParameter with `configs=K` for a tensor they run per
 configuration: its host then holds the tensor with a leading axis of K, the method's tensors have it too, and the
 stack, not a parametrization, hands the module its weight.
 """

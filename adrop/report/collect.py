@@ -23,8 +23,8 @@ import yaml
 from adrop.report import HISTORIES_CSV, HISTORY_LAYER_COLUMNS, RESULTS_CSV, layer_columns
 from adrop.report.repeats import without_repeats
 from adrop.train import tasks
-from adrop.train.differences import NOT_A_SETTING
-from adrop.train.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
+from adrop.train.config.differences import NOT_A_SETTING
+from adrop.train.run_folder.run_files import HYDRA_DIR, LAYERS_CSV, METRICS_CSV, OVERRIDES, SUMMARY
 
 RUN_FILES = (SUMMARY, METRICS_CSV, f"{HYDRA_DIR}/{OVERRIDES}")
 # A run's setting: its overrides but those in NOT_A_SETTING (the method, lam, seed... are columns; where the data

@@ -40,7 +40,7 @@ from scipy import stats
 
 from adrop.outputs import claim
 from adrop.report import collect
-from adrop.train import run_files
+from adrop.train.run_folder import run_files
 
 FILES = ["differences.csv", "tost.csv", "jaccard.csv"]
 OVERLAP_COLUMNS = [

@@ -1,9 +1,9 @@
 """results.csv, histories.csv and the markdown table in the layout of the paper's Tables 4 and 5.
 
 Completed runs are grouped by (method, lam, lr, setting), the setting being the run's other overrides apart from the
-seed (adrop.train.differences.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation. results.csv
-keeps every column; results.md only those a reader compares rows by, so that it stays readable for any network and
-any mix of runs (at most 23 columns):
+seed (adrop.train.config.differences.NOT_A_SETTING); with several seeds a cell reads mean ± standard deviation.
+results.csv keeps every column; results.md only those a reader compares rows by, so that it stays readable for any
+network and any mix of runs (at most 23 columns):
 - always: method, lam, lr, runs (the seeds averaged), epochs, test error, nonzero (the sparsified weights' fraction);
 - "nonzero, whole network" when any run's network has modules that train densely (embeddings, recurrent cells,
   norms): every parameter counted, biases included (summary.json's parameters; results.csv: network_parameters,

@@ -1,14 +1,59 @@
-"""`adrop train`: the deep-network training of the paper's Sec. 5 (the command: adrop/commands/train.py).
+"""`adrop train`: the runner around the library (adrop.sparsify, adrop.methods), in rooms by concern. Its command
+line: adrop/commands/train.py. Imports flow one way: hydra_plugins -> command -> sweep -> loop -> nets, data,
+run_folder -> config, tasks -> errors, runtime -> the library (tests/test_imports.py holds them to it).
 
-app.py        the Hydra app: a job, how it ends      help_page.py  `adrop train --help`, without torch
-schema.py     the configuration schema               settings.py   a configuration resolved and checked, once
-hooks.py      checks before any folder exists        errors.py     every fault as one line
-datasets.py   data sets as raw arrays                data.py       datasets as tensors on the device
-network.py    any nn.Module made trainable           networks.py   the built-in networks (cifar_networks.py)
-stacking.py   K copies of modules that hold tensors  engine.py     the one training engine
-optim.py      its Adam (K configurations, one buffer)  schedules.py  lr and penalty-weight schedules
-runtime.py    device, seeds, compile, signals        evaluate.py   masked errors, sparsity
-cost.py       what a sparse network costs            run_files.py  what a run leaves, and its checkpoint
-tracking.py   TensorBoard and MLflow logging         sweep_outcomes.py  what a sweep's jobs ended as
-stacked_jobs.py  a sweep's jobs as stacks            cluster.py    stacks as cluster jobs (submitit)
+    command/     the Hydra app (a job and how it ends), the checks before any folder exists, the help without torch
+    config/      the schema, a configuration resolved once into Settings, which settings make two runs differ
+    data/        data sets as raw arrays, as tensors on the device, text as tokens
+    nets/        any nn.Module made the method's sparse network, the built-in networks, K copies of modules
+    loop/        the one training engine, its Adam, the schedules, masked evaluation, the collapse check
+    run_folder/  what a run leaves and its checkpoint, live logging (TensorBoard, MLflow)
+    sweep/       a sweep's jobs as stacks, stacks as cluster jobs, what a sweep's jobs ended as
+    tasks/       classification, regression, language modelling: a task's loss and metrics
+    errors.py    every fault as one line              runtime.py  device, seeds, compile, signals
+
+Runs made before the rooms name their built-in networks (and start checks) by the modules' old paths, in the
+`_target_`s of their saved configs and in their identities (checkpoint, summary.json); OLD_PATHS keeps those paths
+importable and `current_paths` reads an identity with the new ones, so such a run still resumes and exports.
 """
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+OLD_PATHS = {
+    "adrop.train.networks": "adrop.train.nets.builtin",
+    "adrop.train.cifar_networks": "adrop.train.nets.cifar",
+    "adrop.train.tiny_transformers": "adrop.train.nets.tiny_transformers",
+    "adrop.train.hooks": "adrop.train.command.start_checks",
+}
+
+
+def current_paths(value):
+    """An identity (a dict, or a string in it) with every old module path replaced by the module's current one."""
+    if isinstance(value, dict):
+        return {k: current_paths(v) for k, v in value.items()}
+    if isinstance(value, str):
+        for old, new in OLD_PATHS.items():
+            value = value.replace(old + ".", new + ".")
+    return value
+
+
+class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old path as the module now at its new one (the same module object, not a copy)."""
+
+    def find_spec(self, name, path=None, target=None):
+        return importlib.util.spec_from_loader(name, self) if name in OLD_PATHS else None
+
+    def create_module(self, spec):
+        return importlib.import_module(OLD_PATHS[spec.name])
+
+    def exec_module(self, module):
+        pass
+
+
+if not any(isinstance(f, _OldPaths) for f in sys.meta_path):
+    sys.meta_path.append(_OldPaths())

@@ -18,7 +18,10 @@ import traceback
 
 from hydra.errors import InstantiationException, MissingConfigException
 
-from . import schema
+
+class TrainError(Exception):
+    """A run that cannot start or go on; the message is for the user (one line)."""
+
 
 DEBUG = "ADROP_DEBUG"  # set by the entry point: "1" when the user asked for tracebacks
 FAILED = 1  # a run failed: a NaN or a diverging loss, a file that cannot be written, an error of adrop's own
@@ -48,6 +51,8 @@ def bug(err: Exception) -> str:
 
 def closest_key(path: str) -> str | None:
     """The valid key nearest a mistyped dotted key ("data.rot" -> "data.root"), by the schema."""
+    from adrop.train.config import schema  # (the schema's own messages name the errors here: imported when needed)
+
     node, parts = schema.schema_keys(schema.Config), path.split(".")
     for i, part in enumerate(parts):
         if node is None:
@@ -111,6 +116,8 @@ def one_line(err: BaseException) -> str:
             )
         if key.startswith("method.params.penalty_params."):  # an open dict, empty by default: a key is added
             return f"{key} is not set by default (the penalty's own defaults apply): add it with +{key}=<value>"
+        from adrop.train.config import schema
+
         return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
     if "Could not load 'hydra/launcher/submitit" in text:  # conf/hydra/launcher/slurm.yaml without the plugin
         return f"{_meaningful(text)[0]}: the SLURM launcher needs pip install -e '.[launchers]'"

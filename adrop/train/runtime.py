@@ -9,7 +9,7 @@ import signal
 import numpy as np
 import torch
 
-from .settings import TrainError
+from adrop.train.errors import TrainError
 
 
 class Interrupted(BaseException):
@@ -34,7 +34,7 @@ def raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
-SIGTERM_IS_THE_CLUSTERS: list = []  # not empty in a submitit job (adrop.train.cluster): SIGTERM left to submitit
+SIGTERM_IS_THE_CLUSTERS: list = []  # not empty in a submitit job (adrop.train.sweep.cluster): SIGTERM left to submitit
 
 
 @contextlib.contextmanager

@@ -29,12 +29,13 @@ there and is named: a method that cannot prune in so few steps (eta-Trick, VarDr
 gains nothing from more lam. Every trial is an ordinary run folder (a rerun of the command into the same sweep folder
 skips finished ones and replays the search). The sweep folder gets search.csv (SEARCH_CSV: combination, round, epochs,
 lr, lam, nonzero_fraction, macs_fraction, val_error, test_error, wall_time_s, status, folder). A trial whose network
-collapsed (adrop.train.collapse: a lam far too large) counts as keeping nothing, status "collapsed": an end of the
+collapsed (adrop.train.loop.collapse: a lam far too large) counts as keeping nothing, status "collapsed": an end of the
 bracket, never the answer, and no failure of the command. The command prints, per
 combination, the full run closest to the target, the runs and the training seconds it took (or why it found none), and
 exits 1 naming in its last line the combinations not brought within tolerance, each with its closest full run and
 why the search stopped, and, where more runs would go on, the command that continues it (the same into the same sweep
-folder with twice the budget: finished runs are replayed, not trained again; adrop.train.sweep_outcomes.SWEEP["unmet"]).
+folder with twice the budget: finished runs are replayed, not trained again;
+adrop.train.run_folder.sweep_outcomes.SWEEP["unmet"]).
 
 `then_seeds` (default none): each combination brought within tolerance is trained again with these seeds at its
 answer (its run's own overrides, the seed changed), into the sweep folder: a matched-sparsity table's runs in one
@@ -68,8 +69,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from adrop.train import run_files, sweep_outcomes
-from adrop.train.differences import NOT_A_RESULT
+from adrop.train.config.differences import NOT_A_RESULT
+from adrop.train.run_folder import run_files, sweep_outcomes
 
 from .lam_guess import (
     FULL_OVER_SHORT,

@@ -1,14 +1,14 @@
 """The stacked launcher: `adrop train -m ... hydra/launcher=stacked` trains a sweep's jobs as stacks.
 
 Jobs that differ only in per-configuration numbers (seed, lam, lr, decay_start, penalty_warmup) train together as
-one vectorised training (adrop.train.engine); the others form separate stacks, run one after another. Each job
+one vectorised training (adrop.train.loop.engine); the others form separate stacks, run one after another. Each job
 keeps its own folder with a single run's files. `hydra.launcher.max_stack` caps a stack's size (null: the
-measured default for the device and method, adrop.train.stacked_jobs.default_max_stack); `hydra.launcher.n_jobs` is
-how many stacks train at once, each in its own worker process (null: one per core on a CPU, one thread each; one on a
+measured default for the device and method, adrop.train.sweep.stacked_jobs.default_max_stack); `hydra.launcher.n_jobs`
+is how many stacks train at once, each in its own worker process (null: one per core on a CPU, one thread each; one on a
 GPU).
 
 This module only does Hydra's part (composing each job's configuration and folder, as Hydra's basic launcher does);
-adrop.train.stacked_jobs does the rest.
+adrop.train.sweep.stacked_jobs does the rest.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log
 from hydra.plugins.launcher import Launcher
 from omegaconf import OmegaConf, open_dict, read_write
 
-from adrop.train import sweep_outcomes
+from adrop.train.run_folder import sweep_outcomes
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,9 @@ class StackedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from adrop.train import stacked_jobs  # torch: only when a sweep launches (Hydra's scan imports this module)
+        from adrop.train.sweep import (
+            stacked_jobs,  # torch: only when a sweep launches (Hydra's scan imports this module)
+        )
 
         jobs = compose(self.config, self.hydra_context, job_overrides, initial_job_idx)
         return job_returns(jobs, stacked_jobs.run(jobs, self.max_stack, self.n_jobs))
@@ -48,7 +50,7 @@ class StackedLauncher(Launcher):
 
 def compose(config, hydra_context, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
     """Each job's configuration and folder, composed as Hydra's basic launcher composes them."""
-    from adrop.train import stacked_jobs
+    from adrop.train.sweep import stacked_jobs
 
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """`hydra/launcher=stacked_slurm` and `stacked_submitit_local`: the stacked launcher's stacks sent as submitit jobs
-(adrop.train.cluster), with the options of Hydra's submitit launcher (partition, gpus_per_node, timeout_min, mem_gb,
-...) and `max_stack`.
+(adrop.train.sweep.cluster), with the options of Hydra's submitit launcher (partition, gpus_per_node, timeout_min,
+mem_gb, ...) and `max_stack`.
 
 They need Hydra's submitit launcher (pip install -e ".[launchers]"); without it nothing here is defined (Hydra's
 plugin scan imports this module anyway, and warns about one that fails to import).
@@ -92,7 +92,7 @@ if BaseSubmititLauncher is not None:
             return executor
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-            from adrop.train import cluster  # torch: only when jobs are sent (Hydra's scan imports this module)
+            from adrop.train.sweep import cluster  # torch: only when jobs are sent (Hydra's scan imports this module)
 
             executor = self.executor()  # first: where it cannot start (no srun), no job folder is made
             jobs = compose(self.config, self.hydra_context, job_overrides, initial_job_idx)
@@ -116,6 +116,6 @@ if BaseSubmititLauncher is not None:
         _EXECUTOR = "slurm"
 
         def device(self, cfg) -> Optional[str]:
-            from adrop.train import cluster
+            from adrop.train.sweep import cluster
 
             return cluster.slurm_device(cfg.device, self.params)

@@ -1,7 +1,7 @@
 """Hydra's basic sweeper with one promise kept, the default sweeper of `adrop train -m`: a sweep folder's
 multirun.yaml is never rewritten: a later command into the same folder (to resume it or add jobs) records its
 configuration as multirun.2.yaml, multirun.3.yaml, ... (How the jobs ended is counted for any sweeper:
-adrop.train.sweep_outcomes.)
+adrop.train.run_folder.sweep_outcomes.)
 
 The loop is Hydra's BasicSweeper.sweep (hydra-core 1.3) with only the saving changed.
 """
@@ -16,7 +16,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from adrop.outputs import create_new
-from adrop.train import sweep_outcomes
+from adrop.train.run_folder import sweep_outcomes
 
 log = logging.getLogger(__name__)
 

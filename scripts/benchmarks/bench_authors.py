@@ -49,8 +49,8 @@ import torch
 from torch import nn
 from torch.utils.data import Subset, TensorDataset
 
-from adrop.train.data import validation_split
-from adrop.train.settings import TrainError
+from adrop.train.data.tensors import validation_split
+from adrop.train.errors import TrainError
 
 from bench_train import adrop_run  # this file's folder (scripts/benchmarks/) is on the path when it runs
 
@@ -300,7 +300,7 @@ def main():
     ):
         if folder is not None and not (folder / notebook).is_file():
             refuse(f"{folder} holds no {notebook}: give a checkout of {repository}")
-    from adrop.train import schema
+    from adrop.train.config import schema
 
     schema.register()
     torch.set_num_threads(args.threads)

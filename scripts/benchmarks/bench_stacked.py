@@ -51,12 +51,12 @@ def measure(args) -> dict:
     import torch
     from hydra import compose, initialize_config_module
 
-    from adrop.train import schema
+    from adrop.train.config import schema
 
     try:
-        from adrop.train.engine import Engine
+        from adrop.train.config.settings import resolve
+        from adrop.train.loop.engine import Engine
         from adrop.train.runtime import denormals_flushed
-        from adrop.train.settings import resolve
 
         def make(cfgs, folders):
             return Engine([resolve(c) for c in cfgs], folders)

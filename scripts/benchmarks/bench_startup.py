@@ -10,7 +10,7 @@ the file system's cache is warm), in one run of this script:
                         epoch's own seconds (metrics.csv): imports, configuration,
                         data, the run folder's files, evaluation
   adrop export          a finished run's CSR export, checked against its test error target: under 5 s
-The help reads the methods' parameters from a cache that follows adrop's sources (adrop.train.help_page); the
+The help reads the methods' parameters from a cache that follows adrop's sources (adrop.train.command.help_page); the
 warm-up round starts with an empty cache (a folder of its own), and its help is printed too: the first help after an
 install or an edit.
 """

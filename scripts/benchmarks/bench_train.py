@@ -152,7 +152,7 @@ class LibraryLoop:
         from omegaconf import OmegaConf
 
         import adrop
-        from adrop.train import network as network_mod
+        from adrop.train.nets import network as network_mod
 
         cfg, self.data = run.cfg, run.data
         self.shape = network_mod.input_shape_of(self.data)
@@ -212,8 +212,8 @@ def adrop_config(method, root, device, compiled=False, model="lenet_300_100", ex
 
 def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100", extra=()):
     """The engine with a stack of one, as `adrop train` trains a run."""
-    from adrop.train.engine import Engine
-    from adrop.train.settings import resolve
+    from adrop.train.config.settings import resolve
+    from adrop.train.loop.engine import Engine
 
     return Engine([resolve(adrop_config(method, root, device, compiled, model, extra))], [folder])
 
@@ -221,7 +221,7 @@ def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100
 def serve_previous(args):
     """In the second process (PYTHONPATH: the earlier commit's worktree): its engines for each method, one epoch per
     line read from stdin (a contender's name), each answered with the seconds it took."""
-    from adrop.train import schema as old_schema
+    from adrop.train.config import schema as old_schema
 
     old_schema.register()
     scratch = Path(tempfile.mkdtemp(prefix="adrop-previous-"))
@@ -235,8 +235,8 @@ def serve_previous(args):
             engines[f"previous single {m}"] = Run(cfg, scratch / f"single_{m}")
             engines[f"previous stack of one {m}"] = StackedRun([cfg], [scratch / f"stack_{m}"])
         except ImportError:
-            from adrop.train.engine import Engine
-            from adrop.train.settings import resolve
+            from adrop.train.config.settings import resolve
+            from adrop.train.loop.engine import Engine
 
             engines[f"previous {m}"] = Engine([resolve(cfg)], [scratch / m])
     try:
@@ -335,7 +335,8 @@ def main():
         return serve_previous(args)
     if args.custom and args.model != "lenet_300_100":
         parser.error("--custom compares LeNet-300-100 written as a user's module with the built-in lenet_300_100")
-    from adrop.train import evaluate, schema
+    from adrop.train.config import schema
+    from adrop.train.loop import evaluate
     from adrop.train.runtime import denormals_flushed
 
     schema.register()

@@ -22,9 +22,10 @@ from pathlib import Path
 from hydra import compose, initialize_config_module
 
 from adrop.commands import bench_inference
-from adrop.train import run_files, schema
-from adrop.train.engine import Engine
-from adrop.train.settings import resolve
+from adrop.train.config import schema
+from adrop.train.config.settings import resolve
+from adrop.train.loop.engine import Engine
+from adrop.train.run_folder import run_files
 
 
 def main():

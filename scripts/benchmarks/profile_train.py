@@ -14,10 +14,10 @@ import time
 from hydra import compose, initialize_config_module
 from torch.profiler import ProfilerActivity, profile
 
-from adrop.train import schema
-from adrop.train.engine import Engine
+from adrop.train.config import schema
+from adrop.train.config.settings import resolve
+from adrop.train.loop.engine import Engine
 from adrop.train.runtime import denormals_flushed
-from adrop.train.settings import resolve
 
 
 def main():

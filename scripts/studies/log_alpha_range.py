@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from adrop.train import run_files
+from adrop.train.run_folder import run_files
 
 
 def ranges(folder: Path, bound: float) -> dict:

@@ -22,9 +22,10 @@ import torch
 from hydra import compose, initialize_config_module
 
 from adrop import methods
-from adrop.train import run_files, schema
-from adrop.train.engine import Engine
-from adrop.train.settings import resolve
+from adrop.train.config import schema
+from adrop.train.config.settings import resolve
+from adrop.train.loop.engine import Engine
+from adrop.train.run_folder import run_files
 
 
 def digest(folder: Path) -> str:

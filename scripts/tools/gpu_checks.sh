@@ -1,41 +1,31 @@
 #!/usr/bin/env bash
-# What a session with a lent GPU checks, in as few device calls as the 10-minute limit allows. On this machine:
-#   ../shared/gpu/prepare.sh
-# then with the device tool's `run` (carry [".gpu"]), one part per call:
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh tests   the test suite (tests/test_cuda.py runs there)
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh train   every method, 2 epochs of MNIST, device=${DEVICE};
-#        LeNet-5 too
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh bench   bench_stacked (LeNet-300-100, K up to 64) and bench_train
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh bench2  compiled stacks of 64, LeNet-5 stacks, the conv product
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh once    all that fits one call of under 9 minutes (a session's 15
-#        minutes of device time): tests/test_cuda.py, every method for an epoch, LeNet-5 (per weight and structured),
-#        bench-inference, bench_stacked (dense and VarDrop+LR+AR, K = 1, 16, 64) and the suite on 12 workers (xdist),
-#        each step under its own time limit so that one slow step leaves the others their time
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh lenet5  issue #28's LeNet-5 rows: the structured forms at 200
-#        epochs (scripts/reproduce/structured_train.sh, MODEL=lenet5), each form's seeds one stack, every form's stack
-#        at once on the GPU, for LIMIT seconds (default 540); FORMS picks them (default: group magnitude pruning per
-#        layer at 0.8, AdaProx priced per multiply-add at 1e-5 and adaptive dropout at 5e-6 (its 30-epoch grid's 1e-5
-#        halved), the 30-epoch grids' best three by multiply-adds at about 1% error; halved because AdaProx's 200 epochs
-#        at 1e-5 erred 1.06-1.10% where 30 erred 0.90%; logsum and adatikhonov at 5e-6 also known) and SEEDS (default
-#        0,1,2). A stack of LeNet-5 on an H100 is launch-bound (VarDrop+LR+AR: about 4 s an epoch of 48k examples for a
-#        stack of 4 or of 16), so one form's 200 epochs should take about 800 s (three at once: not measured): calls of
-#        LIMIT seconds, each at once after the last while the machine is warm (gpu_out/ is still there: every run
-#        resumes from its checkpoint), as far as the session's device time goes. The files but checkpoints and weights
-#        come back as $OUT/lenet5_structured.tar.gz
-#   bash .gpu/setup.sh && scripts/tools/gpu_checks.sh paper   the paper's table with 3 seeds (reproduce_paper.sh's first
-#        sweep, stacks of the 3 seeds, N_JOBS stacks at once on the GPU) for LIMIT seconds (default 510); its folder
-#        gpu_out/ stays on the machine while it is warm, so the same call again resumes it; the result files (no
-#        checkpoints or weights: 16 MiB a file comes back; the report needs neither) come back as
-#        $OUT/paper_lenet300.tar.gz, with the report once every run has finished
-# Every part writes its output under $OUT (the device tool's folder that comes back), or gpu_out/ elsewhere.
+# What a machine with a CUDA GPU checks first: the CUDA path against the CPU reference, every method trained there, and
+# the stacked engine's speed. Any such machine with adrop installed runs it; MNIST under DATA (default: $ADROP_DATA,
+# else data/, downloaded where missing), every output under OUT (default gpu_out/):
+#   scripts/tools/gpu_checks.sh once    what fits in about 9 minutes: tests/test_cuda.py, every method for an epoch,
+#        LeNet-5 per weight and by units, bench-inference, bench_stacked (dense and VarDrop+LR+AR, K = 1, 16, 64) and
+#        the suite on 12 workers (pytest-xdist), each step under its own time limit so that a slow one leaves the
+#        others their time
+#   scripts/tools/gpu_checks.sh tests   the whole test suite (tests/test_cuda.py runs where there is a GPU)
+#   scripts/tools/gpu_checks.sh train   every method, 2 epochs of MNIST on device=${DEVICE}; LeNet-5 too
+#   scripts/tools/gpu_checks.sh bench   bench_stacked (LeNet-300-100, K up to 64) and bench_train
+#   scripts/tools/gpu_checks.sh bench2  compiled stacks of 64, LeNet-5 stacks, the conv product
+# Two longer parts train result rows, for LIMIT seconds per call; their folder (gpu_out/) is resumed by the same call
+# again, and their files but checkpoints and weights come back as a tar.gz under OUT:
+#   scripts/tools/gpu_checks.sh lenet5  LeNet-5's structured forms at 200 epochs (scripts/reproduce/structured_train.sh,
+#        MODEL=lenet5), each form's SEEDS (default 0,1,2) as one stack, every form's stack at once; FORMS picks them
+#        (default: group magnitude pruning per layer at 0.8, AdaProx priced per multiply-add at 1e-5, adaptive
+#        dropout at 5e-6; logsum and adatikhonov at 5e-6 also known); LIMIT default 540
+#   scripts/tools/gpu_checks.sh paper   the paper's table with 3 seeds (reproduce_paper.sh's first sweep, stacks of the
+#        3 seeds, N_JOBS stacks at once), the report once every run has finished; LIMIT default 510
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
-#   DEVICE=cpu DATA=../shared/data OUT=/tmp/gpu_smoke scripts/tools/gpu_checks.sh train data.train_limit=256
+#   DEVICE=cpu OUT=/tmp/gpu_smoke scripts/tools/gpu_checks.sh train data.train_limit=256
 set -u
 PART=${1:?which part: tests, train, bench, bench2, once, lenet5 or paper}
 shift
 EXTRA=("$@")  # more adrop train overrides for the train and paper parts (a smoke test: data.train_limit=256)
 DEVICE=${DEVICE:-cuda}
-DATA=${DATA:-.gpu/data}
+DATA=${DATA:-${ADROP_DATA:-data}}
 OUT=${OUT:-gpu_out}
 mkdir -p "${OUT}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "${OUT}/gpu.txt"
@@ -71,7 +61,7 @@ case "${PART}" in
       "hydra.launcher.n_jobs=${N_JOBS:-6}" "${EXTRA[@]}" 2>&1 | tail -40 | tee "${OUT}/paper.txt"
     tar czf "${OUT}/paper_lenet300.tar.gz" --exclude=checkpoint.pt --exclude=weights.npz "${SWEEP}" ;;
   once)
-    mkdir -p ../shared && { [ -e ../shared/data ] || ln -s "$(pwd)/${DATA}" ../shared/data; }  # the tests' MNIST fixture
+    export ADROP_DATA="${DATA}"  # the tests' MNIST
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 | tee "${OUT}/test_cuda.txt" | tail -25
     timeout 170 "$0" train epochs=1 "${EXTRA[@]}" 2>&1 | tee "${OUT}/train.txt"
     timeout 40 adrop train model=lenet5 method=logsum structure=neuron device=${DEVICE} epochs=1 "data.root=${DATA}" \

@@ -1,7 +1,7 @@
 """The engine as the tests drive it: configurations composed with Hydra's compose API, resolved, then trained."""
 
-from adrop.train.engine import Engine
-from adrop.train.settings import resolve
+from adrop.train.config.settings import resolve
+from adrop.train.loop.engine import Engine
 
 
 def stack(cfgs, folders, **kwargs) -> Engine:
@@ -21,7 +21,7 @@ def train(cfg, folder, stop_after=None) -> dict:
 
 def error(engine, split, k: int = 0) -> float:
     """Configuration k's masked error on a split, as the engine evaluates it."""
-    from adrop.train import evaluate
+    from adrop.train.loop import evaluate
 
     weights = engine.weights(k, evaluate.effective(engine.model, engine.method, engine.lam))
     return evaluate.error(engine.single.predict, weights, split)

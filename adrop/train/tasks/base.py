@@ -26,7 +26,7 @@ class Task(ABC):
 
     def check_hint(self, hint: str | None, where: str) -> None:
         """DataError where the source's data are for another task (`hint`: that task, or None)."""
-        from ..datasets import DataError
+        from adrop.train.data.datasets import DataError
 
         if hint not in (None, self.name):
             raise DataError(f"{where} holds {TARGETS[hint]}: use task={hint}")

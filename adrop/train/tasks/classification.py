@@ -33,7 +33,7 @@ class Classification(Task):
     def targets(self, raw_y, where, known, hint):
         import torch
 
-        from ..datasets import DataError
+        from adrop.train.data.datasets import DataError
 
         self.check_hint(hint, where)
         for split, y in raw_y.items():

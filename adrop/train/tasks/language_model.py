@@ -16,7 +16,7 @@ class LanguageModel(Task):
     data_term = "loss"
 
     def targets(self, raw_y, where, known, hint):
-        from ..datasets import DataError
+        from adrop.train.data.datasets import DataError
 
         self.check_hint(hint, where)
         for split, y in raw_y.items():

@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from adrop.methods.sparse_parameter import units_kept
-
-from .tasks import Classification
+from adrop.train.tasks import Classification
 
 
 @torch.no_grad()

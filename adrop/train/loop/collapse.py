@@ -29,8 +29,8 @@ ADVICE = {
 
 @torch.no_grad()
 def collapsed(network, state: dict, x: torch.Tensor, method: str) -> str | None:
-    """Why the network (adrop.train.network's, unstacked) with these tensors (one configuration's effective weights)
-    collapsed, in one line, or None where its output depends on the inputs x."""
+    """Why the network (adrop.train.nets.network's, unstacked) with these tensors (one configuration's effective
+    weights) collapsed, in one line, or None where its output depends on the inputs x."""
     x = x[:BATCH]
     if not torch.allclose(
         network.predict(x, state), network.predict(torch.zeros_like(x), state), rtol=0, atol=TOLERANCE

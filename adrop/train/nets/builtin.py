@@ -1,5 +1,5 @@
 """adrop's built-in networks: plain nn.Modules of nn.Linear and nn.Conv2d layers, which a method trains as it trains
-a user's own network (adrop.train.network).
+a user's own network (adrop.train.nets.network).
 
     lenet_300_100   784-300-100-10 (the input and output sizes come from the dataset)
     mlp             any hidden widths (model.hidden), at least one hidden layer
@@ -21,8 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from adrop.train import current_paths
+
 BUILT_IN = ("lenet_300_100", "mlp", "linear", "lenet5", "conv_small")
-TARGETS = ("adrop.train.networks.MLP", "adrop.train.networks.ConvNet")
+TARGETS = ("adrop.train.nets.builtin.MLP", "adrop.train.nets.builtin.ConvNet")
 
 
 def relu_pool(x):
@@ -103,7 +105,7 @@ class ConvNet(nn.Module):
 
 def check_hidden(model_cfg) -> None:
     """A built-in model asked for with widths that are another model's: ValueError with the fix in its message."""
-    if model_cfg.get("_target_") not in (None, *TARGETS):
+    if current_paths(model_cfg.get("_target_")) not in (None, *TARGETS):
         return  # another class under a built-in name: its own arguments
     name, hidden = model_cfg.name, list(model_cfg.get("hidden", []))
     if any(h < 1 for h in hidden):

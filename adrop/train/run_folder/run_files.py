@@ -6,8 +6,8 @@
     layers.csv     one row per epoch and layer: epoch, layer, trained (method; dense: a module whose parameters
                    train densely, counted with its float32 bytes), shape, nonzero, total, nonzero_fraction, the units
                    kept on each side (units_in_kept of units_in: a Linear layer's inputs, a conv layer's input channels;
-                   units_out_kept of units_out: its outputs or filters; adrop.train.evaluate.kept_units), and the cost
-                   (adrop.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
+                   units_out_kept of units_out: its outputs or filters; adrop.train.loop.evaluate.kept_units), and the
+                   cost (adrop.cost: compression, dense_bytes, csr_bytes, dense_macs, sparse_macs)
     summary.json   task; its metrics on test and validation (classification: test_error, val_error, fractions;
                    regression: test_rmse, test_r2, val_rmse, val_r2; language_model: test_perplexity, test_loss,
                    val_perplexity, val_loss; final, masked), with evaluate_unmasked also the first metric without
@@ -63,6 +63,7 @@ except ImportError:  # Windows: no flock; folders are not held there
 
 from adrop import cost
 from adrop.provenance import code_version
+from adrop.train import current_paths
 
 METRICS = ["epoch", "train_loss", "data_term", "penalty_term", "val_error", "nonzero_fraction", "lr", "seconds"]
 
@@ -72,7 +73,7 @@ def metrics_columns(task) -> list[str]:
     return [*METRICS[:4], *(f"val_{m}" for m in task.metrics), *METRICS[5:]]
 
 
-UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.evaluate.kept_units
+UNITS = ["units_in_kept", "units_in", "units_out_kept", "units_out"]  # adrop.train.loop.evaluate.kept_units
 # trained: "method" for a sparse layer's weights, "dense" for a module whose parameters train densely (its row counts
 # them, and their float32 bytes, in the network's totals)
 LAYERS = ["epoch", "layer", "trained", "shape", "nonzero", "total", "nonzero_fraction", *UNITS, *cost.COLUMNS]
@@ -198,7 +199,7 @@ def metrics_row(epoch, loss, data_term, penalty, val: dict, nonzero, total, lr, 
 
 def layer_rows(epoch, layers, positions, biases=None, units=None, dense=()) -> list[dict]:
     """layers.csv's rows of one epoch: the sparse layers', then one per module whose parameters train densely
-    (`dense`: adrop.train.evaluate.dense; a sparse layer's bias is counted in its own row's cost, not here)."""
+    (`dense`: adrop.train.loop.evaluate.dense; a sparse layer's bias is counted in its own row's cost, not here)."""
     units = units or [{}] * len(layers)
     names = {name for name, *_ in layers}
     return [
@@ -256,13 +257,13 @@ def summary(
     heads=None,
     data=None,
 ) -> dict:
-    """summary.json of one run (`run`: its adrop.train.settings.Settings; the schema: this module's docstring);
+    """summary.json of one run (`run`: its adrop.train.config.settings.Settings; the schema: this module's docstring);
     `model` gives the architecture and, for the cost, how often each layer's weights act per example; `task` the
     run's (adrop.train.tasks), `results` its metrics so far ({"test_error": ..., "val_error": ...}; those missing are
     null); `unmasked` the (test, val) values of its first metric without the keep rule; `data` the run's data
     (its targets' normalisation and vocabulary); `stacked` the size of the stack it trained in (1: alone); `units` and
-    `kept` what adrop.train.evaluate.kept_units gives; `dense` what adrop.train.evaluate.dense gives (the parameters
-    trained densely: counted in `parameters`, the whole network's totals, beside the sparsified weights')."""
+    `kept` what adrop.train.loop.evaluate.kept_units gives; `dense` what adrop.train.loop.evaluate.dense gives (the
+    parameters trained densely: counted in `parameters`, the whole network's totals, beside the sparsified weights')."""
     cfg, positions, biases = run.cfg, model.positions(), model.biases()
     units = units or [()] * len(layers or [])
     network_cost = None
@@ -408,7 +409,7 @@ def claim(folder: Path, identity: dict) -> str:
                 f"{folder / CHECKPOINT} cannot be read: it is truncated or not an adrop checkpoint "
                 f"({reason[:160]}); {where}"
             ) from None
-        found = state.get("identity") if isinstance(state, dict) else None
+        found = current_paths(state.get("identity")) if isinstance(state, dict) else None
         if found is None:
             raise FolderTaken(f"{folder / CHECKPOINT} is not an adrop checkpoint (no run identity in it); {where}")
         if found != identity:
@@ -418,7 +419,7 @@ def claim(folder: Path, identity: dict) -> str:
             )
         return "completed" if summary and summary.get("status") == "completed" else "resume"
     if summary is not None:
-        found = summary.get("identity")
+        found = current_paths(summary.get("identity"))
         if found == identity:
             return "completed" if summary.get("status") == "completed" else "retry"
         raise FolderTaken(

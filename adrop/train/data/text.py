@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .datasets import DataError, Raw
+from adrop.train.data.datasets import DataError, Raw
 
 LEVELS = ("char", "byte")
 

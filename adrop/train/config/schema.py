@@ -104,9 +104,9 @@ class Config:
     #                                    val_error_unmasked): how the authors' code evaluates all but VarDrop
     compile: bool = False  # torch.compile the training step's loss (optional; faster, not bitwise equal)
     progress: str = "auto"  # auto: a bar in a terminal, none in multirun; always | never
-    logger: str = "none"  # none | tensorboard: live logging into <run>/tensorboard/ (adrop.train.tracking)
+    logger: str = "none"  # none | tensorboard: live logging into <run>/tensorboard/ (adrop.train.run_folder.tracking)
     objective: Any = "val_error"  # what a sweep's job returns to the sweeper: a result, or a list of them
-    #                                    (adrop.train.sweep_outcomes.OBJECTIVES; never the test error)
+    #                                    (adrop.train.run_folder.sweep_outcomes.OBJECTIVES; never the test error)
 
 
 def schema_keys(cls) -> dict:
@@ -154,7 +154,7 @@ def config_groups() -> str:
 def register(method_params: dict | None = None) -> None:
     """The schema, and each method's parameters as a config group `method_params` (its Params dataclass: the one place
     its defaults are written), which conf/config.yaml puts at method.params for the chosen method. The help passes
-    the Params' defaults as plain dicts instead (adrop.train.help_page: no torch)."""
+    the Params' defaults as plain dicts instead (adrop.train.command.help_page: no torch)."""
     OmegaConf.register_new_resolver("adrop_config_groups", config_groups, replace=True)
     store = ConfigStore.instance()
     store.store(name="adrop_schema", node=Config)

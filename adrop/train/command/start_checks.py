@@ -1,8 +1,8 @@
 """What `adrop train` checks before Hydra makes a folder (Hydra callbacks, set in conf/config.yaml).
 
 A configuration with an unknown key (also one added with `+key=value`: the schema is closed), bad method parameters
-or bad values fails here, in one line, before any run folder exists (adrop.train.settings.resolve). A sweep checks its
-keys here and each job's values when the job starts (they differ per job).
+or bad values fails here, in one line, before any run folder exists (adrop.train.config.settings.resolve). A sweep
+checks its keys here and each job's values when the job starts (they differ per job).
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
 
-from . import sweep_outcomes
-from .settings import TrainError, check_keys, resolve
+from adrop.train.config.settings import Settings, check_keys, resolve
+from adrop.train.errors import TrainError
+from adrop.train.run_folder import sweep_outcomes
 
 CREATED: dict[Path, Path] = {}  # run folder -> its highest ancestor that did not exist when this command started
+RESOLVED: dict[str, Settings] = {}  # a single run's settings, resolved here, by its configuration: the job takes them
 
 
 class StartRefused(BaseException):
@@ -24,8 +27,9 @@ class StartRefused(BaseException):
 
 class StartChecks(Callback):
     def on_run_start(self, config, **kwargs) -> None:
+        job = without_hydra(config)
         try:
-            resolve(config, config.hydra.runtime.choices.get("method"))
+            RESOLVED[OmegaConf.to_yaml(job)] = resolve(job, config.hydra.runtime.choices.get("method"))
         except TrainError as err:
             raise StartRefused(str(err)) from None
         folder = Path(config.hydra.run.dir).absolute()
@@ -41,3 +45,14 @@ class StartChecks(Callback):
             raise StartRefused(str(err)) from None
         sweep_outcomes.begin(config.hydra.sweep.dir)  # whichever sweeper runs it: how its jobs end is counted
         print(f"adrop train: sweep into {sweep_outcomes.SWEEP['dir']}", flush=True)
+
+
+def without_hydra(config) -> DictConfig:
+    """The configuration as the job receives it: without Hydra's own node."""
+    return OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+
+
+def settings_of(cfg, chosen: str | None) -> Settings:
+    """A job's settings: those resolved before its folder existed, where that is this very configuration (a single
+    run), else resolved now (a sweep's job, whose values the sweep's start did not see)."""
+    return RESOLVED.pop(OmegaConf.to_yaml(cfg), None) or resolve(cfg, chosen)

@@ -4,7 +4,7 @@ instantiates), with every nn.Linear and nn.Conv2d in it, at any depth, made the 
 The method trains those layers (noise, gates, penalty, keep mask), named by their module paths (`fc1`, `block.0`,
 `head`); everything else (BatchNorm, pooling, activations, residual sums, dropout, embeddings) trains as it is,
 densely. A stack of K configurations is the same module with each tensor K times (sparse layers batch their products,
-dense modules that hold tensors, and batch norms, go through adrop.train.stacking), fed a folded batch: row
+dense modules that hold tensors, and batch norms, go through adrop.train.nets.stacking), fed a folded batch: row
 k * batch + b is configuration k's example b. Stacks assume batch-first tensors, as nn.Linear, nn.Conv2d and BatchNorm
 see them, and no other module that mixes the examples of a batch.
 
@@ -30,10 +30,10 @@ from adrop import heads, selection
 from adrop.methods.base import SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter
 from adrop.selection import sparse_kind
-
-from . import networks, stacking, tasks
-from .errors import brief
-from .stacking import Stacked, needs_stacking, owns_tensors
+from adrop.train import tasks
+from adrop.train.errors import brief
+from adrop.train.nets import builtin, stacking
+from adrop.train.nets.stacking import Stacked, needs_stacking, owns_tensors
 
 
 class NetworkError(ValueError):
@@ -110,7 +110,7 @@ def convert(
     """Put the method's layers in place, in `module` (or around it: `Network.net`), for the weights `chosen` names
     (adrop.selection.select, the library's choice): every Linear and Conv2d the layers can batch made the method's
     sparse layer (the library's adrop.selection.convert), and every module that holds tensors the layers cannot batch
-    made a Stacked one (adrop.train.stacking: K copies of its tensors, run per configuration, with the weights the
+    made a Stacked one (adrop.train.nets.stacking: K copies of its tensors, run per configuration, with the weights the
     method trains in it as its SparseParameters); the method's layers by name, in the module's parameter order."""
     tensors = {chosen.path[name]: name for name in chosen.names}  # parameter path -> name
     order = {path: i for i, (path, _) in enumerate(module.named_parameters())}
@@ -193,7 +193,7 @@ class Network:
                 f"{self.architecture}: {lost[0]} is not a plain layer's tensor (a weight norm?): adrop "
                 "trains a Linear or Conv2d layer's own weight, so it cannot train this network"
             )
-        self.chain = isinstance(module, (networks.MLP, networks.ConvNet))  # what adrop.compact can make smaller
+        self.chain = isinstance(module, (builtin.MLP, builtin.ConvNet))  # what adrop.compact can make smaller
         # modules run whole per configuration, beyond a single module's own tensors (attention, a class token)
         self.whole_modules = any(
             isinstance(m, Stacked) and (m.sparse_paths or any(m.children())) for m in self.net.modules()

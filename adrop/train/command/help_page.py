@@ -124,7 +124,7 @@ def show(argv: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf, open_dict
 
-    from . import schema
+    from adrop.train.config import schema
 
     overrides = [a for a in argv if a not in HELP_FLAGS]
     schema.register(method_params())

@@ -1,10 +1,10 @@
 """A sweep's jobs as stacks: the stacked launcher's work once Hydra has composed each job (hydra_plugins/adrop_plugins/
 stacked_launcher.py). Every job gets what the basic launcher gives it: the same checks, the same refusal of a folder
 that holds another run, a finished job skipped, a failed one recorded in its folder; then the jobs that can train
-together (adrop.train.settings.stack_key, and the same epoch to resume from) train as stacks of at most max_stack, each
-through the engine (adrop.train.engine). A job whose values or data are refused says "refused", one whose folder
-another command holds, training the same run, "held" (the sweep counts it as that command leaves it,
-adrop.train.sweep_outcomes).
+together (adrop.train.config.settings.stack_key, and the same epoch to resume from) train as stacks of at most
+max_stack, each through the engine (adrop.train.loop.engine). A job whose values or data are refused says "refused", one
+whose folder another command holds, training the same run, "held" (the sweep counts it as that command leaves it,
+adrop.train.run_folder.sweep_outcomes).
 """
 
 from __future__ import annotations
@@ -23,10 +23,13 @@ from pathlib import Path
 
 import torch
 
-from . import collapse, errors, run_files, sweep_outcomes, tasks
-from .engine import Engine
-from .runtime import Interrupted, device_type, interruption, sigterm_stops_training
-from .settings import TrainError, resolve, stack_key
+from adrop.train import errors, tasks
+from adrop.train.config.settings import resolve, stack_key
+from adrop.train.errors import TrainError
+from adrop.train.loop import collapse
+from adrop.train.loop.engine import Engine
+from adrop.train.run_folder import run_files, sweep_outcomes
+from adrop.train.runtime import Interrupted, device_type, interruption, sigterm_stops_training
 
 log = logging.getLogger("adrop.train")
 # The default stack size on a CPU, per method (scripts/benchmarks/bench_stacked.py, docs/results/stacked_speed.md): a
@@ -294,9 +297,10 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
 
 
 def stack_problem(run) -> str | None:
-    """Why a configuration's network cannot train stacked (adrop.train.network.stack_problem), where the data's
+    """Why a configuration's network cannot train stacked (adrop.train.nets.network.stack_problem), where the data's
     shape is known from the configuration; None otherwise."""
-    from . import data, network
+    from adrop.train.data import tensors as data
+    from adrop.train.nets import network
 
     try:
         shape = data.shape_of(run.cfg.dataset, run.cfg.task)

@@ -26,11 +26,14 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from adrop import methods
-
-from . import networks, schema, sweep_outcomes, tasks, tracking
-from .differences import NOT_A_RESULT
-from .schedules import SCHEDULES
-from .tasks.base import TARGETS
+from adrop.train import current_paths, tasks
+from adrop.train.config import schema
+from adrop.train.config.differences import NOT_A_RESULT
+from adrop.train.config.schedules import SCHEDULES
+from adrop.train.errors import TrainError
+from adrop.train.nets import builtin
+from adrop.train.run_folder import sweep_outcomes, tracking
+from adrop.train.tasks.base import TARGETS
 
 PER_CONFIGURATION = ("seed", "lam", "lr", "decay_start", "penalty_warmup")
 IDENTITY_DEFAULTS = {
@@ -48,10 +51,6 @@ IDENTITY_DEFAULTS = {
 }
 DEFAULT_MODEL = "lenet_300_100"
 LAM_COSTS = ("weights", "macs")
-
-
-class TrainError(Exception):
-    """A run that cannot start or go on; the message is for the user (one line)."""
 
 
 @dataclass(frozen=True)
@@ -196,10 +195,10 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
 
 def shipped_built_in(model_cfg) -> bool:
     """A built-in model as conf/model/ ships it: its name, its class, no other arguments than its widths."""
-    target = model_cfg.get("_target_")
+    target = current_paths(model_cfg.get("_target_"))
     return (
-        model_cfg.name in networks.BUILT_IN
-        and target in (None, *networks.TARGETS)
+        model_cfg.name in builtin.BUILT_IN
+        and target in (None, *builtin.TARGETS)
         and set(model_cfg.keys()) <= {"name", "_target_", "hidden", "conv"}
     )
 
@@ -209,7 +208,7 @@ def model_identity(model_cfg) -> str:
     if shipped_built_in(model_cfg):
         conv = [list(c) for c in model_cfg.get("conv", [])]
         return f"{model_cfg.name}{conv if conv else ''}{list(model_cfg.get('hidden', []))}"
-    args = {k: v for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
+    args = {k: current_paths(v) for k, v in OmegaConf.to_container(model_cfg, resolve=True).items() if k != "name"}
     return f"{model_cfg.name}{json.dumps(args, sort_keys=True, default=str)}"
 
 
@@ -227,7 +226,8 @@ def check_network(cfg, cls, params) -> None:
     """The network made and run on a batch of zeros in the data's shape, where the configuration says that shape:
     a module that does not import, has nothing to sparsify, fails or returns other than batch x classes is refused
     before any folder exists (other data are checked on a batch of theirs when the run starts)."""
-    from . import data, network
+    from adrop.train.data import tensors as data
+    from adrop.train.nets import network
 
     fixed = data.fixed_task(cfg.dataset)
     if fixed is not None and fixed != cfg.task:
@@ -261,7 +261,7 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
     try:
         tasks.get(cfg.task)
         tracking.check(cfg.logger)
-        networks.check_hidden(cfg.model)
+        builtin.check_hidden(cfg.model)
     except ValueError as err:
         raise TrainError(str(err)) from None
     cls, params = method_params(cfg)
@@ -272,7 +272,7 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
     except ValueError as err:
         raise TrainError(str(err)) from None
     cfg = with_absolute_data_root(cfg)
-    from .runtime import resolve_device  # (runtime needs TrainError from here)
+    from adrop.train.runtime import resolve_device
 
     resolve_device(cfg.device)  # cuda where there is none: refused now, as a wrong command
     return Settings(cfg, cls, params, lam, lr, identity_of(cfg, lam, lr, cls, params))

@@ -38,7 +38,7 @@ HELD = "held by another command, which is training it; this sweep counts how it 
 
 def objectives(objective, task: str = "classification") -> list[str]:
     """The objective's names, checked for the task's results (ValueError, one line)."""
-    from .tasks import get
+    from adrop.train.tasks import get
 
     names = [objective] if isinstance(objective, str) else list(objective)
     valid = [*OBJECTIVES, *(f"val_{m}" for m in get(task).metrics if f"val_{m}" not in OBJECTIVES)]
@@ -57,7 +57,7 @@ def objectives(objective, task: str = "classification") -> list[str]:
 
 def validation(summary: dict) -> float | None:
     """A run's objective on validation (val_error; a regression's val_rmse, a language model's val_perplexity)."""
-    from .tasks import of
+    from adrop.train.tasks import of
 
     return summary.get(f"val_{of(summary).metrics[0]}")
 
@@ -127,7 +127,7 @@ def held_ends(ended: dict) -> dict:
     """{folder: {"status": ..., "error": ...}} of each job that another command held (status "held"), as that
     command has left it by now: "training" while a process still holds the folder, else its summary.json's status
     and error ("failed" where there is none)."""
-    from . import run_files
+    from adrop.train.run_folder import run_files
 
     out = {}
     for folder, status in ended.items():

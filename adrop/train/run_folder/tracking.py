@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import run_files
+from adrop.train.run_folder import run_files
 
 LOGGERS = ("none", "tensorboard", "mlflow")
 PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow"}

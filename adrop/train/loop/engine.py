@@ -34,13 +34,16 @@ from pathlib import Path
 import torch
 
 from adrop.heads import kept_heads
-
-from . import collapse, evaluate, run_files, schedules, tasks, tracking
-from . import data as data_mod
-from . import network as network_mod
-from .optim import StackedAdam
-from .runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
-from .settings import Settings, TrainError, progress_mode, stack_key
+from adrop.train import current_paths, tasks
+from adrop.train.config import schedules
+from adrop.train.config.settings import Settings, progress_mode, stack_key
+from adrop.train.data import tensors
+from adrop.train.errors import TrainError
+from adrop.train.loop import collapse, evaluate
+from adrop.train.loop.optim import StackedAdam
+from adrop.train.nets import network as network_mod
+from adrop.train.run_folder import run_files, tracking
+from adrop.train.runtime import Interrupted, compiled, denormals_flushed, interruption, reset_state, resolve_device
 
 log = logging.getLogger("adrop.train")
 # Each configuration's parameters are rows of one (K, n) buffer, so a (K, out, in) parameter is a strided view; its
@@ -94,8 +97,8 @@ class Engine:
         self.task = tasks.get(base.task)
         self.columns = run_files.metrics_columns(self.task)
         try:
-            self.data = data_mod.load(base.dataset, base.data, self.device, self.task)
-        except data_mod.DataError as err:
+            self.data = tensors.load(base.dataset, base.data, self.device, self.task)
+        except tensors.DataError as err:
             raise TrainError(str(err)) from None
         self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)
         self.total_steps = self.steps_per_epoch * base.epochs
@@ -177,7 +180,7 @@ class Engine:
                 )
         with torch.no_grad():
             for k, state in enumerate(states):
-                if state["identity"] != self.runs[k].identity:
+                if current_paths(state["identity"]) != self.runs[k].identity:
                     raise TrainError(
                         f"{self.folders[k]} holds a different run ({state['identity']}); adrop never "
                         "overwrites an earlier run: choose another hydra.run.dir"
@@ -260,7 +263,7 @@ class Engine:
             self.method.before_step(step, self.lam)
             x = rows(train.x, idx)
             if self.data.augment != "none":
-                x = data_mod.augment(x, self.data.image, self.data.augment, self.black)
+                x = tensors.augment(x, self.data.image, self.data.augment, self.black)
             loss, data_term, penalty = self.loss(x, rows(train.y, idx), weights[b])
             self.optimizer.zero_grad()
             loss.sum().backward()
@@ -408,7 +411,7 @@ class Engine:
 
     def finish(self, k: int, weights, unmasked) -> dict:
         """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json; or, where
-        its network collapsed (adrop.train.collapse), its failure."""
+        its network collapsed (adrop.train.loop.collapse), its failure."""
         cfg = self.runs[k].cfg
         why = collapse.collapsed(self.single, weights, self.data.val.x, cfg.method.name)
         if why is not None:  # its sparsity and last val metrics kept: a lam search brackets its target with it

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import datasets, tasks
-from . import text as text_source
-from .datasets import DataError  # noqa: F401 (adrop.train.data.DataError: what loading raises)
-from .errors import cannot_download
+from adrop.train.data import datasets
+from adrop.train import tasks
+from adrop.train.data import text as text_source
+from adrop.train.data.datasets import DataError  # noqa: F401 (adrop.train.data.tensors.tensors.DataError: what loading raises)
+from adrop.train.errors import cannot_download
 
 
 @dataclass

@@ -17,8 +17,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from . import run_files, runtime, stacked_jobs
-from .runtime import Interrupted, raise_interrupted
+from adrop.train import runtime
+from adrop.train.run_folder import run_files
+from adrop.train.runtime import Interrupted, raise_interrupted
+from adrop.train.sweep import stacked_jobs
 
 POLL_S = 1.0  # how often the command asks whether a job has ended
 

@@ -1,4 +1,4 @@
-"""A user's data and the standard image sets, as raw arrays: adrop.train.data splits, normalises and checks them.
+"""A user's data and the standard image sets, as raw arrays: adrop.train.data.tensors splits, normalises and checks them.
 
     dataset=digits         scikit-learn's bundled 8 x 8 digits (1,797 images, offline): a test part (test_size, at
                            random, split_seed) is held out
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import brief, cannot_download, unreachable
+from adrop.train.errors import brief, cannot_download, unreachable
 
 # torchvision classes' input shape, classes and usual normalisation (per-channel mean and std of the training set)
 KNOWN = {

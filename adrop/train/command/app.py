@@ -17,11 +17,15 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from adrop import interrupts
-from adrop.train import collapse, errors, run_files, schema, sweep_outcomes, tasks
-from adrop.train.engine import Engine
-from adrop.train.hooks import CREATED, StartRefused
+from adrop.train import errors, tasks
+from adrop.train.command import start_checks
+from adrop.train.command.start_checks import CREATED, StartRefused
+from adrop.train.config import schema
+from adrop.train.errors import TrainError
+from adrop.train.loop import collapse
+from adrop.train.loop.engine import Engine
+from adrop.train.run_folder import run_files, sweep_outcomes
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
-from adrop.train.settings import TrainError, resolve
 
 # Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
 # it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
@@ -94,7 +98,7 @@ def task(cfg: DictConfig):
 
 def job(cfg, hc, folder: Path, multirun: bool) -> dict | None:
     try:
-        run = resolve(cfg, hc.runtime.choices.get("method"))  # a sweep's job: its own values, checked here
+        run = start_checks.settings_of(cfg, hc.runtime.choices.get("method"))
         # held first, then claimed: a folder that another command is setting up is in use, not "holds no run"
         held = run_files.Held(folder)  # until this job ends: a second command on the folder is refused
     except TrainError as err:

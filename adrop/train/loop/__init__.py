@@ -1,0 +1,1 @@
+"""The training loop: the one engine (K configurations as one), its Adam, schedules, evaluation, collapse."""

@@ -1,0 +1,1 @@
+"""A run's folder: the files it leaves, its checkpoint, live logging."""

@@ -1,0 +1,1 @@
+"""Sweeps: jobs trained as stacks, stacks as cluster jobs, what the jobs ended as."""
