@@ -1,4 +1,4 @@
-"""lam_search replayed against the 200-epoch curves its searches measured (docs/results_matched_0.02)."""
+"""lam_search replayed against the 200-epoch curves its searches measured (docs/results/matched_sparsity/0.02)."""
 
 import importlib
 import importlib.util

@@ -1,9 +1,9 @@
 """`adrop report DIR [DIR ...]`: every run under the DIRs (runs, multiruns, folders of them) into a table and figures.
 
     adrop report outputs/multirun/paper_lenet300_e200            results.csv, results.md, figures
-    adrop report outputs/multirun/... --paper --out docs/results  with the paper's numbers beside ours
+    adrop report outputs/multirun/... --paper --out docs/results/<topic>  with the paper's numbers beside ours
     adrop report outputs/multirun/sweep_a outputs/multirun/sweep_b   two sweeps in one table
-    adrop report docs/results_x outputs/multirun/more    an earlier report's runs (their folders gone) and new ones
+    adrop report docs/results/e40 outputs/multirun/more  an earlier report's runs (their folders gone) and new ones
     adrop report --compare OLD NEW                      two sets of runs of the same configurations: do they land
                                                         in the same place (Welch's and the paired t-test per method)
     adrop report --equivalence logsum SWEEP [SWEEP ...]  each other group against logsum's, paired by seed: two

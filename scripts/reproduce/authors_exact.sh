@@ -7,7 +7,7 @@
 #   adatikhonov, authors_alpha_clamp      their alpha >= 1e-3 and penalty-free first step
 #   vardrop_lr / vardrop, authors_clamp   their clamps (log sigma in the noise only / none)
 #   vardrop_lr_ar, authors_init           their initialisation, N(0, 0.02^2) weights and zero biases
-# The paper-text rows they are compared with are docs/results_3seeds/results.csv.
+# The paper-text rows they are compared with are docs/results/paper_table/results.csv.
 #
 #   DATA=../shared/data scripts/reproduce/authors_exact.sh                  (stacked launcher, 2 workers)
 #   EPOCHS=1 DATA=../shared/data scripts/reproduce/authors_exact.sh data.train_limit=512  (arguments go to adrop train)

@@ -1,9 +1,9 @@
 """lam_search's rounds replayed against measured curves: where would a search land, round by round, under a rule?
 
-    python scripts/studies/lam_search_replay.py docs/results_matched_0.02/* [--target 0.02]
+    python scripts/studies/lam_search_replay.py docs/results/matched_sparsity/0.02/* [--target 0.02]
         [--full-over-short 0.4,0.8 ...]
-    python scripts/studies/lam_search_replay.py docs/results/speed/bench_lam_search_a46ef5f/*.csv
-    python scripts/studies/lam_search_replay.py docs/results_matched_0.02/* --beyond-slope 0.5 1 1.5
+    python scripts/studies/lam_search_replay.py docs/results/lam_search/bench_lam_search_a46ef5f/*.csv
+    python scripts/studies/lam_search_replay.py docs/results/matched_sparsity/0.02/* --beyond-slope 0.5 1 1.5
 
 Each folder holds a method's search tables (search*.csv, from `scripts/reproduce/matched_sparsity.sh`), or each file is
 one: one combination, searched with short and full runs. Its completed runs (reused ones too) are its curves: the short

@@ -4,10 +4,11 @@ folders can move by editing this table alone."""
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+RESULTS = DOCS / "results"  # the page docs/results/<topic>.md keeps its data in docs/results/<topic>/
 FOLDERS = {
-    "speed": DOCS / "results" / "speed",  # benchmark outputs and lam search records
-    "matched_0.02": DOCS / "results_matched_0.02",  # every method at 2% nonzero, 200 epochs
-    "vardrop_kl": DOCS / "results" / "vardrop_kl",  # the one engine against the previous reference
+    "speed": RESULTS / "lam_search",  # lam search records: benchmark outputs and search tables (lam_search.md)
+    "matched_0.02": RESULTS / "matched_sparsity" / "0.02",  # every method at 2% nonzero, 200 epochs
+    "vardrop_kl": RESULTS / "authors_speed" / "vardrop_kl",  # VarDrop's KL gradient written out, before and after
 }
 
 
