@@ -47,16 +47,6 @@ def compose_config(*overrides):
         return compose("config", overrides=list(overrides))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def cache_folder(tmp_path_factory):
-    """adrop's cache (the help's, adrop.train.command.help_page) in a folder of the session's own, not the user's
-    ~/.cache."""
-    saved = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield Path(os.environ["XDG_CACHE_HOME"])
-    os.environ.pop("XDG_CACHE_HOME") if saved is None else os.environ.__setitem__("XDG_CACHE_HOME", saved)
-
-
 @pytest.fixture(scope="session")
 def config():
     return compose_config

@@ -1,9 +1,10 @@
-"""`adrop train --help` without torch (adrop.train.command.help_page): Hydra's help, line for line, from a cache of the
-methods' Params that follows adrop's sources."""
+"""`adrop train --help` without torch (adrop.train.command.help_page): Hydra's help, line for line, with the methods'
+Params read from their sources."""
 
-import json
+import dataclasses
 import subprocess
 import sys
+import typing
 
 import pytest
 
@@ -29,12 +30,10 @@ def python(code: str, *args: str) -> subprocess.CompletedProcess:
         ["method=hard_concrete", "method.params.beta=1"],
     ],
 )  # an int into a float field
-def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
+def test_the_help_is_hydras_and_imports_no_torch(overrides):
     hydras = python(HYDRAS_HELP, *overrides, "--help")
-    cold = python(NO_TORCH.replace("assert not", "assert 1 or"), *overrides, "--help")  # fills the cache
-    warm = python(NO_TORCH, *overrides, "--help")
-    assert hydras.returncode == 0 and cold.returncode == 0 and warm.returncode == 0, warm.stderr
-    assert cold.stdout == hydras.stdout
+    warm = python(NO_TORCH, *overrides, "--help")  # the first help of all: there is nothing to warm
+    assert hydras.returncode == 0 and warm.returncode == 0, warm.stderr
     assert warm.stdout == hydras.stdout
     assert (
         "== Configuration groups ==" in warm.stdout
@@ -44,10 +43,8 @@ def test_the_help_is_hydras_and_imports_no_torch_once_cached(overrides):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", ["method.params.beta=abc", "method.params.final_sparsity=x"])
-def test_the_cached_params_are_typed_and_closed_as_the_methods_own(wrong, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a cache of its own: no other test's help in it
+def test_the_params_read_are_typed_and_closed_as_the_methods_own(wrong):
     method = "hard_concrete" if "beta" in wrong else "magnitude_pruning"
-    python(NO_TORCH.replace("assert not", "assert 1 or"), f"method={method}", "--help")  # the cache is there
     hydras = python(HYDRAS_HELP, f"method={method}", wrong, "--help")
     warm = python(NO_TORCH, f"method={method}", wrong, "--help")
     assert hydras.returncode == warm.returncode == 2 and warm.stdout == "" and warm.stderr.count("\n") == 1
@@ -72,34 +69,47 @@ def test_only_the_help_takes_the_quick_way():
         assert not help_page.requested([hydras, "--help"])
 
 
-def test_the_cache_follows_the_sources(tmp_path, monkeypatch, cache_folder):
-    package = tmp_path / "pkg"
-    (package / "sub").mkdir(parents=True)
-    (package / "a.py").write_text("x = 1\n")
-    (package / "sub" / "b.py").write_text("y = 2\n")
-    before = help_page.sources_digest(package)
-    (package / "sub" / "b.py").write_text("y = 3\n")
-    assert help_page.sources_digest(package) != before
-    (package / "sub" / "b.py").write_text("y = 2\n")
-    assert help_page.sources_digest(package) == before
-    (package / "sub" / "b.py").rename(package / "b.py")  # the same bytes under another name
-    assert help_page.sources_digest(package) != before
+def described(cls) -> tuple:
+    hints = typing.get_type_hints(cls)
+    fields = [
+        (f.name, hints[f.name], f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        for f in dataclasses.fields(cls)
+    ]
+    return cls.__name__, fields
 
-    # a cache file of these sources that cannot be read is made again, from the methods themselves
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    (tmp_path / "cache" / "adrop").mkdir(parents=True)
-    (tmp_path / "cache" / "adrop" / "method_params-0123.json").write_text("{}")  # an earlier version's
-    own = help_page.method_params()  # no cache yet: the methods' own classes, and the cache written
-    (written,) = (tmp_path / "cache" / "adrop").glob("method_params-*.json")  # the earlier one removed
-    assert json.loads(written.read_text()) == help_page.described_params()
-    rebuilt = help_page.method_params()
-    assert rebuilt.keys() == own.keys()
-    for name, cls in own.items():  # the same name, fields, types and defaults
-        assert rebuilt[name] is not cls and help_page.describe(rebuilt[name]) == help_page.describe(cls)
-    assert rebuilt["adaptive_dropout"]().mask == "bernoulli"
-    written.write_text("{not json")
-    assert help_page.method_params() == own and json.loads(written.read_text()) == help_page.described_params()
-    assert [p.name for p in written.parent.iterdir()] == [written.name]  # no temporary file left
+
+def test_the_params_read_from_the_sources_are_the_methods_own():
+    from adrop import methods
+
+    read = help_page.params_from_source()
+    assert read.keys() == methods.METHODS.keys()
+    for name, cls in methods.METHODS.items():
+        assert read[name] is not cls.Params and described(read[name]) == described(cls.Params), name
+    assert described(read["adaprox"])[1][:2] == [("penalty", str, "logsum"), ("penalty_params", dict, {})]  # a base's
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from typing import Optional\n@dataclass\nclass P:\n    x: Optional[int] = None\n",  # a type it does not know
+        "@dataclass\nclass P:\n    x: int = some_function()\n",  # a default it cannot compute
+    ],
+)
+def test_a_params_the_reader_cannot_follow_imports_the_methods(source, tmp_path, monkeypatch):
+    from adrop import methods
+
+    folder = tmp_path / "methods"
+    folder.mkdir()
+    (folder / "mine.py").write_text(source + '@register\nclass Mine:\n    name = "mine"\n    Params = P\n')
+    with pytest.raises((help_page.Unreadable, NameError)):
+        help_page.params_from_source(folder)
+    real = help_page.params_from_source
+
+    def wrong_folder(folder_=None):
+        return real(folder)
+
+    monkeypatch.setattr(help_page, "params_from_source", wrong_folder)
+    assert help_page.method_params() == {name: cls.Params for name, cls in methods.METHODS.items()}
 
 
 @pytest.mark.slow

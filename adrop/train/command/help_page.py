@@ -2,27 +2,32 @@
 
 Two things made the help slow: the methods' Params dataclasses (the schema of method.params) live in the methods'
 modules, which import torch; and Hydra's help lists every config group of every plugin (Hydra's own included) before
-it looks at the template, which adrop's does not use. Here each Params class is rebuilt from a cache of its fields
-(names, types, defaults), kept per version of adrop's sources (a digest of its .py files: any edit makes a new one),
-so method.params is as closed and typed as in a run; and the template is filled in directly. What is printed is
-Hydra's help, line for line (tests/test_help_page.py compares the two). Overrides of Hydra's own settings
-(`hydra.*`, `hydra/launcher=...`) and templates with Hydra's other fields go to Hydra's help.
+it looks at the template, which adrop's does not use. Here each method's Params class is read from its module's
+source (adrop/methods/*.py, with the `ast` module: its fields, their types and their defaults, through the classes it
+inherits from) and made again as a dataclass, so method.params is as closed and typed as in a run, with nothing kept
+between commands; and the template is filled in directly. What is printed is Hydra's help, line for line
+(tests/test_help_page.py compares the two, and the Params read here with the methods' own). A Params the reader
+cannot follow (a type or a default it does not know) makes the help import the methods instead. Overrides of Hydra's
+own settings (`hydra.*`, `hydra/launcher=...`) and templates with Hydra's other fields go to Hydra's help.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-import hashlib
-import json
-import os
+import math
 import string
 import sys
-import typing
 from pathlib import Path
 
 HELP_FLAGS = ("--help", "-h")
 TEMPLATE_FIELDS = {"CONFIG"}  # Hydra's template fields this help fills in; the others are left to Hydra
-TYPES = {t.__name__: t for t in (bool, int, float, str, dict)}  # the field types a cached Params may have
+TYPES = {t.__name__: t for t in (bool, int, float, str, dict)}  # the field types a Params read here may have
+DEFAULTS = {"math": math, "field": dataclasses.field, "dict": dict, "list": list}  # what a default may name
+
+
+class Unreadable(Exception):
+    """A Params the source reader does not follow: the help imports the methods instead."""
 
 
 def requested(argv: list[str]) -> bool:
@@ -33,88 +38,86 @@ def requested(argv: list[str]) -> bool:
     return bool(flags) and all(f in HELP_FLAGS for f in flags) and not hydras
 
 
-def sources_digest(package: Path) -> str:
-    """A digest of every .py file of the package (names and bytes): the cache's key."""
-    h = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:20]
+def _classes(folder: Path) -> dict[str, ast.ClassDef]:
+    """Every class of the methods' modules, by name (the modules import one another's by name)."""
+    found = {}
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef):
+                if node.name in found:
+                    raise Unreadable(f"two classes named {node.name}")
+                found[node.name] = node
+    return found
 
 
-def cache_path() -> Path | None:
-    """This version of adrop's cache file (None where there is no home folder to keep it in)."""
+def _attribute(classes: dict, name: str, attribute: str):
+    """A class attribute's expression (`name = "logsum"`, `Params = X`), looked up through the class's bases."""
+    node = classes.get(name)
+    if node is None:
+        return None
+    for statement in node.body:
+        if isinstance(statement, ast.Assign) and any(getattr(t, "id", None) == attribute for t in statement.targets):
+            return statement.value
+        if isinstance(statement, ast.AnnAssign) and getattr(statement.target, "id", None) == attribute:
+            return statement.value
+    for base in node.bases:
+        if isinstance(base, ast.Name):
+            found = _attribute(classes, base.id, attribute)
+            if found is not None:
+                return found
+    return None
+
+
+def _fields(classes: dict, name: str) -> list[tuple]:
+    """A dataclass's fields as (name, type, dataclasses.field), its bases' first, as dataclasses orders them."""
+    node = classes.get(name)
+    if node is None:
+        raise Unreadable(f"no class {name}")
+    fields: dict[str, tuple] = {}
+    for base in node.bases:
+        if not isinstance(base, ast.Name):
+            raise Unreadable(f"{name}'s base {ast.unparse(base)}")
+        fields.update({f[0]: f for f in _fields(classes, base.id)})
+    for statement in node.body:
+        if not isinstance(statement, ast.AnnAssign):
+            continue
+        field_name, kind = statement.target.id, ast.unparse(statement.annotation)
+        if kind not in TYPES or statement.value is None:
+            raise Unreadable(f"{name}.{field_name}: {kind}")
+        default = eval(compile(ast.Expression(statement.value), "<default>", "eval"), {"__builtins__": {}}, DEFAULTS)
+        if not isinstance(default, dataclasses.Field):
+            default = dataclasses.field(default=default)
+        fields[field_name] = (field_name, TYPES[kind], default)
+    return list(fields.values())
+
+
+def params_from_source(folder: Path | None = None) -> dict:
+    """{method: its Params class}, read from the methods' sources (registered classes: `@register`, a `name`)."""
     import adrop
 
-    try:
-        folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "adrop"
-    except RuntimeError:
-        return None
-    return folder / f"method_params-{sources_digest(Path(adrop.__file__).parent)}.json"
-
-
-def describe(cls) -> dict | None:
-    """A Params dataclass as JSON: its name and [field, type, default] triples; None if a field's type is not one
-    the cache can hold (then the help imports the methods)."""
-    hints = typing.get_type_hints(cls)
-    fields = []
-    for f in dataclasses.fields(cls):
-        kind = hints[f.name]
-        if kind not in TYPES.values():
-            return None
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        fields.append([f.name, kind.__name__, default])
-    return {"name": cls.__name__, "fields": fields}
-
-
-def rebuild(description: dict):
-    """The dataclass `describe` described: same name, fields, types and defaults."""
-    fields = [
-        (
-            name,
-            TYPES[kind],
-            dataclasses.field(default_factory=lambda d=default: type(d)(d))
-            if isinstance(default, (dict, list))
-            else dataclasses.field(default=default),
-        )
-        for name, kind, default in description["fields"]
-    ]
-    return dataclasses.make_dataclass(description["name"], fields)
-
-
-def described_params() -> dict | None:
-    """{method: describe(its Params)}, from the methods themselves (this imports torch); None if one cannot be."""
-    from adrop import methods
-
-    described = {name: describe(cls.Params) for name, cls in methods.METHODS.items()}
-    return None if None in described.values() else described
+    classes = _classes(folder or Path(adrop.__file__).parent / "methods")
+    out = {}
+    for cls_name, node in classes.items():
+        if not any(getattr(d, "id", None) == "register" for d in node.decorator_list):
+            continue
+        name = _attribute(classes, cls_name, "name")
+        params = _attribute(classes, cls_name, "Params")
+        if not isinstance(name, ast.Constant):
+            raise Unreadable(f"{cls_name}'s name")
+        params_name = params.id if isinstance(params, ast.Name) else "NoParams"
+        out[name.value] = dataclasses.make_dataclass(params_name, _fields(classes, params_name))
+    return out
 
 
 def method_params() -> dict:
-    """{method: its Params class}: rebuilt from the cache, or the methods' own (importing torch) when the sources
-    changed since the cache was written; an unwritable cache folder only costs the next help its speed."""
-    path = cache_path()
+    """{method: its Params class}: read from the sources, or the methods' own (importing torch) where the reader
+    cannot follow one."""
     try:
-        return {name: rebuild(d) for name, d in json.loads(path.read_text()).items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # none yet, or not readable
-        pass
-    from adrop import methods
+        return params_from_source()
+    except (Unreadable, SyntaxError, NameError, TypeError, AttributeError, ValueError):
+        from adrop import methods
 
-    described = described_params()
-    if described is not None and path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # two helps at once: one file each
-            try:
-                temporary.write_text(json.dumps(described))
-                os.replace(temporary, path)  # whole or not at all
-            finally:
-                temporary.unlink(missing_ok=True)
-            for old in path.parent.glob("method_params-*.json"):  # earlier sources' caches
-                if old != path:
-                    old.unlink(missing_ok=True)
-        except OSError:
-            pass
-    return {name: cls.Params for name, cls in methods.METHODS.items()}
+        return {name: cls.Params for name, cls in methods.METHODS.items()}
 
 
 def show(argv: list[str]) -> int:
