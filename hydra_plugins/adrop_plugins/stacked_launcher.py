@@ -50,7 +50,7 @@ class StackedLauncher(Launcher):
 
 def compose(config, hydra_context, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
     """Each job's configuration and folder, composed as Hydra's basic launcher composes them."""
-    from adrop.train.sweep import stacked_jobs
+    from adrop.train.loop import lifecycle  # torch: only when a sweep launches
 
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
     Path(str(config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
@@ -68,7 +68,7 @@ def compose(config, hydra_context, job_overrides: Sequence[Sequence[str]], initi
             with read_write(task_cfg), open_dict(task_cfg):
                 del task_cfg["hydra"]
             jobs.append(
-                stacked_jobs.Job(
+                lifecycle.Job(
                     cfg=task_cfg,
                     folder=folder.absolute(),
                     hydra_cfg=copy.deepcopy(HydraConfig.instance().cfg),

@@ -21,9 +21,7 @@ from adrop.train import errors, tasks
 from adrop.train.command import start_checks
 from adrop.train.command.start_checks import CREATED, StartRefused
 from adrop.train.config import schema
-from adrop.train.errors import TrainError
-from adrop.train.loop import collapse
-from adrop.train.loop.engine import Engine
+from adrop.train.loop import collapse, lifecycle
 from adrop.train.run_folder import run_files, sweep_outcomes
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
 
@@ -97,68 +95,40 @@ def task(cfg: DictConfig):
 
 
 def job(cfg, hc, folder: Path, multirun: bool) -> dict | None:
+    """One job through the lifecycle every launcher shares (adrop.train.loop.lifecycle); said, and for a single run
+    ended with its exit status, here."""
+    this = lifecycle.Job(cfg, folder, HydraConfig.instance().cfg, hc.overrides.task, hc.runtime.choices.get("method"))
+    held: list = []  # until this job ends: a second command on the folder is refused
     try:
-        run = start_checks.settings_of(cfg, hc.runtime.choices.get("method"))
-        # held first, then claimed: a folder that another command is setting up is in use, not "holds no run"
-        held = run_files.Held(folder)  # until this job ends: a second command on the folder is refused
-    except TrainError as err:
-        return failed_start(folder, cfg, str(err), multirun)
-    except run_files.FolderInUse as err:  # another command trains this very run: a sweep counts how it ends there
-        if multirun:
-            return held_elsewhere(folder, cfg, str(err))
-        report(str(err), multirun, folder)
-        sys.exit(errors.REFUSED)
-    except run_files.WriteFailed as err:
-        return failed_start(folder, cfg, str(err), multirun, code=errors.FAILED)
-    with held:
-        try:
-            state = run_files.claim(folder, run.identity)
-        except run_files.FolderTaken as err:  # nothing written: the folder is another run's
-            report(str(err), multirun, folder)
-            if not multirun:
-                sys.exit(errors.REFUSED)
-            return {"status": "refused", "error": str(err), "method": cfg.method.name}
-        if state == "completed":
-            previous = run_files.read_summary(folder)
-            print(f"{folder} already holds this run, completed; nothing to do ({one_line(previous)})")
-            return previous
-        return train(run, folder, multirun, hc)
+        started = lifecycle.start(this, held, record=multirun, settings=start_checks.settings_of)
+        if isinstance(started, dict):
+            return ended(this, started, multirun)
+        return train(this, started.run, multirun, hc)
+    finally:
+        for hold in held:
+            hold.close()
 
 
-def held_elsewhere(folder: Path, cfg, message: str) -> dict:
-    """A sweep's job whose folder another command holds, training this same run: not trained twice, and counted,
-    when the sweep ends, as that command has left it by then (sweep_ended)."""
-    print(f"adrop train: {folder.name}: {sweep_outcomes.HELD}", flush=True)
-    return {"status": "held", "error": message, "method": cfg.method.name}
+def train(this: lifecycle.Job, run, multirun: bool, hc) -> dict | None:
+    """One run: a stack of one. A single run says where it trains and what, once its engine holds the data."""
+    folder, trained = this.folder, []
 
+    def begin(engine) -> None:
+        trained.append(True)
+        if not multirun:  # said once it trains: a start that fails leaves no folder to name
+            STARTED["run"] = folder.absolute()
+            print(f"adrop train: {this.cfg.method.name} into {folder.absolute()}", flush=True)
+            for line in engine.describe():
+                print(f"adrop train: {line}", flush=True)
 
-def train(run, folder: Path, multirun: bool, hc) -> dict | None:
-    """One run: the engine with a stack of one."""
-    cfg, identity = run.cfg, run.identity
-    try:
-        engine = Engine([run], [folder], multirun=multirun)
-        run_files.begin(folder, run.cfg, HydraConfig.instance().cfg, hc.overrides.task, cfg.method.name, identity)
-    except (TrainError, ValueError) as err:  # its data or network refused
-        return failed_start(folder, cfg, str(err), multirun, identity)
-    except run_files.WriteFailed as err:
-        return failed_start(folder, cfg, str(err), multirun, identity, code=errors.FAILED)
-    except Exception as err:  # a write the system refused (a folder that cannot be made), or a bug
-        return failed_start(folder, cfg, unexpected(err, folder), multirun, identity, code=errors.FAILED)
-    if not multirun:  # said once it trains: a start that fails leaves no folder to name
-        STARTED["run"] = folder.absolute()
-        print(f"adrop train: {cfg.method.name} into {folder.absolute()}", flush=True)
-        for line in engine.describe():
-            print(f"adrop train: {line}", flush=True)
-    try:
-        summary = engine.fit()[0]
-    except (TrainError, ValueError, run_files.WriteFailed) as err:
-        return failed(folder, cfg, str(err), multirun, identity)
-    except Exception as err:
-        return failed(folder, cfg, unexpected(err, folder), multirun, identity)
+    summary = lifecycle.train([this], [run], multirun=multirun, on_start=begin)[0]
+    if summary["status"] != "completed" and not trained:  # its data or network refused, or its start failed
+        return ended(this, summary, multirun)
     if summary["status"] == "failed" and summary.get("collapsed") and multirun and collapse.searched(hc.sweeper):
         print(collapse.probe_line(folder.name, summary), flush=True)
         return summary
-    if summary["status"] == "failed":  # the engine recorded why in the folder (divergence, collapse)
+    if summary["status"] == "failed":  # recorded in the folder (divergence, collapse, an error while training)
+        log.info("failed: %s", summary["error"])  # the job's log file; the user gets the one line below
         report(summary["error"], multirun, folder)
         if not multirun:
             sys.exit(errors.FAILED)
@@ -171,52 +141,33 @@ def train(run, folder: Path, multirun: bool, hc) -> dict | None:
     return summary
 
 
-def unexpected(err: Exception, folder: Path) -> str:
-    """An error no check raised: a write the system refused, in plain words (run_files.write_failed); else a bug
-    (errors.bug: the traceback goes to the job's log)."""
-    found = run_files.os_error(err)
-    if found is not None and found.errno in run_files.WRITE_ERRNOS:
-        return str(run_files.write_failed(folder, err))
-    return errors.bug(err)
+def held_elsewhere(folder: Path, cfg, message: str) -> dict:
+    """A sweep's job whose folder another command holds, training this same run: not trained twice, and counted,
+    when the sweep ends, as that command has left it by then (sweep_ended)."""
+    print(f"adrop train: {folder.name}: {sweep_outcomes.HELD}", flush=True)
+    return {"status": "held", "error": message, "method": cfg.method.name}
 
 
-def failed_start(
-    folder: Path, cfg, message: str, multirun: bool, identity: dict | None = None, code: int = errors.REFUSED
-):
-    """A run that could not start: refused (its values or data: errors.REFUSED) or failed (a folder or file that
-    cannot be written: errors.FAILED). A single run leaves no new folder and an earlier run's folder untouched, and
-    exits with `code`; a sweep's job records why in its own folder where it can (summary.json, status failed, and
-    .hydra/) and the sweep goes on, counting it as refused or failed."""
-    report(message, multirun, folder)
-    if not multirun:
-        top = CREATED.get(folder.absolute())
-        if top is not None and top.is_dir():  # made by this command: all of it goes, empty parents included
-            for path in sorted(top.rglob("*"), reverse=True):
-                path.unlink() if path.is_file() else path.rmdir()
-            top.rmdir()
-        sys.exit(code)
-    status = "refused" if code == errors.REFUSED else "failed"
-    try:
-        if run_files.read_summary(folder) is None or identity is not None:
-            run_files.write_config(folder, cfg, HydraConfig.instance().cfg, HydraConfig.get().overrides.task)
-            return {**run_files.mark_failed(folder, message, cfg.method.name, identity), "status": status}
-    except (OSError, ValueError, run_files.WriteFailed):  # a folder that cannot be written or read: said above
-        pass
-    return {"status": status, "error": message, "method": cfg.method.name}
-
-
-def failed(folder: Path, cfg, message: str, multirun: bool, identity: dict):
-    """A run that failed while training: summary.json says so (its last good checkpoint stays); a single run exits
-    non-zero, a sweep goes on with its other jobs."""
-    try:
-        summary = run_files.mark_failed(folder, message, cfg.method.name, identity)
-    except run_files.WriteFailed:  # summary.json cannot be written either: the one line says why the run failed
-        summary = {"status": "failed", "error": message, "method": cfg.method.name}
-    log.info("failed: %s", message)  # the job's log file; the user gets the one line below
-    report(message, multirun, folder)
-    if not multirun:
-        sys.exit(errors.FAILED)
-    return summary
+def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
+    """A job that ended before training, said: completed already, held by another command, refused (its values, data
+    or folder: errors.REFUSED) or failed (a folder or file that cannot be written: errors.FAILED). A sweep's job
+    returns it (the lifecycle recorded it in the folder where it could) and the sweep goes on; a single run exits
+    with its status, and leaves no folder that this command made."""
+    folder, status = this.folder, result["status"]
+    if status == "completed":
+        print(f"{folder} already holds this run, completed; nothing to do ({one_line(result)})")
+        return result
+    if status == "held" and multirun:
+        return held_elsewhere(folder, this.cfg, result["error"])
+    report(result["error"], multirun, folder)
+    if multirun:
+        return result
+    top = CREATED.get(folder.absolute())
+    if top is not None and top.is_dir():  # made by this command: all of it goes, empty parents included
+        for path in sorted(top.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        top.rmdir()
+    sys.exit(errors.FAILED if status == "failed" else errors.REFUSED)
 
 
 @hydra.main(version_base="1.3", config_path="pkg://adrop.conf", config_name="config")

@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from adrop.train import runtime
+from adrop.train.loop import lifecycle
 from adrop.train.run_folder import run_files
 from adrop.train.runtime import Interrupted, raise_interrupted
 from adrop.train.sweep import stacked_jobs
@@ -62,7 +63,7 @@ class TrainStack:
 def submit(
     executor, kind: str, jobs: list, max_stack: int | None, device: str | None, train: TrainStack, folder: str
 ) -> list[dict]:
-    """Train `jobs` (stacked_jobs.Job) as stacks, one submitit job each, and wait for them: every job's summary.
+    """Train `jobs` (lifecycle.Job) as stacks, one submitit job each, and wait for them: every job's summary.
     Jobs decided without training (failed checks, a folder that holds another run, a completed run) are not sent.
     `device` ("cpu", "cuda" or None: this machine's) sets the default stack size (stacked_jobs.default_max_stack)."""
     results, runs, groups = stacked_jobs.examine(jobs)
@@ -119,7 +120,7 @@ def ended(job, why: str, identity: dict) -> dict:
     summary = run_files.read_summary(job.folder) or {}
     if summary.get("status") in ("completed", "failed", "interrupted"):
         return summary
-    return stacked_jobs.record_failure(job, why, identity)
+    return lifecycle.record_failure(job, why, identity)
 
 
 def slurm_device(device: str, params: dict) -> str:

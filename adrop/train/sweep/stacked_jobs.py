@@ -18,18 +18,16 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-from adrop.train import errors, tasks
+from adrop.train import tasks
 from adrop.train.config.settings import resolve, stack_key
 from adrop.train.errors import TrainError
-from adrop.train.loop import collapse
-from adrop.train.loop.engine import Engine
+from adrop.train.loop import collapse, lifecycle
+from adrop.train.loop.lifecycle import Job
 from adrop.train.run_folder import run_files, sweep_outcomes
-from adrop.train.runtime import Interrupted, device_type, interruption, sigterm_stops_training
+from adrop.train.runtime import Interrupted, device_type, interruption
 
 log = logging.getLogger("adrop.train")
 # The default stack size on a CPU, per method (scripts/benchmarks/bench_stacked.py, docs/results/stacked_speed.md): a
@@ -40,15 +38,6 @@ log = logging.getLogger("adrop.train")
 CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4}
 GPU_STACK = 64
 IN_WORKER: list = []  # not empty in a worker process of the launcher (start_worker)
-
-
-@dataclass
-class Job:
-    cfg: object
-    folder: Path
-    hydra_cfg: object
-    overrides: list
-    method_choice: str | None
 
 
 def default_max_stack(cfg, device: str | None = None) -> int:
@@ -103,41 +92,14 @@ def start_worker(threads: int, parent: int) -> None:
 
 
 def train_stack(jobs: list[Job], runs: list) -> list[dict]:
-    """Train one stack (in this process or a worker's) and return its jobs' summaries; a failure is recorded in
-    each job's folder, never raised; a stack whose data or network is refused says so ("refused")."""
+    """One stack trained (lifecycle.train), in this process or a worker's: a worker that is stopped ends here, rather
+    than take the next stack from the queue (the engine recorded the stop in the stack's folders)."""
     try:
-        with sigterm_stops_training():
-            try:
-                engine = Engine(runs, [job.folder for job in jobs], multirun=True)
-            except (TrainError, ValueError) as err:
-                return [record_failure(job, str(err), run.identity, refused=True) for job, run in zip(jobs, runs)]
-            return engine.fit()
-    except (KeyboardInterrupt, Interrupted) as stop:  # the engine recorded it in the stack's folders
-        if IN_WORKER:  # a worker stops here, rather than take the next stack from the queue
+        return lifecycle.train(jobs, runs)
+    except (KeyboardInterrupt, Interrupted) as stop:
+        if IN_WORKER:
             os._exit(getattr(stop, "exit_code", 130))
         raise
-    except (TrainError, ValueError, run_files.WriteFailed) as err:
-        return [record_failure(job, str(err), run.identity) for job, run in zip(jobs, runs)]
-    except Exception as err:  # a bug: one line per job, the traceback in the log (and under HYDRA_FULL_ERROR=1)
-        message = errors.bug(err)
-        return [record_failure(job, message, run.identity) for job, run in zip(jobs, runs)]
-
-
-def record_failure(job: Job, message: str, identity: dict | None = None, refused: bool = False) -> dict:
-    """The job failed, or was `refused` (its values or data): its folder says why (summary.json, status failed; the
-    launcher prints the one line), and what it returns says which. A job refused before its folder was claimed
-    (identity None) writes nothing into a folder that holds a run already; nor does a folder that cannot be
-    written."""
-    status = "refused" if refused else "failed"
-    failure = {"status": status, "error": message, "method": job.cfg.method.name}
-    if identity is None and (job.folder / run_files.SUMMARY).exists():
-        return failure
-    try:
-        run_files.make_folder(job.folder)
-        run_files.write_config(job.folder, job.cfg, job.hydra_cfg, job.overrides)
-        return {**run_files.mark_failed(job.folder, message, job.cfg.method.name, identity), "status": status}
-    except (OSError, run_files.WriteFailed):
-        return failure
 
 
 def run(jobs: list[Job], max_stack: int | None, n_jobs: int | None = None) -> list[dict]:
@@ -163,42 +125,36 @@ def examine(jobs: list[Job], held: list | None = None) -> tuple[list, dict, dict
     groups: dict[tuple, list[int]] = {}
     runs = {}
     for i, job in enumerate(jobs):
-        hold = None
-        try:
-            runs[i] = resolve(job.cfg, job.method_choice)
-            # held first, then claimed: a folder that another command is setting up is in use, not "holds no run"
-            hold = run_files.Held(job.folder) if held is not None else None
-            state = run_files.claim(job.folder, runs[i].identity)
-            if state != "completed" and hold is not None:
-                held.append(hold)
-                run_files.begin(
-                    job.folder, runs[i].cfg, job.hydra_cfg, job.overrides, job.cfg.method.name, runs[i].identity
-                )
-            elif hold is not None:
-                hold.close()
-        except (TrainError, run_files.WriteFailed) as err:
-            say_failed(job, err)
-            results[i] = record_failure(
-                job, str(err), runs[i].identity if i in runs else None, refused=isinstance(err, TrainError)
-            )
+        started = lifecycle.start(job, held) if held is not None else check(job)
+        if isinstance(started, dict):
+            results[i] = started
+            status = started["status"]
+            if status == "held":
+                print(f"adrop train: {job.folder.name}: {sweep_outcomes.HELD}", flush=True)
+            elif status == "completed":
+                print(f"{job.folder} already holds this run, completed; nothing to do")
+            else:
+                say_failed(job, started["error"])
             continue
-        except run_files.FolderInUse as err:  # another command trains this very run: counted as it ends there
-            print(f"adrop train: {job.folder.name}: {sweep_outcomes.HELD}", flush=True)
-            results[i] = {"status": "held", "error": str(err), "method": job.cfg.method.name}
-            continue
-        except run_files.FolderTaken as err:
-            if hold is not None:
-                hold.close()
-            say_failed(job, err)
-            results[i] = {"status": "refused", "error": str(err), "method": job.cfg.method.name}
-            continue
-        if state == "completed":
-            results[i] = run_files.read_summary(job.folder)
-            print(f"{job.folder} already holds this run, completed; nothing to do")
-            continue
-        checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
-        groups.setdefault((stack_key(job.cfg), checkpoint["epoch"] if checkpoint else 0), []).append(i)
+        runs[i] = started.run
+        groups.setdefault((stack_key(job.cfg), started.epoch), []).append(i)
     return results, runs, groups
+
+
+def check(job: Job) -> lifecycle.Started | dict:
+    """A job examined by a process that does not train it (a cluster's launcher): resolved and claimed, its folder
+    neither held nor begun (the cluster job that trains it does both)."""
+    try:
+        run = resolve(job.cfg, job.method_choice)
+        state = run_files.claim(job.folder, run.identity)
+    except TrainError as err:
+        return lifecycle.record_failure(job, str(err), refused=True)
+    except run_files.FolderTaken as err:
+        return {"status": "refused", "error": str(err), "method": job.cfg.method.name}
+    if state == "completed":
+        return {**run_files.read_summary(job.folder), "status": "completed"}
+    checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
+    return lifecycle.Started(run, state, checkpoint["epoch"] if checkpoint else 0)
 
 
 def plan(
@@ -282,7 +238,7 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
                 summaries = future.result()
             except Exception as err:  # the worker died (killed, out of memory): its stack failed, the rest goes on
                 summaries = [
-                    record_failure(
+                    lifecycle.record_failure(
                         job, f"the worker process training it ended ({type(err).__name__}: {err})", run.identity
                     )
                     for job, run in zip(*work[n])
