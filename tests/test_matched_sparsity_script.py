@@ -62,19 +62,20 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     assert abs(float(answer["nonzero_fraction"]) - 0.3) <= 0.5 * 0.3
     for method in ("logsum", "magnitude_pruning"):
         results = pd.read_csv(tmp_path / "results" / method / "results.csv")
-        seeds = results[results["run"].str.startswith("seeds/")]
+        seeds = results[results["run"].str.startswith("search/") & (results["seed"] != 0)]
         assert sorted(seeds["seed"]) == [1, 2] and (seeds["status"] == "completed").all()
         assert (seeds["epochs"] == 10).all()
         with open(tmp_path / "results" / method / "search.csv") as fh:
             assert len(list(csv.DictReader(fh))) >= 1
     logsum = pd.read_csv(tmp_path / "results" / "logsum" / "results.csv")
-    assert set(logsum[logsum["run"].str.startswith("seeds/")]["lam"]) == {float(answer["lam"])}
+    assert set(logsum[logsum["seed"] != 0]["lam"]) == {float(answer["lam"])}
     pruned = pd.read_csv(tmp_path / "results" / "magnitude_pruning" / "results.csv")
-    seeds = pruned[pruned["run"].str.startswith("seeds/")]
+    seeds = pruned[pruned["seed"] != 0]
     assert seeds["nonzero_fraction"].round(3).eq(0.3).all()  # the target, taken directly
     # under the default bound (val error 0.5) the same search, replayed, has no answer: exit 1, no seeds trained, the
     # search reported all the same (marked: a search that did not land)
-    seeds = sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir())
+    search = tmp_path / "sweep" / "logsum" / "search"
+    runs = sorted(p for p in search.iterdir() if p.is_dir())
     strict = matched(
         tmp_path,
         "data.train_limit=1024",
@@ -84,6 +85,6 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
         RESULTS=str(tmp_path / "strict_results"),
     )
     assert strict.returncode == 1 and "above max_val_error 0.5 at lam " in strict.stderr
-    assert "logsum/seeds" not in strict.stdout and sorted((tmp_path / "sweep" / "logsum" / "seeds").iterdir()) == seeds
+    assert "at its answer" not in strict.stdout and sorted(p for p in search.iterdir() if p.is_dir()) == runs
     missed = tmp_path / "strict_results" / "logsum"
     assert (missed / "search_missed").exists() and (missed / "results.csv").exists()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every method at one sparsity: per method, lam searched for TARGET nonzero (within
 # 5%) with hydra/sweeper=lam_search on seed 0 in the paper's LeNet-300-100 setting (short rounds of a tenth of the
-# epochs, then full ones), then seeds 1 and 2 trained at the lam found. Magnitude pruning takes the target directly.
+# epochs, then full ones), then seeds 1 and 2 trained at the lam found (the search's then_seeds: its full run closest
+# to the target). Magnitude pruning takes the target directly.
 #
 #   DATA=../shared/data scripts/reproduce/matched_sparsity.sh             all methods, target 0.02, 200 epochs
 #   METHODS="logsum adaprox" TARGET=0.05 DATA=../shared/data scripts/reproduce/matched_sparsity.sh \
@@ -9,8 +10,8 @@
 #   EPOCHS=10 DATA=../shared/data scripts/reproduce/matched_sparsity.sh   (arguments go to every adrop train)
 #   SEARCH_OVERRIDES="hydra.sweeper.rounds=6" METHODS=eta_trick ...      (hydra.sweeper.* for the search only)
 #
-# Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search (the search, its
-# search.csv) and <method>/seeds (seeds 1 and 2). An interrupted method continues where it stopped: run the same
+# Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search: the search, its
+# search.csv, and seeds 1 and 2. An interrupted method continues where it stopped: run the same
 # command. With RESULTS set, each method's files go there as soon as its seeds finish: RESULTS/<method>/ gets
 # `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search*.csv, what
 # `python scripts/tools/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
@@ -27,10 +28,8 @@ SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/matched_${TARGET}_e${EPOCHS}}
 STATUS=0
 COMMON=(experiment=paper_lenet300 "epochs=${EPOCHS}" "data.root=${DATA}" progress=never hydra/launcher=stacked "$@")
 
-TOLERANCE=0.05  # lam_search's default, or SEARCH_OVERRIDES' hydra.sweeper.tolerance
 for O in ${SEARCH_OVERRIDES:-}; do  # the search's own settings only: seeds 1 and 2 must train as seed 0's search did
   case "$O" in
-    hydra.sweeper.tolerance=*) TOLERANCE=${O#*=} ;;
     hydra.sweeper.*) ;;
     *) echo "matched_sparsity.sh: SEARCH_OVERRIDES takes hydra.sweeper.* only, not $O" >&2; exit 2 ;;
   esac
@@ -44,21 +43,10 @@ report_missed() {  # the search's runs reported all the same (matched_table.py n
 }
 for METHOD in ${METHODS}; do
   adrop train -m hydra/sweeper=lam_search "hydra.sweeper.target_nonzero=${TARGET}" seed=0 "method=${METHOD}" \
-    "hydra.sweeper.max_val_error=${MAX_VAL_ERROR}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" \
-    ${SEARCH_OVERRIDES:-} || {
+    'hydra.sweeper.then_seeds=[1,2]' "hydra.sweeper.max_val_error=${MAX_VAL_ERROR}" \
+    "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/search" "${COMMON[@]}" ${SEARCH_OVERRIDES:-} || {
       rc=$?; [ "${rc}" -ge 128 ] && exit "${rc}"  # interrupted (130, 143): stop, nothing reported as missed
       STATUS=1; report_missed; continue; }
-  if [ "${METHOD}" = magnitude_pruning ]; then
-    SET="method.params.final_sparsity=$(python -c "print(1 - ${TARGET})")"
-  else  # the lam of seed 0's full run closest to the target (lam_search's answer), over the folder's tables
-    SET="lam=$(python -c 'import sys; from pathlib import Path
-from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_search_tables
-print(closest_full_run(read_search_tables(Path(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]),
-                       tolerance=float(sys.argv[4]), max_val_error=float(sys.argv[5]))["lam"])' \
-      "${SWEEP_DIR}/${METHOD}/search" "${TARGET}" "${EPOCHS}" "${TOLERANCE}" "${MAX_VAL_ERROR}")"
-  fi
-  adrop train -m seed=1,2 "method=${METHOD}" "${SET}" "hydra.sweep.dir=${SWEEP_DIR}/${METHOD}/seeds" \
-    "${COMMON[@]}" || { STATUS=1; continue; }
   if [ -n "${RESULTS:-}" ] && [ -e "${RESULTS}/${METHOD}/${MISSED}" ]; then  # a missed search's report: made again
     rm -r "${RESULTS:?}/${METHOD}"
   fi

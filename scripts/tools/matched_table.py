@@ -5,17 +5,17 @@
 
 Each FOLDER holds one method's files: search*.csv (the lam search on seed 0, hydra/sweeper=lam_search's tables, one
 per command into its folder; their union, a run once) and results.csv (`adrop report` of the method's folder: its
-search/ and seeds/ sweeps). A method's runs are seed 0's full run (--epochs, the sweep's EPOCHS) closest to the
-target, the rule matched_sparsity.sh used to pick the lam, and the full runs of seeds/ at that run's lam (for
-magnitude pruning, whose lam is unused, every full run of seeds/). Per method it gives the lam, the seeds, test error
-mean ± std and its 95% t interval, the nonzero fraction mean ± std, how many runs are within tolerance of the target,
-and the search's cost: its rounds, its runs (short ones apart) and the epochs it trained in units of one full run (a
-measure the machine's load does not move, unlike the wall time, which is given beside it as the runs' summed
-wall_time_s). The cost is the last command's search, the runs of its table (a later command into the folder replays
-the runs it reaches again; a fresh search at its code would take the same); where earlier commands trained runs it
-did not reach (a search run again after its rule changed), what all of them spent is given beside it. Runs a search
-reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number is given.
-A method whose search brought no run within tolerance, or only one erring above --max-val-error on validation
+search/ sweep, with the other seeds the search trained, or a seeds/ sweep beside it). A method's runs are seed 0's full
+run (--epochs, the sweep's EPOCHS) closest to the target, the rule lam_search answers with, and the other seeds'
+full runs at that run's lam (for magnitude pruning, whose lam is unused, every full run of the other seeds). Per method
+it gives the lam, the seeds, test error mean ± std and its 95% t interval, the nonzero fraction mean ± std, how many
+runs are within tolerance of the target, and the search's cost: its rounds, its runs (short ones apart) and the epochs
+it trained in units of one full run (a measure the machine's load does not move, unlike the wall time, which is given
+beside it as the runs' summed wall_time_s). The cost is the last command's search, the runs of its table (a later
+command into the folder replays the runs it reaches again; a fresh search at its code would take the same); where
+earlier commands trained runs it did not reach (a search run again after its rule changed), what all of them spent is
+given beside it. Runs a search reused from another (round 0, hydra.sweeper.reuse) cost it nothing; their number is
+given. A method whose search brought no run within tolerance, or only one erring above --max-val-error on validation
 (matched_sparsity.sh's MAX_VAL_ERROR: a network that failed at that sparsity), has no row: a line below the table
 names it with its closest full run. Then each method against the one of least mean error: Welch's t-test on the
 test errors (optimistic for the others, as the best is chosen after seeing the errors). Prints a markdown table; --out
@@ -75,7 +75,10 @@ def method_runs(
             f"{folder}: results.csv has {len(seed0)} rows for the search's closest run"
             + (f" (reused from another search: {closest['folder']})" if reused else "")
         )
-    others = results[completed & sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)]
+    # the other seeds: in the search's folder (its then_seeds), or a seeds/ sweep beside it (before then_seeds)
+    seeds_sweep = sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)
+    in_search = sweep_and_run.map(lambda parts: parts[0] == "search").astype(bool) & (results["seed"] != 0)
+    others = results[completed & (seeds_sweep | in_search)]
     if (others["method"] != "magnitude_pruning").any():  # magnitude pruning's lam is unused: its target is set
         others = others[np.isclose(others["lam"], float(closest["lam"]), rtol=1e-6, atol=0)]
     runs = pd.concat([seed0, others], ignore_index=True)
