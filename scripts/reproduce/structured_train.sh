@@ -20,12 +20,12 @@ MODEL=${MODEL:-lenet_300_100}
 if [ "${MODEL}" = lenet_300_100 ]; then DEFAULT_OUT=outputs/structured_lenet300; else DEFAULT_OUT=outputs/structured_${MODEL}_e${EPOCHS}; fi
 OUT=${OUT:-${DEFAULT_OUT}}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-N=1.6666666666666667e-05  # 1 / 60000
-VARDROP="$N,1.6666666666666667e-04,1.6666666666666667e-03,1.6666666666666667e-02"
-declare -A GRID=([adaprox]="5e-5,1e-4,3e-4,1e-3" [logsum]="5e-5,1e-4,3e-4,1e-3" [adatikhonov]="5e-5,1e-4,3e-4,1e-3"
-                 [adaptive_dropout]="5e-5,1e-4,3e-4,1e-3" [eta_trick]="1e-4,3e-4,1e-3,3e-3"
-                 [hard_concrete]="1e-7,3e-7,1e-6,3e-6" [vardrop_lr_ar]="$VARDROP" [vardrop_lr]="$VARDROP"
-                 [vardrop]="$VARDROP" [magnitude_pruning]="0.5,0.7,0.8,0.9")
+# each method's grid (conf/grid/); GRID_<method>=<lams> runs those instead
+declare -A GRID=([adaprox]=structured_train_eta_hat [logsum]=structured_train_eta_hat
+                 [adatikhonov]=structured_train_eta_hat [adaptive_dropout]=structured_train_eta_hat
+                 [eta_trick]=structured_train_eta_trick [hard_concrete]=structured_train_hard_concrete
+                 [vardrop_lr_ar]=structured_vardrop [vardrop_lr]=structured_vardrop [vardrop]=structured_vardrop
+                 [magnitude_pruning]=structured_train_pruning)
 declare -A LR=([adaprox]=1e-3 [logsum]=1e-3 [adatikhonov]=1e-3 [adaptive_dropout]=1e-3)
 METHODS=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do METHODS+=("$1"); shift; done
@@ -33,17 +33,16 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do METHODS+=("$1"); shift; done
 STATUS=0
 for method in "${METHODS[@]}"; do
   override="GRID_${method}"
-  grid=${!override:-${GRID[$method]:?unknown method $method}}
-  if [ "${method}" = magnitude_pruning ]; then
-    swept=("method.params.final_sparsity=${grid}" method.params.scope=layer)
-  else
-    swept=("lam=${grid}")
+  swept=("grid=${GRID[$method]:?unknown method $method}")
+  if [ -n "${!override:-}" ]; then  # the lams (magnitude pruning: the final_sparsity values) given instead
+    if [ "${method}" = magnitude_pruning ]; then swept+=("method.params.final_sparsity=${!override}"); else swept+=("lam=${!override}"); fi
   fi
+  if [ "${method}" = magnitude_pruning ]; then swept+=(method.params.scope=layer); fi
   lr=()
   if [ -n "${LR[$method]:-}" ]; then lr=("lr=${LR[$method]}"); fi
   adrop train -m "method=${method}" "model=${MODEL}" structure=neuron "epochs=${EPOCHS}" "seed=${SEEDS}" "data.root=${DATA}" \
     progress=never "${swept[@]}" "${lr[@]}" hydra/launcher=stacked hydra.launcher.n_jobs=1 \
     "hydra.sweep.dir=${OUT}/${method}" "hydra.sweep.subdir=\${hydra:job.override_dirname}" \
-    "hydra.job.config.override_dirname.exclude_keys=[method,model,structure,data.root,epochs,progress,device]" "$@" || STATUS=1
+    "hydra.job.config.override_dirname.exclude_keys=[method,model,structure,data.root,epochs,progress,device,grid]" "$@" || STATUS=1
 done
 exit "${STATUS}"
