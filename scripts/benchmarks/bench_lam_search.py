@@ -112,7 +112,7 @@ def bench(method: str, common: list[str], epochs: int, target: float, cwd: Path)
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA") or str(ROOT / "data"))  # MNIST's root
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--target", type=float, default=0.02)
     parser.add_argument("--methods", default=",".join(METHODS))

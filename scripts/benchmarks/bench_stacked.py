@@ -23,8 +23,7 @@ stack of conv nets (--model lenet5) computes each convolution as one grouped con
 --target <module.Class> measures a user's network (scripts/benchmarks/plain_networks.py holds LeNet-300-100 as an
 nn.Sequential).
 With --previous REV every contender is also measured with the code of commit REV (a git worktree of it,
-scripts/benchmarks/previous_tree.py), right after ours: before the one engine, its `previous separate` is the single run
-of that time (adrop.train.loop.Run) and its stacks are adrop.train.stacked.StackedRun.
+scripts/benchmarks/previous_tree.py; REV from the one engine on), right after ours.
 """
 
 from __future__ import annotations
@@ -51,21 +50,10 @@ def measure(args) -> dict:
     import torch
     from hydra import compose, initialize_config_module
 
-    from adrop.train.config import schema
+    schema, resolve, Engine, denormals_flushed = previous_tree.engine_api()  # this checkout's, or --previous's
 
-    try:
-        from adrop.train.config.settings import resolve
-        from adrop.train.loop.engine import Engine
-        from adrop.train.runtime import denormals_flushed
-
-        def make(cfgs, folders):
-            return Engine([resolve(c) for c in cfgs], folders)
-    except ImportError:  # --previous: a commit before the one engine (a single run, and stacks)
-        from adrop.train.loop import Run, denormals_flushed
-        from adrop.train.stacked import StackedRun
-
-        def make(cfgs, folders):
-            return StackedRun(cfgs, folders) if args.k > 0 else Run(cfgs[0], folders[0])
+    def make(cfgs, folders):
+        return Engine([resolve(c) for c in cfgs], folders)
 
     schema.register()
 
@@ -89,7 +77,7 @@ def measure(args) -> dict:
             )
 
     folder = Path(tempfile.mkdtemp())
-    n = max(args.k, 1)  # k = 0: a commit's single run, before the one engine
+    n = max(args.k, 1)
     run, per = make([cfg(s) for s in range(n)], [folder / f"k{s}" for s in range(n)]), n
     device = run.device
     times = []
@@ -152,7 +140,7 @@ def result(process) -> dict:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    p.add_argument("--data", default=os.environ.get("ADROP_DATA") or str(ROOT / "data"))  # MNIST's root
     p.add_argument("--device", default="cpu")
     p.add_argument("--ks", default="1,4,16,64")
     p.add_argument("--methods", default="dense,logsum,vardrop_lr_ar,hard_concrete")
@@ -194,15 +182,15 @@ def rows(args, cores: int, tree: Path | None) -> None:
     """One method's contenders (each with its --previous twin right after it), printed."""
     versions = [("", None)] + ([("previous ", tree)] if tree else [])
     out = []
-    for prefix, code in versions:  # a single run: before the one engine, the old Run (k = 0)
-        out.append((f"{prefix}separate", result(child(args, 0 if code else 1, tree=code))))
+    for prefix, code in versions:  # a single run: the engine with a stack of one
+        out.append((f"{prefix}separate", result(child(args, 1, tree=code))))
     separate = out[0][1]
     for compiled in (False, True) if args.compile else (False,):
         suffix = " compiled" if compiled else ""
         ks = [int(v) for v in args.ks.split(",")]
         for k in [1] + [k for k in ks if k != 1]:
             for prefix, code in versions:
-                if k > 1 or compiled or code:
+                if k > 1 or compiled:  # a stack of one is the single run above
                     out.append((f"{prefix}stack {k}{suffix}", result(child(args, k, compiled=compiled, tree=code))))
             for prefix, code in versions if args.device == "cpu" else ():
                 runs = [

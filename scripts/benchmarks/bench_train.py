@@ -10,10 +10,9 @@ after a warm-up epoch each), median over rounds:
                + Adam: the textbook loop
   adrop <m>    one training epoch of `adrop train method=<m>` (the engine with a stack of one: data on the device, the
                method's layers and hooks)
-  previous ... with --previous REV: the training engines of commit REV (a git worktree of it, in a second process
-               with the same threads, asked for one epoch at a time so that the two never run at once): before the
-               one engine, `previous single <m>` (the single run, adrop.train.loop.Run) and `previous stack of one
-               <m>` (adrop.train.stacked.StackedRun of one configuration); from the one engine on, `previous <m>`
+  previous <m> with --previous REV: the training engine of commit REV (a git worktree of it, in a second process
+               with the same threads, asked for one epoch at a time so that the two never run at once; REV from the
+               one engine on)
   matmuls only the epoch's matrix products alone (the shapes of a dense step's forward and backward, 375 times): the
                floor of any batch-128 epoch on this device, with no model, optimiser or data around them
 With --custom, each method also trains LeNet-300-100 written as a user's plain module
@@ -221,28 +220,13 @@ def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100
 def serve_previous(args):
     """In the second process (PYTHONPATH: the earlier commit's worktree): its engines for each method, one epoch per
     line read from stdin (a contender's name), each answered with the seconds it took."""
-    from adrop.train.config import schema as old_schema
-
-    old_schema.register()
+    schema, resolve, Engine, denormals_flushed = previous_tree.engine_api()  # the earlier commit's
+    schema.register()
     scratch = Path(tempfile.mkdtemp(prefix="adrop-previous-"))
     engines = {}
     for m in args.methods.split(","):
         cfg = adrop_config(m, args.data, args.device, model=args.model)
-        try:  # before the one engine: the single run and the stack of one
-            from adrop.train.loop import Run
-            from adrop.train.stacked import StackedRun
-
-            engines[f"previous single {m}"] = Run(cfg, scratch / f"single_{m}")
-            engines[f"previous stack of one {m}"] = StackedRun([cfg], [scratch / f"stack_{m}"])
-        except ImportError:
-            from adrop.train.config.settings import resolve
-            from adrop.train.loop.engine import Engine
-
-            engines[f"previous {m}"] = Engine([resolve(cfg)], [scratch / m])
-    try:
-        from adrop.train.runtime import denormals_flushed
-    except ImportError:
-        from adrop.train.loop import denormals_flushed
+        engines[f"previous {m}"] = Engine([resolve(cfg)], [scratch / m])
     device = torch.device(args.device)
     print(json.dumps(list(engines)), flush=True)
     with denormals_flushed(device):

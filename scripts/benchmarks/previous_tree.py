@@ -32,3 +32,19 @@ def remove(tree: Path) -> None:
         ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False, capture_output=True
     )
     shutil.rmtree(tree.parent, ignore_errors=True)
+
+
+def engine_api():
+    """(schema, resolve, Engine, denormals_flushed) of the adrop on the path: this checkout's, or an earlier commit's
+    from the one engine on (before adrop/train/ was sorted into rooms, the same four lived at adrop/train/'s top)."""
+    try:
+        from adrop.train.config import schema
+        from adrop.train.config.settings import resolve
+        from adrop.train.loop.engine import Engine
+    except ImportError:
+        from adrop.train import schema  # type: ignore[no-redef]
+        from adrop.train.engine import Engine  # type: ignore[no-redef]
+        from adrop.train.settings import resolve  # type: ignore[no-redef]
+    from adrop.train.runtime import denormals_flushed
+
+    return schema, resolve, Engine, denormals_flushed
