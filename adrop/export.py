@@ -122,15 +122,15 @@ def test_data(run: FinishedRun, data_root: str | None):
     import torch
 
     from adrop.train import tasks
-    from adrop.train.data import tensors
+    from adrop.train.data import sources
 
     cfg = run.config
     if data_root is not None:
         cfg.data.root = data_root
     cfg.data.download = False
     try:
-        return tensors.load(cfg.dataset, cfg.data, torch.device("cpu"), tasks.of(run.summary))
-    except tensors.DataError as err:
+        return sources.load(cfg.dataset, cfg.data, torch.device("cpu"), tasks.of(run.summary))
+    except sources.DataError as err:
         raise ExportError(f"{err} (or pass --data)") from None
 
 

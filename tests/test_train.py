@@ -283,7 +283,7 @@ def test_compile_follows_the_eager_run(method, synthetic, tmp_path):
 def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensors(config):
     """A sweep's jobs in one process decode MNIST once (adrop.train.data.tensors's cache); what a run changes in its own
     tensors does not reach the next run's."""
-    from adrop.train.data import tensors as data
+    from adrop.train.data import sources as data
 
     from conftest import DATA, needs_mnist
 
@@ -296,7 +296,9 @@ def test_decoded_data_is_shared_between_runs_of_a_process_but_never_their_tensor
         t.mul_(0)
     second = data.load(cfg.dataset, cfg.data, torch.device("cpu"))
     assert all(torch.equal(a, b) for a, b in zip(reference, tensors(second)))
-    assert len(data._DECODED) == 1
+    from adrop.train.data import tensors as on_device
+
+    assert len(on_device._DECODED) == 1
 
 
 def test_the_idx_reader_reads_what_torchvision_reads():

@@ -30,7 +30,8 @@ class DatasetConfig:
     name: str = MISSING  # mnist | fashion_mnist | synthetic | digits | diabetes | npz | text | a torchvision
     #                           class (source: torchvision) | a name for a user's class (_target_)
     source: str = "adrop"  # adrop: the datasets above; torchvision: torchvision.datasets.<name> under data.root
-    # a user's dataset class: its instance holds x_train, y_train, x_test, y_test (optionally x_val, y_val, classes)
+    # the data set's class: adrop's (adrop.train.data.sources, named by each conf/dataset file), or a user's: a Source
+    # subclass, or any class whose instance holds x_train, y_train, x_test, y_test (optionally x_val, y_val, classes)
     _target_: Optional[str] = None
     path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val); text: the
     #                             text file

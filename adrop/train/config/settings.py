@@ -165,15 +165,9 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
         identity["dataset_path"] = cfg.dataset.path
     if cfg.dataset.get("options"):
         identity["dataset_options"] = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    if cfg.dataset.get("_target_"):
-        identity["dataset_target"] = cfg.dataset._target_
-    if cfg.dataset.name == "text":
-        identity["text"] = {
-            "context": cfg.dataset.context,
-            "level": cfg.dataset.level,
-            "val_size": cfg.dataset.val_size,
-            "test_size": cfg.dataset.test_size,
-        }
+    from adrop.train.data import sources
+
+    identity.update(sources.source(cfg.dataset).identity())  # a text file's windows, a user's class
     if (cfg.dataset.get("augment") or "none") != "none":
         identity["augment"] = cfg.dataset.augment
     for key, default in IDENTITY_DEFAULTS.items():
@@ -226,16 +220,16 @@ def check_network(cfg, cls, params) -> None:
     """The network made and run on a batch of zeros in the data's shape, where the configuration says that shape:
     a module that does not import, has nothing to sparsify, fails or returns other than batch x classes is refused
     before any folder exists (other data are checked on a batch of theirs when the run starts)."""
-    from adrop.train.data import tensors as data
+    from adrop.train.data import sources as data
     from adrop.train.nets import network
 
-    fixed = data.fixed_task(cfg.dataset)
-    if fixed is not None and fixed != cfg.task:
-        raise TrainError(
-            f"dataset={cfg.dataset.name} holds {TARGETS[fixed]}: use "
-            f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else "")
-        )
     try:
+        fixed = data.fixed_task(cfg.dataset)
+        if fixed is not None and fixed != cfg.task:
+            raise TrainError(
+                f"dataset={cfg.dataset.name} holds {TARGETS[fixed]}: use "
+                f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else "")
+            )
         shape = data.shape_of(cfg.dataset, cfg.task)
     except data.DataError as err:
         raise TrainError(str(err)) from None

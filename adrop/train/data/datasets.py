@@ -1,4 +1,5 @@
-"""A user's data and the standard image sets, as raw arrays: adrop.train.data.tensors splits, normalises and checks them.
+"""A user's data and the standard image sets, as raw arrays: adrop.train.data.tensors splits, normalises and checks
+them.
 
     dataset=digits         scikit-learn's bundled 8 x 8 digits (1,797 images, offline): a test part (test_size, at
                            random, split_seed) is held out

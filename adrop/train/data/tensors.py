@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from adrop.train.data import datasets
 from adrop.train import tasks
-from adrop.train.data import text as text_source
-from adrop.train.data.datasets import DataError  # noqa: F401 (adrop.train.data.tensors.tensors.DataError: what loading raises)
+from adrop.train.data import datasets
+from adrop.train.data.datasets import DataError
 from adrop.train.errors import cannot_download
 
 
@@ -48,85 +47,13 @@ class Data:
     vocabulary: list | None = None  # text: the symbol of each token id
 
 
-FILES = {
-    "mnist": (
-        "MNIST",
-        ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"],
-    ),
-    "fashion_mnist": (
-        "FashionMNIST",
-        ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"],
-    ),
-}
+IDX_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
 
 
-SOURCES = {"digits": datasets.digits, "npz": datasets.npz, "diabetes": datasets.diabetes, "text": text_source.text}
-
-
-def shape_of(dataset, task: str = "classification") -> tuple[tuple, int] | None:
-    """(input shape, outputs) that a dataset config implies without reading its data (a text file's vocabulary is
-    read); None where only the data can say."""
-    if dataset.get("_target_"):
-        return None
-    if dataset.name == "text":
-        return text_source.shape(dataset)
-    if task != "classification":
-        return None
-    if dataset.name == "synthetic":
-        return (int(dataset.features),), int(dataset.classes)
-    if dataset.name in FILES:
-        return (tuple(dataset.image) if dataset.image else (28 * 28,)), 10
-    if dataset.get("source") == "torchvision":
-        return datasets.torchvision_shape(dataset)
-    if dataset.name == "digits":
-        return (1, 8, 8), 10
-    if dataset.name == "npz":
-        return datasets.npz_shape(dataset)
-    return None
-
-
-def fixed_task(dataset) -> str | None:
-    """The task a built-in dataset's data are for (diabetes: regression; text: language_model; the image sets:
-    classification), as its config says; None where only the data can say (npz, a user's class)."""
-    if dataset.get("_target_") or dataset.name == "npz":
-        return None
-    return {"diabetes": "regression", "text": "language_model"}.get(str(dataset.name), "classification")
-
-
-def tokens(dataset) -> bool:
-    """Whether a dataset config's inputs are token ids (an .npz whose x_train holds signed integers), as far as the
-    config says without reading the data."""
-    if dataset.name == "text" and not dataset.get("_target_"):
-        return True
-    if dataset.name != "npz" or dataset.get("_target_"):
-        return False
-    dtype = datasets.npz_headers(datasets.npz_file(dataset), dtypes=True).get("x_train")
-    return dtype is not None and np.issubdtype(dtype, np.signedinteger)
-
-
-def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
-    """The data a run trains on, checked for its task (classification when none is given)."""
-    task = task or tasks.get("classification")
-    if dataset.get("_target_"):
-        return from_raw(datasets.user(dataset), dataset, data, device, task)
-    if dataset.name == "custom":
-        raise DataError("dataset=custom needs dataset._target_=<your dataset class>")
-    if dataset.get("source") == "torchvision":
-        return from_raw(datasets.torchvision_set(dataset, data), dataset, data, device, task)
-    if dataset.name in SOURCES:
-        return from_raw(SOURCES[dataset.name](dataset), dataset, data, device, task)
-    if task.name != "classification" and dataset.name in ("synthetic", *FILES):
-        raise DataError(f"dataset={dataset.name} holds class labels: use task=classification")
-    if dataset.name == "synthetic":
-        full, test = synthetic(dataset)
-    elif dataset.name in FILES:
-        full, test = torchvision_split(dataset, data)
-    else:
-        raise DataError(
-            f"unknown dataset {dataset.name!r}; valid datasets: diabetes, digits, fashion_mnist, mnist, "
-            "npz, synthetic, text, dataset=torchvision dataset.name=<a torchvision.datasets class>, or "
-            "a class of yours by dataset._target_"
-        )
+def from_splits(full: Split, test: Split, dataset, data, device, pixels: bool) -> Data:
+    """Labelled data given as (train, test) splits: a validation part of val_size at random (split_seed) taken from
+    the training split, data.train_limit of the rest; `pixels`: rows of pixel bytes, normalised with dataset.mean
+    and std only for the rows a run keeps."""
     val_idx, train_idx = validation_split(len(full), dataset)
     if data.train_limit is not None:
         if data.train_limit < 1:
@@ -134,13 +61,13 @@ def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
         train_idx = train_idx[: data.train_limit]
 
     def put(split, rows=None):
-        if dataset.name in FILES:  # pixel bytes
+        if pixels:
             split = pixel_rows(split, rows, dataset)
         elif rows is not None:
             split = Split(split.x[rows], split.y[rows])
         return Split(split.x.to(device), split.y.to(device))
 
-    image = tuple(dataset.image) if dataset.image else None
+    image = tuple(dataset.image) if dataset.get("image") else None
     if image and math.prod(image) != full.x.shape[1]:
         raise DataError(f"dataset.image={list(image)} does not hold the {full.x.shape[1]} features of {dataset.name}")
     return Data(
@@ -151,7 +78,7 @@ def load(dataset, data, device, task: tasks.Task | None = None) -> Data:
         int(full.y.max()) + 1,
         image,
         "none",
-        *(([float(dataset.mean)], [float(dataset.std)]) if dataset.name in FILES else ()),
+        *(([float(dataset.mean)], [float(dataset.std)]) if pixels else ()),
     )
 
 
@@ -306,16 +233,17 @@ def augment(x: torch.Tensor, image, kind: str, fill=None) -> torch.Tensor:
     return out.reshape(*lead, c * h * w)
 
 
-def torchvision_split(dataset, data):
-    """(train, test) of MNIST or Fashion-MNIST from torchvision's layout, `data.root/<name>/raw/` (torchvision
-    downloads what is missing, where asked to), as rows of pixel bytes and byte labels (pixel_rows makes inputs)."""
-    folder, names = FILES[dataset.name]
+def idx_split(folder: str, data):
+    """(train, test) of MNIST or Fashion-MNIST (`folder`, also torchvision's class) from torchvision's layout,
+    `data.root/<folder>/raw/` (torchvision downloads what is missing, where asked to), as rows of pixel bytes and byte
+    labels (pixel_rows makes inputs)."""
+    names = IDX_FILES
     raw = Path(data.root) / folder / "raw"
     missing = [name for name in names if not (raw / name).exists()]
     if missing and data.download:
         import torchvision
 
-        cls = torchvision.datasets.MNIST if dataset.name == "mnist" else torchvision.datasets.FashionMNIST
+        cls = getattr(torchvision.datasets, folder)
         try:
             cls(data.root, train=True, download=True)
             cls(data.root, train=False, download=True)
@@ -325,7 +253,7 @@ def torchvision_split(dataset, data):
     if missing:
         raise DataError(_missing_message(raw, missing, "downloads are off (data.download=false)"))
     files = tuple((raw / name).resolve() for name in names)
-    key = (dataset.name, files, tuple(p.stat().st_mtime_ns for p in files))
+    key = (folder, files, tuple(p.stat().st_mtime_ns for p in files))
     if key not in _DECODED:  # a sweep's jobs in one process (the basic launcher) read the files once
         _DECODED.clear()  # one data set at a time, as stored: 55 MB of bytes for MNIST
         arrays = [read_idx(path) for path in files]

@@ -37,7 +37,7 @@ from adrop.heads import kept_heads
 from adrop.train import current_paths, tasks
 from adrop.train.config import schedules
 from adrop.train.config.settings import Settings, progress_mode, stack_key
-from adrop.train.data import tensors
+from adrop.train.data import sources, tensors
 from adrop.train.errors import TrainError
 from adrop.train.loop import collapse, evaluate
 from adrop.train.loop.optim import StackedAdam
@@ -97,7 +97,7 @@ class Engine:
         self.task = tasks.get(base.task)
         self.columns = run_files.metrics_columns(self.task)
         try:
-            self.data = tensors.load(base.dataset, base.data, self.device, self.task)
+            self.data = sources.load(base.dataset, base.data, self.device, self.task)
         except tensors.DataError as err:
             raise TrainError(str(err)) from None
         self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)

@@ -255,7 +255,7 @@ def _run(jobs: list[Job], max_stack: int | None, n_jobs: int | None, held: list)
 def stack_problem(run) -> str | None:
     """Why a configuration's network cannot train stacked (adrop.train.nets.network.stack_problem), where the data's
     shape is known from the configuration; None otherwise."""
-    from adrop.train.data import tensors as data
+    from adrop.train.data import sources as data
     from adrop.train.nets import network
 
     try:

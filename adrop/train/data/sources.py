@@ -1,0 +1,240 @@
+"""The data sets, each one class named by `_target_` in its conf/dataset/<name>.yaml, as a model is: what the
+config says of its data without reading them (their shape, the task they are for, whether the inputs are token ids)
+and the data themselves, as tensors on the device (adrop.train.data.tensors).
+
+A new data set is a class here (or anywhere: a subclass of Source, by `_target_`) and a YAML file. A user's own
+class that is not a Source (its instance holds x_train, y_train, x_test, y_test, ...; dataset=custom) is read through
+Custom. A run made before its config named the class (no `_target_`) is read by its dataset's name (BY_NAME).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from adrop.train import tasks
+from adrop.train.data import datasets, tensors
+from adrop.train.data import text as text_source
+from adrop.train.data.datasets import DataError, Raw
+
+
+class Source(ABC):
+    """One data set, from its config node (`dataset`)."""
+
+    task: ClassVar[str | None] = "classification"  # the task its data are for; None where only the data can say
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        """(input shape, outputs) as the config implies them for `task`; None where only the data can say."""
+        return None
+
+    def tokens(self) -> bool:
+        """Whether the inputs are token ids, as far as the config says without reading the data."""
+        return False
+
+    def identity(self) -> dict:
+        """What of this data set's settings, beyond those every data set has, makes two runs differ."""
+        return {}
+
+    @abstractmethod
+    def load(self, data, device, task: tasks.Task) -> tensors.Data:
+        """The data, checked for the task, split, normalised, on the device (`data`: the run's data settings,
+        data.root among them)."""
+
+
+class Arrays(Source):
+    """A data set given as arrays (a Raw), which adrop.train.data.tensors.from_raw checks, splits and normalises."""
+
+    def load(self, data, device, task: tasks.Task) -> tensors.Data:
+        return tensors.from_raw(self.raw(data), self.cfg, data, device, task)
+
+    @abstractmethod
+    def raw(self, data) -> Raw:
+        """The data set's arrays."""
+
+
+class Labelled(Source):
+    """Images or vectors with class labels, made into tensors by a path of their own (pixel bytes normalised only
+    for the rows a run keeps)."""
+
+    def load(self, data, device, task: tasks.Task) -> tensors.Data:
+        if task.name != "classification":
+            raise DataError(f"dataset={self.cfg.name} holds class labels: use task=classification")
+        return tensors.from_splits(*self.splits(data), self.cfg, data, device, pixels=self.pixels)
+
+    pixels: ClassVar[bool] = False
+
+    @abstractmethod
+    def splits(self, data) -> tuple[tensors.Split, tensors.Split]:
+        """(train, test)."""
+
+
+class IdxImages(Labelled):
+    """MNIST-like images in torchvision's layout under data.root, read from their idx files (downloaded where
+    missing, by torchvision, where data.download allows)."""
+
+    folder: ClassVar[str]
+    pixels = True
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        if task != "classification":
+            return None
+        return (tuple(self.cfg.image) if self.cfg.image else (28 * 28,)), 10
+
+    def splits(self, data):
+        return tensors.idx_split(self.folder, data)
+
+
+class MNIST(IdxImages):
+    folder = "MNIST"
+
+
+class FashionMNIST(IdxImages):
+    folder = "FashionMNIST"
+
+
+class Synthetic(Labelled):
+    """Gaussian classes, generated (small, for tests)."""
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        return ((int(self.cfg.features),), int(self.cfg.classes)) if task == "classification" else None
+
+    def splits(self, data):
+        return tensors.synthetic(self.cfg)
+
+
+class Digits(Arrays):
+    """scikit-learn's bundled 8 x 8 digits."""
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        return ((1, 8, 8), 10) if task == "classification" else None
+
+    def raw(self, data) -> Raw:
+        return datasets.digits(self.cfg)
+
+
+class Diabetes(Arrays):
+    """scikit-learn's bundled diabetes regression set."""
+
+    task = "regression"
+
+    def raw(self, data) -> Raw:
+        return datasets.diabetes(self.cfg)
+
+
+class Npz(Arrays):
+    """A file of arrays x_train, y_train, x_test, y_test (and optionally x_val, y_val)."""
+
+    task = None
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        return datasets.npz_shape(self.cfg) if task == "classification" else None
+
+    def tokens(self) -> bool:
+        dtype = datasets.npz_headers(datasets.npz_file(self.cfg), dtypes=True).get("x_train")
+        return dtype is not None and np.issubdtype(dtype, np.signedinteger)
+
+    def raw(self, data) -> Raw:
+        return datasets.npz(self.cfg)
+
+
+class Text(Arrays):
+    """A text file as next-token data (adrop.train.data.text)."""
+
+    task = "language_model"
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        return text_source.shape(self.cfg)
+
+    def tokens(self) -> bool:
+        return True
+
+    def identity(self) -> dict:
+        c = self.cfg
+        return {"text": {"context": c.context, "level": c.level, "val_size": c.val_size, "test_size": c.test_size}}
+
+    def raw(self, data) -> Raw:
+        return text_source.text(self.cfg)
+
+
+class Torchvision(Arrays):
+    """Any torchvision.datasets class by dataset.name, in its own layout under data.root."""
+
+    def shape(self, task: str) -> tuple[tuple, int] | None:
+        return datasets.torchvision_shape(self.cfg) if task == "classification" else None
+
+    def raw(self, data) -> Raw:
+        return datasets.torchvision_set(self.cfg, data)
+
+
+class Custom(Arrays):
+    """A user's class by dataset._target_ (not a Source): its instance holds the arrays; dataset.options are its
+    arguments."""
+
+    task = None
+
+    def identity(self) -> dict:
+        return {"dataset_target": self.cfg._target_}
+
+    def raw(self, data) -> Raw:
+        return datasets.user(self.cfg)
+
+
+BY_NAME = {  # a config without `_target_`: made before configs named their class, or a user's YAML of a built-in name
+    "mnist": MNIST,
+    "fashion_mnist": FashionMNIST,
+    "synthetic": Synthetic,
+    "digits": Digits,
+    "diabetes": Diabetes,
+    "npz": Npz,
+    "text": Text,
+}
+
+
+def source(cfg) -> Source:
+    """The data set a `dataset` config node names: by its `_target_`, else by its name."""
+    target = cfg.get("_target_")
+    if target:
+        from hydra.utils import get_class
+
+        try:
+            cls = get_class(str(target))
+        except Exception:  # a user's class that does not import: Custom says so when the data are read
+            return Custom(cfg)
+        return cls(cfg) if isinstance(cls, type) and issubclass(cls, Source) else Custom(cfg)
+    if cfg.get("source") == "torchvision":
+        return Torchvision(cfg)
+    if cfg.name == "custom":
+        raise DataError("dataset=custom needs dataset._target_=<your dataset class>")
+    if cfg.name not in BY_NAME:
+        raise DataError(
+            f"unknown dataset {cfg.name!r}; valid datasets: diabetes, digits, fashion_mnist, mnist, "
+            "npz, synthetic, text, dataset=torchvision dataset.name=<a torchvision.datasets class>, or "
+            "a class of yours by dataset._target_"
+        )
+    return BY_NAME[cfg.name](cfg)
+
+
+def load(cfg, data, device, task: tasks.Task | None = None) -> tensors.Data:
+    """The data a run trains on, checked for its task (classification when none is given)."""
+    return source(cfg).load(data, device, task or tasks.get("classification"))
+
+
+def shape_of(cfg, task: str = "classification") -> tuple[tuple, int] | None:
+    """(input shape, outputs) that a dataset config implies without reading its data (a text file's vocabulary is
+    read); None where only the data can say."""
+    return source(cfg).shape(task)
+
+
+def fixed_task(cfg) -> str | None:
+    """The task a data set's data are for, as its config says; None where only the data can say."""
+    return source(cfg).task
+
+
+def tokens(cfg) -> bool:
+    """Whether a dataset config's inputs are token ids, as far as the config says without reading the data."""
+    return source(cfg).tokens()

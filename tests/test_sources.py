@@ -1,0 +1,44 @@
+"""Each data set is a class named by `_target_` (adrop.train.data.sources): adrop's own in conf/dataset/, a user's
+Source subclass with a YAML of its own, and a config without `_target_` (a run made before) read by its name."""
+
+import sys
+from importlib import resources
+
+import pytest
+
+from adrop.train.command import app
+from adrop.train.data import sources
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name[:-5] for p in (resources.files("adrop.conf") / "dataset").iterdir() if p.suffix == ".yaml")
+)
+def test_every_dataset_config_names_its_class(config, name):
+    cfg = config(f"dataset={name}").dataset
+    if name == "custom":  # a user's class, given on the command line
+        assert cfg.get("_target_") is None
+        return
+    source = sources.source(cfg)
+    assert isinstance(source, sources.Source) and not isinstance(source, sources.Custom)
+    assert f"{type(source).__module__}.{type(source).__name__}" == cfg._target_
+
+
+def test_a_config_without_its_class_is_read_by_its_name(config):
+    cfg = config("dataset=digits").dataset.copy()
+    cfg._target_ = None  # the schema's default: what a config saved before holds
+    assert type(sources.source(cfg)) is sources.Digits
+
+
+def test_a_users_source_and_its_yaml_train(tmp_path, monkeypatch, capsys):
+    """A new data set: one class (tests/user_sources.py) and one YAML (here written into a config dir of the
+    user's), nothing else."""
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset" / "blobs.yaml").write_text(
+        "_target_: user_sources.Blobs\nname: blobs\nval_size: 0.2\nsplit_seed: 42\noptions: {features: 5}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    args = ["--config-dir", str(tmp_path / "conf"), "dataset=blobs", "model=mlp", "device=cpu", "progress=never"]
+    assert app.main([*args, "epochs=20", "lr=0.01", "hydra.run.dir=run"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert float(out.split("test error ")[1].split(",")[0]) < 0.1, out  # two blobs 3 standard deviations apart

@@ -1,0 +1,24 @@
+"""A data set of a user's own, as a Source subclass (tests/test_sources.py names it by `_target_`)."""
+
+import numpy as np
+import torch
+
+from adrop.train.data.datasets import Raw
+from adrop.train.data.sources import Arrays
+
+
+class Blobs(Arrays):
+    """Two Gaussian blobs in dataset.options.features dimensions."""
+
+    def shape(self, task: str):
+        return ((int(self.cfg.options.features),), 2) if task == "classification" else None
+
+    def raw(self, data) -> Raw:
+        rng = np.random.default_rng(int(self.cfg.split_seed))
+        d = int(self.cfg.options.features)
+
+        def part(n):
+            y = rng.integers(0, 2, n)
+            return torch.tensor(rng.normal(size=(n, d)) + 3.0 * y[:, None], dtype=torch.float32), torch.tensor(y)
+
+        return Raw(*part(400), *part(100), classes=2)
