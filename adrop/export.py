@@ -74,8 +74,10 @@ class FinishedRun:
     @property
     def built_in(self) -> bool:
         """One of adrop's MNIST networks (a configuration without `_target_` names one of them by name)."""
-        target = self.config.model.get("_target_")
-        return target is None or str(target).startswith("adrop.train.nets.builtin.")
+        from adrop.train import current_paths
+
+        target = self.config.model.get("_target_")  # a run made before the rooms names the module's old path
+        return target is None or current_paths(str(target)).startswith("adrop.train.nets.builtin.")
 
 
 def read(folder: Path) -> FinishedRun:

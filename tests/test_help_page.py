@@ -93,6 +93,10 @@ def test_the_params_read_from_the_sources_are_the_methods_own():
     [
         "from typing import Optional\n@dataclass\nclass P:\n    x: Optional[int] = None\n",  # a type it does not know
         "@dataclass\nclass P:\n    x: int = some_function()\n",  # a default it cannot compute
+        "@dataclass\nclass P:\n    x: dict = field(default_factory=lambda: {'a': 1})\n",  # a factory it cannot follow
+        "class P:\n    x: int = 1\n",  # not a dataclass
+        "@dataclass\nclass A:\n    x: float = 1.0\n@dataclass\nclass B:\n    x: float = 2.0\n"
+        "@dataclass\nclass P(A, B):\n    pass\n",  # two bases: their order is the MRO's, not followed here
     ],
 )
 def test_a_params_the_reader_cannot_follow_imports_the_methods(source, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ def test_the_old_paths_import_the_modules_themselves():
     import adrop.train.nets.builtin as builtin
     import adrop.train.networks as old
 
-    assert old is builtin
+    assert old is builtin and builtin.__spec__.name == "adrop.train.nets.builtin"  # its own spec kept
     assert hydra.utils.get_class(OLD) is hydra.utils.get_class(NEW)
     assert hydra.utils.get_class("adrop.train.cifar_networks.ResNet").__module__ == "adrop.train.nets.cifar"
 
@@ -58,5 +58,6 @@ def test_a_run_made_before_the_rooms_resumes_replays_and_exports(adrop, syntheti
     as_made_before(run)
     replayed = adrop(*command)
     assert replayed.returncode == 0, replayed.stderr
-    exported = adrop("export", str(run), "--out", str(tmp_path / "weights.npz"))
-    assert exported.returncode == 0, exported.stderr
+    for form, out in (("csr", "weights.npz"), ("compact", "compact.pt")):  # a built-in network, by its old path
+        exported = adrop("export", str(run), "--format", form, "--out", str(tmp_path / out))
+        assert exported.returncode == 0, exported.stderr

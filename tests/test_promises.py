@@ -314,7 +314,7 @@ def test_help_lists_the_groups_a_user_chooses_from(adrop):
         for line in out.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0].splitlines()
         if ": " in line
     )
-    assert set(groups) == {"dataset", "experiment", "method", "model"}
+    assert set(groups) == {"dataset", "experiment", "grid", "method", "model"}
     assert "logsum" in groups["method"].split(", ") and "lenet5" in groups["model"].split(", ")
     import subprocess
     import sys

@@ -1,6 +1,7 @@
 """`adrop train`: the runner around the library (adrop.sparsify, adrop.methods), in rooms by concern. Its command
-line: adrop/commands/train.py. Imports flow one way: hydra_plugins -> command -> sweep -> loop -> nets, data,
-run_folder -> config, tasks -> errors, runtime -> the library (tests/test_imports.py holds them to it).
+line: adrop/commands/train.py. Each room imports only those after it: command -> hydra_plugins -> sweep -> loop ->
+config -> nets, data, run_folder -> tasks -> runtime -> errors, and any of them the library (tests/test_imports.py
+holds them to it).
 
     command/     the Hydra app (a job and how it ends), the checks before any folder exists, the help without torch
     config/      the schema, a configuration resolved once into Settings, which settings make two runs differ
@@ -43,17 +44,23 @@ def current_paths(value):
 
 
 class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old path as the module now at its new one (the same module object, not a copy)."""
+    """Imports an old path as the module now at its new one (the same module object, not a copy, its own spec kept:
+    importlib sets the old path's spec on the module it is given, and exec_module puts the module's back)."""
 
     def find_spec(self, name, path=None, target=None):
         return importlib.util.spec_from_loader(name, self) if name in OLD_PATHS else None
 
     def create_module(self, spec):
-        return importlib.import_module(OLD_PATHS[spec.name])
+        module = importlib.import_module(OLD_PATHS[spec.name])
+        self._specs = {**getattr(self, "_specs", {}), spec.name: module.__spec__}
+        return module
 
     def exec_module(self, module):
-        pass
+        own = self._specs.get(getattr(module.__spec__, "name", None))
+        if own is not None:
+            module.__spec__ = own
+            module.__loader__ = own.loader
 
 
-if not any(isinstance(f, _OldPaths) for f in sys.meta_path):
+if not any(type(f).__name__ == "_OldPaths" for f in sys.meta_path):  # once, also when this package is reloaded
     sys.meta_path.append(_OldPaths())

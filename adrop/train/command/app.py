@@ -21,6 +21,7 @@ from adrop.train import errors, tasks
 from adrop.train.command import start_checks
 from adrop.train.command.start_checks import CREATED, StartRefused
 from adrop.train.config import schema
+from adrop.train.config.settings import resolve
 from adrop.train.loop import collapse, lifecycle
 from adrop.train.run_folder import run_files, sweep_outcomes
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
@@ -100,7 +101,8 @@ def job(cfg, hc, folder: Path, multirun: bool) -> dict | None:
     this = lifecycle.Job(cfg, folder, HydraConfig.instance().cfg, hc.overrides.task, hc.runtime.choices.get("method"))
     held: list = []  # until this job ends: a second command on the folder is refused
     try:
-        started = lifecycle.start(this, held, record=multirun, settings=start_checks.settings_of)
+        settings = resolve if multirun else start_checks.settings_of  # a single run's: resolved before, where it can be
+        started = lifecycle.start(this, held, record=multirun, settings=settings)
         if isinstance(started, dict):
             return ended(this, started, multirun)
         return train(this, started.run, multirun, hc)
@@ -152,8 +154,10 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
     """A job that ended before training, said: completed already, held by another command, refused (its values, data
     or folder: errors.REFUSED) or failed (a folder or file that cannot be written: errors.FAILED). A sweep's job
     returns it (the lifecycle recorded it in the folder where it could) and the sweep goes on; a single run exits
-    with its status, and leaves no folder that this command made."""
+    with its status, and removes the folder this command made, unless the folder turned out to be another command's
+    (held by it, or holding another run: stage "held" or "claim")."""
     folder, status = this.folder, result["status"]
+    stage = result.pop("stage", None)
     if status == "completed":
         print(f"{folder} already holds this run, completed; nothing to do ({one_line(result)})")
         return result
@@ -163,7 +167,7 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
     if multirun:
         return result
     top = CREATED.get(folder.absolute())
-    if top is not None and top.is_dir():  # made by this command: all of it goes, empty parents included
+    if stage not in ("held", "claim") and top is not None and top.is_dir():  # made by this command: all of it goes
         for path in sorted(top.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
         top.rmdir()
@@ -189,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = ["adrop train", *argv]
     sweep_outcomes.clear()
     STARTED.clear()
+    start_checks.RESOLVED.clear()  # a command in the same process (a test, a notebook) starts afresh
+    CREATED.clear()
     try:
         with sigterm_stops_training():
             hydra_main()

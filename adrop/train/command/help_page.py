@@ -68,11 +68,18 @@ def _attribute(classes: dict, name: str, attribute: str):
     return None
 
 
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    """Decorated by a plain @dataclass (or @dataclasses.dataclass), without arguments."""
+    return any(ast.unparse(d) in ("dataclass", "dataclasses.dataclass") for d in node.decorator_list)
+
+
 def _fields(classes: dict, name: str) -> list[tuple]:
-    """A dataclass's fields as (name, type, dataclasses.field), its bases' first, as dataclasses orders them."""
+    """A dataclass's fields as (name, type, dataclasses.field), its base's first, as dataclasses orders them. Only
+    what this reader follows for certain: a plain dataclass of at most one base (itself one), fields of the known
+    types with defaults that are literals, math or dict/list factories."""
     node = classes.get(name)
-    if node is None:
-        raise Unreadable(f"no class {name}")
+    if node is None or not _is_dataclass(node) or len(node.bases) > 1:
+        raise Unreadable(f"{name}: not a plain dataclass of at most one base")
     fields: dict[str, tuple] = {}
     for base in node.bases:
         if not isinstance(base, ast.Name):
@@ -84,11 +91,25 @@ def _fields(classes: dict, name: str) -> list[tuple]:
         field_name, kind = statement.target.id, ast.unparse(statement.annotation)
         if kind not in TYPES or statement.value is None:
             raise Unreadable(f"{name}.{field_name}: {kind}")
+        if any(isinstance(n, (ast.Lambda, ast.Call)) and not _allowed_call(n) for n in ast.walk(statement.value)):
+            raise Unreadable(f"{name}.{field_name}'s default {ast.unparse(statement.value)}")
         default = eval(compile(ast.Expression(statement.value), "<default>", "eval"), {"__builtins__": {}}, DEFAULTS)
         if not isinstance(default, dataclasses.Field):
             default = dataclasses.field(default=default)
         fields[field_name] = (field_name, TYPES[kind], default)
     return list(fields.values())
+
+
+def _allowed_call(node) -> bool:
+    """math.<function>(literals), or field(default_factory=dict | list)."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = ast.unparse(node.func)
+    if name.startswith("math."):
+        return True
+    return name == "field" and all(
+        k.arg == "default_factory" and ast.unparse(k.value) in ("dict", "list") for k in node.keywords
+    )
 
 
 def params_from_source(folder: Path | None = None) -> dict:
@@ -98,13 +119,13 @@ def params_from_source(folder: Path | None = None) -> dict:
     classes = _classes(folder or Path(adrop.__file__).parent / "methods")
     out = {}
     for cls_name, node in classes.items():
-        if not any(getattr(d, "id", None) == "register" for d in node.decorator_list):
+        if not any(ast.unparse(d).split(".")[-1] == "register" for d in node.decorator_list):
             continue
         name = _attribute(classes, cls_name, "name")
         params = _attribute(classes, cls_name, "Params")
-        if not isinstance(name, ast.Constant):
-            raise Unreadable(f"{cls_name}'s name")
-        params_name = params.id if isinstance(params, ast.Name) else "NoParams"
+        if not isinstance(name, ast.Constant) or not isinstance(params, ast.Name):
+            raise Unreadable(f"{cls_name}'s name or Params")
+        params_name = params.id
         out[name.value] = dataclasses.make_dataclass(params_name, _fields(classes, params_name))
     return out
 

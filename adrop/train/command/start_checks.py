@@ -29,9 +29,11 @@ class StartChecks(Callback):
     def on_run_start(self, config, **kwargs) -> None:
         job = without_hydra(config)
         try:
-            RESOLVED[OmegaConf.to_yaml(job)] = resolve(job, config.hydra.runtime.choices.get("method"))
+            run = resolve(job, config.hydra.runtime.choices.get("method"))
         except TrainError as err:
             raise StartRefused(str(err)) from None
+        if not config.hydra.job.chdir and not config.hydra.job.env_set:  # the job's own cwd and environment: the
+            RESOLVED[OmegaConf.to_yaml(job)] = run  # same as here (else the job resolves its paths again, there)
         folder = Path(config.hydra.run.dir).absolute()
         new = [p for p in (folder, *folder.parents) if not p.exists()]
         if new:  # removed again if the start fails

@@ -18,7 +18,7 @@ from adrop.train.config.settings import Settings, resolve
 from adrop.train.errors import TrainError
 from adrop.train.loop.engine import Engine
 from adrop.train.run_folder import run_files
-from adrop.train.runtime import Interrupted, sigterm_stops_training
+from adrop.train.runtime import Interrupted
 
 
 @dataclass
@@ -41,72 +41,93 @@ class Started:
 
 
 def start(job: Job, held: list, record: bool = True, settings=resolve) -> Started | dict:
-    """Resolve (`settings(cfg, method_choice)`; a single run's were resolved before its folder existed), hold the
-    folder (appended to `held`, for the caller to close once the job ends), claim it, begin it. A job that ends here
-    returns its result: with `record`, a failure is recorded in its folder (record_failure); without, nothing is
-    written (a single run's start leaves no trace)."""
-    hold = run = None
+    """Resolve (`settings(cfg, method_choice)`), hold the folder (appended to `held`, for the caller to close once
+    the job ends), claim it, and with `record` (a sweep's job) begin it. A job that ends here returns its result:
+    with `record`, a failure is recorded in its folder (record_failure); without (a single run, begun by `train` once
+    its data and network are accepted), nothing is written, and the result's `stage` says where it ended
+    ("settings", "hold", "held", "claim", "begin"): its command removes a folder it made only where the folder is not
+    another command's."""
+    run, stage = None, "settings"
     try:
         run = settings(job.cfg, job.method_choice)
+        stage = "hold"
         # held first, then claimed: a folder that another command is setting up is in use, not "holds no run"
         hold = run_files.Held(job.folder)
+        held.append(hold)
+        stage = "claim"
         state = run_files.claim(job.folder, run.identity)
-        if state == "completed":
+        if state == "completed":  # nothing to do there: the folder is let go at once
+            held.remove(hold)
             hold.close()
             return {**run_files.read_summary(job.folder), "status": "completed"}
-        held.append(hold)
-        run_files.begin(job.folder, run.cfg, job.hydra_cfg, job.overrides, job.cfg.method.name, run.identity)
-    except (TrainError, run_files.WriteFailed) as err:
-        refused = isinstance(err, TrainError)
-        if not record:
-            return {"status": "refused" if refused else "failed", "error": str(err), "method": job.cfg.method.name}
-        return record_failure(job, str(err), run.identity if run else None, refused=refused)
+        if record:
+            stage = "begin"
+            begin(job, run)
     except run_files.FolderInUse as err:  # another command trains this very run: counted as it ends there
-        return {"status": "held", "error": str(err), "method": job.cfg.method.name}
-    except run_files.FolderTaken as err:  # nothing written: the folder is another run's
+        return {"status": "held", "error": str(err), "method": job.cfg.method.name, "stage": "held"}
+    except run_files.FolderTaken as err:  # nothing written: the folder is another run's, let go at once
+        held.remove(hold)
         hold.close()
-        return {"status": "refused", "error": str(err), "method": job.cfg.method.name}
+        return {"status": "refused", "error": str(err), "method": job.cfg.method.name, "stage": "claim"}
+    except (KeyboardInterrupt, Interrupted):
+        raise
+    except Exception as err:  # its values refused (TrainError), a folder or file that cannot be written, or a bug
+        refused = isinstance(err, (TrainError, ValueError))
+        message = message_of(err, job.folder)
+        if not record:
+            status = "refused" if refused else "failed"
+            return {"status": status, "error": message, "method": job.cfg.method.name, "stage": stage}
+        return record_failure(job, message, run.identity if run else None, refused=refused)
     checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
     return Started(run, state, checkpoint["epoch"] if checkpoint else 0)
 
 
+def begin(job: Job, run: Settings) -> None:
+    """The job's folder begun: .hydra/ and a pending summary (run_files.begin)."""
+    run_files.begin(job.folder, run.cfg, job.hydra_cfg, job.overrides, job.cfg.method.name, run.identity)
+
+
 def train(jobs: list[Job], runs: list[Settings], multirun: bool = True, on_start=None) -> list[dict]:
-    """Train one stack of begun jobs (in this process or a launcher's worker) and return its jobs' summaries; a
-    failure is recorded in each job's folder, never raised (a single run, not `multirun`, refused before its first
-    step writes nothing: its command removes what it made). `on_start(engine)` runs once the engine holds the data
-    and networks, before the first step."""
-    record = multirun
-    with sigterm_stops_training():
-        try:
-            engine = Engine(runs, [job.folder for job in jobs], multirun=multirun)
-        except (TrainError, ValueError) as err:  # the data or network refused
-            if not record:
-                return [{"status": "refused", "error": str(err), "method": j.cfg.method.name} for j in jobs]
-            return [record_failure(job, str(err), run.identity, refused=True) for job, run in zip(jobs, runs)]
-        except (KeyboardInterrupt, Interrupted):
-            raise
-        except Exception as err:
-            return fail_all(jobs, runs, err)
-        if on_start is not None:
-            on_start(engine)
-        try:
-            return engine.fit()
-        except (KeyboardInterrupt, Interrupted):  # the engine recorded it in the stack's folders
-            raise
-        except Exception as err:
-            return fail_all(jobs, runs, err)
+    """Train one stack of jobs (in this process or a launcher's worker) and return its jobs' summaries; a failure
+    while training is recorded in each job's folder, never raised. A sweep's jobs were begun by `start`; a single
+    run (not `multirun`) is begun here once the engine has accepted its data and network, and a start that fails
+    before that writes nothing (its result's `stage`: "engine" or "begin"). `on_start(engine)` runs before the first
+    step. What SIGTERM does while it trains is the caller's (runtime.sigterm_stops_training where the process is
+    adrop's; a cluster job's own handler elsewhere)."""
+    try:
+        engine = Engine(runs, [job.folder for job in jobs], multirun=multirun)
+        if not multirun:
+            for job, run in zip(jobs, runs):
+                begin(job, run)
+    except (KeyboardInterrupt, Interrupted):
+        raise
+    except Exception as err:  # the data or network refused (TrainError, ValueError), a write, or a bug
+        refused = isinstance(err, (TrainError, ValueError))
+        message = message_of(err, jobs[0].folder)
+        if not multirun:
+            stage = "begin" if isinstance(err, run_files.WriteFailed) else "engine"
+            status = "refused" if refused else "failed"
+            return [{"status": status, "error": message, "method": j.cfg.method.name, "stage": stage} for j in jobs]
+        return [record_failure(job, message, run.identity, refused=refused) for job, run in zip(jobs, runs)]
+    if on_start is not None:
+        on_start(engine)
+    try:
+        return engine.fit()
+    except (KeyboardInterrupt, Interrupted):  # the engine recorded it in the stack's folders
+        raise
+    except Exception as err:
+        return [record_failure(job, message_of(err, job.folder), run.identity) for job, run in zip(jobs, runs)]
 
 
-def fail_all(jobs: list[Job], runs: list[Settings], err: Exception) -> list[dict]:
-    """Every job of a stack failed with `err`: said in plain words (a write the system refused, a check's message),
-    else as a bug (one line; the traceback in the log and under HYDRA_FULL_ERROR=1)."""
+def message_of(err: Exception, folder: Path) -> str:
+    """An error in one line: a check's own message, a write the system refused in plain words
+    (run_files.write_failed), else a bug (errors.bug: the traceback in the log and under HYDRA_FULL_ERROR=1)."""
     if isinstance(err, (TrainError, ValueError, run_files.WriteFailed)):
-        message = str(err)
-    else:
-        found = run_files.os_error(err)
-        write = found is not None and found.errno in run_files.WRITE_ERRNOS
-        message = str(run_files.write_failed(jobs[0].folder, err)) if write else errors.bug(err)
-    return [record_failure(job, message, run.identity) for job, run in zip(jobs, runs)]
+        return str(err)
+    found = run_files.os_error(err)
+    if found is not None and found.errno in run_files.WRITE_ERRNOS:
+        return str(run_files.write_failed(folder, err))
+    return errors.bug(err)
 
 
 def record_failure(job: Job, message: str, identity: dict | None = None, refused: bool = False) -> dict:

@@ -27,7 +27,7 @@ from adrop.train.errors import TrainError
 from adrop.train.loop import collapse, lifecycle
 from adrop.train.loop.lifecycle import Job
 from adrop.train.run_folder import run_files, sweep_outcomes
-from adrop.train.runtime import Interrupted, device_type, interruption
+from adrop.train.runtime import Interrupted, device_type, interruption, sigterm_stops_training
 
 log = logging.getLogger("adrop.train")
 # The default stack size on a CPU, per method (scripts/benchmarks/bench_stacked.py, docs/results/stacked_speed.md): a
@@ -95,7 +95,8 @@ def train_stack(jobs: list[Job], runs: list) -> list[dict]:
     """One stack trained (lifecycle.train), in this process or a worker's: a worker that is stopped ends here, rather
     than take the next stack from the queue (the engine recorded the stop in the stack's folders)."""
     try:
-        return lifecycle.train(jobs, runs)
+        with sigterm_stops_training():
+            return lifecycle.train(jobs, runs)
     except (KeyboardInterrupt, Interrupted) as stop:
         if IN_WORKER:
             os._exit(getattr(stop, "exit_code", 130))
