@@ -883,3 +883,21 @@ def test_results_md_keeps_a_readers_columns_and_results_csv_every_layer(tmp_path
     md = (tmp_path / "r300" / "results.md").read_text()
     assert md.startswith("| method | lam | lr | runs | epochs | test error | nonzero | fc1 | fc2 | fc3 |")
     assert "Each layer's" not in md
+
+
+@pytest.mark.slow
+def test_a_report_of_runs_some_of_which_recorded_no_units_draws_its_figures(tmp_path):
+    """The ViT's matched-sparsity report: runs whose layers.csv has no units kept (a run that collapsed) get a panel
+    that says so, and the report is the committed one."""
+    from helpers.results import result_file
+
+    folder = result_file("vit_tiny", "matched_0.1")
+    done = subprocess.run(
+        [sys.executable, "-m", "adrop", "report", str(folder), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "r" / "units.png").exists()
+    assert (tmp_path / "r" / "results.md").read_text() == (folder / "results.md").read_text()

@@ -22,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
@@ -150,7 +151,11 @@ def draw_section(subfig, model: str, order, panels: dict, column: str, label: st
     if heat:
         matrices = [mean_matrix(runs, column, order) for runs in panels.values()]
         norm = heat_norm(matrices, column)
+        mesh = None
         for ax, matrix in zip(used, matrices):
+            if matrix.shape[1] == 0:  # none of these runs recorded the value (units kept, for a run by weights)
+                ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes, fontsize=7)
+                continue
             mesh = draw_heat(ax, matrix, norm)
         used[0].set_yticks(
             np.arange(len(order)) + 0.5,
@@ -160,7 +165,7 @@ def draw_section(subfig, model: str, order, panels: dict, column: str, label: st
         for ax in used:
             ax.tick_params(axis="y", length=0)
         bar = subfig.colorbar(
-            mesh,
+            mesh or ScalarMappable(norm, "viridis"),
             ax=used,
             shrink=min(1.0, 0.9 / rows_n + 0.1),
             aspect=30,

@@ -9,6 +9,7 @@ FOLDERS = {
     "speed": RESULTS / "lam_search",  # lam search records: benchmark outputs and search tables (lam_search.md)
     "matched_0.02": RESULTS / "matched_sparsity" / "0.02",  # every method at 2% nonzero, 200 epochs
     "vardrop_kl": RESULTS / "authors_speed" / "vardrop_kl",  # VarDrop's KL gradient written out, before and after
+    "vit_tiny": RESULTS / "vit_tiny",  # a ViT by weights and by heads, runs that kept nothing among them
 }
 
 
