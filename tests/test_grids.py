@@ -36,3 +36,10 @@ def test_lams_on_the_command_line_replace_the_grids(sweep):
         "0.001",
         "0.002",
     ]
+
+
+def test_a_grid_without_a_sweep_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    assert app.main([*SMALL, "grid=structured_choose_eta_hat", "hydra.run.dir=run"]) == 2
+    assert "add -m" in capsys.readouterr().err and not (tmp_path / "run").exists()

@@ -42,3 +42,28 @@ def test_a_users_source_and_its_yaml_train(tmp_path, monkeypatch, capsys):
     assert app.main([*args, "epochs=20", "lr=0.01", "hydra.run.dir=run"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert float(out.split("test error ")[1].split(",")[0]) < 0.1, out  # two blobs 3 standard deviations apart
+
+
+def test_a_users_source_is_in_the_runs_identity_and_a_built_ins_is_not(config):
+    from adrop.train.config.settings import resolve
+
+    assert "dataset_target" not in resolve(config("dataset=digits", "model=mlp")).identity
+    user = config("dataset=custom", "+dataset._target_=user_sources.Blobs", "+dataset.options.features=5", "model=mlp")
+    assert resolve(user).identity["dataset_target"] == "user_sources.Blobs"
+
+
+def test_a_name_that_is_not_the_built_in_classs_is_refused(config):
+    with pytest.raises(sources.DataError, match="choose the data set with dataset=<name>"):
+        sources.source(config("dataset=mnist", "dataset.name=fashion_mnist").dataset)
+    with pytest.raises(sources.DataError):
+        sources.source(config("dataset=mnist", "dataset.source=torchvision", "dataset.name=KMNIST").dataset)
+
+
+def test_a_refused_start_removes_its_own_folder_and_not_another_commands_beside_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    other = tmp_path / "outputs" / "runs" / "other" / "checkpoint.pt"
+    args = ["dataset=custom", "dataset._target_=user_sources.Intruder", f"+dataset.options.other={other}"]
+    assert app.main([*args, "model=mlp", "device=cpu", "hydra.run.dir=outputs/runs/mine"]) != 0
+    assert other.exists() and not (tmp_path / "outputs" / "runs" / "mine").exists()
+    assert "no data here" in capsys.readouterr().err

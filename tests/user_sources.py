@@ -22,3 +22,15 @@ class Blobs(Arrays):
             return torch.tensor(rng.normal(size=(n, d)) + 3.0 * y[:, None], dtype=torch.float32), torch.tensor(y)
 
         return Raw(*part(400), *part(100), classes=2)
+
+
+class Intruder:
+    """A user's data class that, while the run starts, stands for another command writing beside the run's folder
+    (`other`: a file it creates), then fails."""
+
+    def __init__(self, other: str):
+        from pathlib import Path
+
+        Path(other).parent.mkdir(parents=True, exist_ok=True)
+        Path(other).write_text("another command's")
+        raise RuntimeError("no data here")

@@ -78,7 +78,7 @@ def method_runs(
     # the other seeds: in the search's folder (its then_seeds), or a seeds/ sweep beside it (before then_seeds)
     seeds_sweep = sweep_and_run.map(lambda parts: parts[0] == "seeds").astype(bool)
     in_search = sweep_and_run.map(lambda parts: parts[0] == "search").astype(bool) & (results["seed"] != 0)
-    others = results[completed & (seeds_sweep | in_search)]
+    others = results[completed & (in_search if (completed & in_search).any() else seeds_sweep)]  # one of the two
     if (others["method"] != "magnitude_pruning").any():  # magnitude pruning's lam is unused: its target is set
         others = others[np.isclose(others["lam"], float(closest["lam"]), rtol=1e-6, atol=0)]
     runs = pd.concat([seed0, others], ignore_index=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -155,7 +156,8 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
     or folder: errors.REFUSED) or failed (a folder or file that cannot be written: errors.FAILED). A sweep's job
     returns it (the lifecycle recorded it in the folder where it could) and the sweep goes on; a single run exits
     with its status, and removes the folder this command made, unless the folder turned out to be another command's
-    (held by it, or holding another run: stage "held" or "claim")."""
+    (held by it, or holding another run: stage "held" or "taken"), and of the folders above it only those this command
+    made and nothing else came into."""
     folder, status = this.folder, result["status"]
     stage = result.pop("stage", None)
     if status == "completed":
@@ -167,10 +169,12 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
     if multirun:
         return result
     top = CREATED.get(folder.absolute())
-    if stage not in ("held", "claim") and top is not None and top.is_dir():  # made by this command: all of it goes
-        for path in sorted(top.rglob("*"), reverse=True):
-            path.unlink() if path.is_file() else path.rmdir()
-        top.rmdir()
+    if stage not in ("held", "taken") and top is not None and folder.is_dir():  # made by this command: it goes,
+        shutil.rmtree(folder)  # and each folder above it that this command made, where nothing else came into it
+        for parent in folder.parents:
+            if not parent.is_relative_to(top) or any(parent.iterdir()):
+                break
+            parent.rmdir()
     sys.exit(errors.FAILED if status == "failed" else errors.REFUSED)
 
 

@@ -27,6 +27,9 @@ class StartRefused(BaseException):
 
 class StartChecks(Callback):
     def on_run_start(self, config, **kwargs) -> None:
+        grid = config.hydra.runtime.choices.get("grid")
+        if grid:  # its values are hydra.sweeper.params: a single run would train at the defaults, silently
+            raise StartRefused(f"grid={grid} is a sweep's grid: add -m (adrop train -m grid={grid} ...)")
         job = without_hydra(config)
         try:
             run = resolve(job, config.hydra.runtime.choices.get("method"))

@@ -27,9 +27,10 @@ class MethodConfig:
 
 @dataclass
 class DatasetConfig:
-    name: str = MISSING  # mnist | fashion_mnist | synthetic | digits | diabetes | npz | text | a torchvision
-    #                           class (source: torchvision) | a name for a user's class (_target_)
-    source: str = "adrop"  # adrop: the datasets above; torchvision: torchvision.datasets.<name> under data.root
+    name: str = MISSING  # the data set's name (choose one with dataset=<name>; adrop's classes refuse another):
+    #                           mnist | fashion_mnist | synthetic | digits | diabetes | npz | text | with
+    #                           dataset=torchvision, a torchvision.datasets class | a name for a user's class
+    source: str = "adrop"  # adrop, or torchvision (set by dataset=torchvision): torchvision.datasets.<name>
     # the data set's class: adrop's (adrop.train.data.sources, named by each conf/dataset file), or a user's: a Source
     # subclass, or any class whose instance holds x_train, y_train, x_test, y_test (optionally x_val, y_val, classes)
     _target_: Optional[str] = None

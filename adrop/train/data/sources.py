@@ -9,6 +9,7 @@ Custom. A run made before its config named the class (no `_target_`) is read by 
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -24,6 +25,7 @@ class Source(ABC):
     """One data set, from its config node (`dataset`)."""
 
     task: ClassVar[str | None] = "classification"  # the task its data are for; None where only the data can say
+    name: ClassVar[str | None] = None  # the dataset.name an adrop data set answers to (None: any)
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
@@ -37,8 +39,9 @@ class Source(ABC):
         return False
 
     def identity(self) -> dict:
-        """What of this data set's settings, beyond those every data set has, makes two runs differ."""
-        return {}
+        """What of this data set's settings, beyond those every data set has, makes two runs differ: a class of the
+        user's, its own path."""
+        return {} if type(self).__module__ == __name__ else {"dataset_target": self.cfg._target_}
 
     @abstractmethod
     def load(self, data, device, task: tasks.Task) -> tensors.Data:
@@ -90,15 +93,19 @@ class IdxImages(Labelled):
 
 
 class MNIST(IdxImages):
+    name = "mnist"
     folder = "MNIST"
 
 
 class FashionMNIST(IdxImages):
+    name = "fashion_mnist"
     folder = "FashionMNIST"
 
 
 class Synthetic(Labelled):
     """Gaussian classes, generated (small, for tests)."""
+
+    name = "synthetic"
 
     def shape(self, task: str) -> tuple[tuple, int] | None:
         return ((int(self.cfg.features),), int(self.cfg.classes)) if task == "classification" else None
@@ -110,6 +117,8 @@ class Synthetic(Labelled):
 class Digits(Arrays):
     """scikit-learn's bundled 8 x 8 digits."""
 
+    name = "digits"
+
     def shape(self, task: str) -> tuple[tuple, int] | None:
         return ((1, 8, 8), 10) if task == "classification" else None
 
@@ -120,6 +129,8 @@ class Digits(Arrays):
 class Diabetes(Arrays):
     """scikit-learn's bundled diabetes regression set."""
 
+    name = "diabetes"
+
     task = "regression"
 
     def raw(self, data) -> Raw:
@@ -128,6 +139,8 @@ class Diabetes(Arrays):
 
 class Npz(Arrays):
     """A file of arrays x_train, y_train, x_test, y_test (and optionally x_val, y_val)."""
+
+    name = "npz"
 
     task = None
 
@@ -144,6 +157,8 @@ class Npz(Arrays):
 
 class Text(Arrays):
     """A text file as next-token data (adrop.train.data.text)."""
+
+    name = "text"
 
     task = "language_model"
 
@@ -196,16 +211,25 @@ BY_NAME = {  # a config without `_target_`: made before configs named their clas
 
 
 def source(cfg) -> Source:
-    """The data set a `dataset` config node names: by its `_target_`, else by its name."""
+    """The data set a `dataset` config node names: by its `_target_`, else by its name. adrop's own classes must
+    agree with dataset.name and dataset.source (dataset=mnist dataset.name=fashion_mnist would otherwise train
+    MNIST under Fashion-MNIST's name): choose another data set with dataset=<name>."""
     target = cfg.get("_target_")
     if target:
-        from hydra.utils import get_class
-
-        try:
-            cls = get_class(str(target))
-        except Exception:  # a user's class that does not import: Custom says so when the data are read
-            return Custom(cfg)
-        return cls(cfg) if isinstance(cls, type) and issubclass(cls, Source) else Custom(cfg)
+        cls = importable(str(target))
+        if cls is None or not (isinstance(cls, type) and issubclass(cls, Source)):
+            return Custom(cfg)  # a user's class of arrays (one that does not import: Custom says so, in one line)
+        if cls.__module__ == __name__:
+            agrees = cls.name in (None, cfg.get("name")) and (cfg.get("source") == "torchvision") == (
+                cls is Torchvision
+            )
+            if not agrees:
+                raise DataError(
+                    f"dataset.name={cfg.get('name')} (source {cfg.get('source') or 'adrop'}) is not what "
+                    f"dataset._target_={target} reads: choose the data set with dataset=<name> "
+                    "(dataset=torchvision dataset.name=<class> for torchvision's)"
+                )
+        return cls(cfg)
     if cfg.get("source") == "torchvision":
         return Torchvision(cfg)
     if cfg.name == "custom":
@@ -217,6 +241,15 @@ def source(cfg) -> Source:
             "a class of yours by dataset._target_"
         )
     return BY_NAME[cfg.name](cfg)
+
+
+def importable(target: str):
+    """The object at a dotted path, or None where it does not import (quietly: the load says why, once)."""
+    module, _, attribute = target.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except Exception:
+        return None
 
 
 def load(cfg, data, device, task: tasks.Task | None = None) -> tensors.Data:

@@ -45,8 +45,8 @@ def start(job: Job, held: list, record: bool = True, settings=resolve) -> Starte
     the job ends), claim it, and with `record` (a sweep's job) begin it. A job that ends here returns its result:
     with `record`, a failure is recorded in its folder (record_failure); without (a single run, begun by `train` once
     its data and network are accepted), nothing is written, and the result's `stage` says where it ended
-    ("settings", "hold", "held", "claim", "begin"): its command removes a folder it made only where the folder is not
-    another command's."""
+    ("settings", "hold", "held", "claim", "taken": holding another run, "begin"): its command removes a folder it made
+    only where the folder is not another command's."""
     run, stage = None, "settings"
     try:
         run = settings(job.cfg, job.method_choice)
@@ -68,7 +68,7 @@ def start(job: Job, held: list, record: bool = True, settings=resolve) -> Starte
     except run_files.FolderTaken as err:  # nothing written: the folder is another run's, let go at once
         held.remove(hold)
         hold.close()
-        return {"status": "refused", "error": str(err), "method": job.cfg.method.name, "stage": "claim"}
+        return {"status": "refused", "error": str(err), "method": job.cfg.method.name, "stage": "taken"}
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as err:  # its values refused (TrainError), a folder or file that cannot be written, or a bug
