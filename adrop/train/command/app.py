@@ -144,6 +144,17 @@ def train(this: lifecycle.Job, run, multirun: bool, hc) -> dict | None:
     return summary
 
 
+def let_go_of_logs(folder: Path) -> None:
+    """Close and detach the log files Hydra opened in `folder` (its job's log), so that removing the folder leaves no
+    handler writing into it (in a process that goes on: a test, a notebook)."""
+    for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+        for handler in list(getattr(logger, "handlers", [])):
+            name = getattr(handler, "baseFilename", None)
+            if name and Path(name).is_relative_to(folder.absolute()):
+                handler.close()
+                logger.removeHandler(handler)
+
+
 def held_elsewhere(folder: Path, cfg, message: str) -> dict:
     """A sweep's job whose folder another command holds, training this same run: not trained twice, and counted,
     when the sweep ends, as that command has left it by then (sweep_ended)."""
@@ -170,6 +181,7 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
         return result
     top = CREATED.get(folder.absolute())
     if stage not in ("held", "taken") and top is not None and folder.is_dir():  # made by this command: it goes,
+        let_go_of_logs(folder)
         shutil.rmtree(folder)  # and each folder above it that this command made, where nothing else came into it
         for parent in folder.parents:
             if not parent.is_relative_to(top) or any(parent.iterdir()):
