@@ -56,7 +56,7 @@ def test_a_cifar_experiment_trains_a_few_steps_on_fake_data(experiment, shrink, 
     summary = run.fit()[0]
     assert summary["status"] == "completed" and summary["epochs"] == 1
     # the files hold the network as trained: weights.npz reloads into a fresh instance with the run's test error
-    args = {k: v for k, v in OmegaConf.to_container(run.cfg.model).items() if k != "name"}
+    args = {k: v for k, v in OmegaConf.to_container(run.settings.model).items() if k != "name"}
     net = instantiate(args, classes=10, input_shape=[3, 32, 32])
     with np.load(tmp_path / "weights.npz") as arrays:
         net.load_state_dict({k: torch.from_numpy(arrays[k]) for k in arrays.files})

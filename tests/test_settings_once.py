@@ -17,13 +17,13 @@ def resolutions(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     count = []
-    made = settings.Settings
+    made = settings.Settings.of
 
     def counted(*args, **kwargs):
         count.append(1)
         return made(*args, **kwargs)
 
-    monkeypatch.setattr(settings, "Settings", counted)  # resolve() makes one Settings, at its end
+    monkeypatch.setattr(settings.Settings, "of", counted)  # resolve() makes one Settings, at its end
 
     def run(*args):
         count.clear()

@@ -154,7 +154,7 @@ def test_a_users_npz_is_split_and_normalised_on_its_training_split(config, digit
     assert (len(run.data.train), len(run.data.val), len(run.data.test), run.data.image) == (1200, 200, 397, (1, 8, 8))
     x = run.data.train.x.view(-1, 1, 8, 8)
     assert x.mean().abs() < 1e-5 and abs(float(x.std()) - 1) < 1e-2
-    assert run.data.classes == 10 and run.cfg.dataset.path == str(digits_npz)
+    assert run.data.classes == 10 and run.settings.cfg.dataset.path == str(digits_npz)
 
 
 @pytest.mark.parametrize("method", [m for m in methods.names() if m != "fixed_mask"])

@@ -316,7 +316,7 @@ def main():
         for feed in ([*FEEDS] if args.feed == "both" else [args.feed]) if args.authors_dir or args.svdo_dir else []:
             if feed == "notebook":
                 images = notebook_mnist(args.data)
-                val_idx, train_idx = validation_split(len(images), run.engine.cfg.dataset)  # adrop's split
+                val_idx, train_idx = validation_split(len(images), run.engine.runs[0].cfg.dataset)  # adrop's split
                 full, labels = images, images.targets.numpy()
                 train, test = Subset(images, train_idx.tolist()), Subset(images, val_idx.tolist())
             else:

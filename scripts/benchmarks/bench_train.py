@@ -153,7 +153,7 @@ class LibraryLoop:
         import adrop
         from adrop.train.nets import network as network_mod
 
-        cfg, self.data = run.cfg, run.data
+        cfg, self.data = run.runs[0].cfg, run.data
         self.shape = network_mod.input_shape_of(self.data)
         module = network_mod.instantiate(cfg.model, self.shape, self.data.classes).to(run.device)
         params = OmegaConf.to_container(cfg.method.params, resolve=True)

@@ -55,18 +55,78 @@ LAM_COSTS = ("weights", "macs")
 
 @dataclass(frozen=True)
 class Settings:
-    """One configuration, resolved: the composed `cfg` (read only), the method's class and Params, the effective lam
-    and lr, and the run's identity."""
+    """One configuration, resolved: what the engine, the run folder and the launchers read. `cfg` is the composed
+    configuration (read only) as the run folder records it and stack keys compare it; everything a run does is read
+    from the fields beside it, typed and checked."""
 
     cfg: DictConfig
-    method: type
-    params: object
-    lam: float
+    method: type  # the method's class (adrop.methods); its name: method.name
+    params: object  # the method's Params, checked
+    lam: float  # the effective lam and lr (cfg's, else the method's defaults)
     lr: float
-    identity: dict
+    identity: dict  # what makes two commands the same run
+    dataset: str  # the data set's name
+    source: object  # the data set's class, made from cfg.dataset (adrop.train.data.sources.Source)
+    data: DictConfig  # where the data are and how much of them: root (absolute), train_limit, download
+    model: DictConfig  # the network's `_target_` and arguments (with its name)
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    task: str
+    structure: str
+    seed: int
+    epochs: int
+    batch_size: int
+    eval_batch_size: int
+    schedule: str
+    decay_start: float
+    penalty_warmup: tuple[float, float]
+    init_from: str | None
+    lam_scale: dict
+    lam_cost: str
+    evaluate_unmasked: bool
+    compile: bool
+    device: str
+    progress: str  # auto, always or never
+    logger: str
+    stack_key: str  # what must agree for configurations to train as one stack
+
+    @classmethod
+    def of(cls, cfg: DictConfig, method: type, params, lam: float, lr: float, source) -> Settings:
+        return cls(
+            cfg=cfg,
+            method=method,
+            params=params,
+            lam=lam,
+            lr=lr,
+            identity=identity_of(cfg, lam, lr, method, params, source),
+            dataset=cfg.dataset.name,
+            source=source,
+            data=cfg.data,
+            model=cfg.model,
+            include=tuple(cfg.include),
+            exclude=tuple(cfg.exclude),
+            task=cfg.task,
+            structure=cfg.structure,
+            seed=int(cfg.seed),
+            epochs=int(cfg.epochs),
+            batch_size=int(cfg.batch_size),
+            eval_batch_size=int(cfg.eval_batch_size),
+            schedule=cfg.schedule,
+            decay_start=float(cfg.decay_start),
+            penalty_warmup=tuple(cfg.penalty_warmup),
+            init_from=None if cfg.init_from is None else str(cfg.init_from),
+            lam_scale=dict(cfg.lam_scale),
+            lam_cost=cfg.lam_cost,
+            evaluate_unmasked=bool(cfg.evaluate_unmasked),
+            compile=bool(cfg.compile),
+            device=str(cfg.device),
+            progress=progress_mode(cfg.progress),
+            logger=str(cfg.logger),
+            stack_key=stack_key(cfg),
+        )
 
     def make_method(self, steps_per_epoch: int):
-        return self.method(self.params, steps_per_epoch, self.cfg.epochs, self.cfg.structure)
+        return self.method(self.params, steps_per_epoch, self.epochs, self.structure)
 
 
 def check_keys(cfg) -> None:
@@ -149,7 +209,7 @@ def progress_mode(value) -> str:
     return PROGRESS[str(value).lower()]
 
 
-def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
+def identity_of(cfg, lam: float, lr: float, cls, params, source) -> dict:
     """What makes two commands the same run: a folder is resumed (or left alone, when finished) only by its own run."""
     identity = {
         "method": cfg.method.name,
@@ -165,9 +225,7 @@ def identity_of(cfg, lam: float, lr: float, cls, params) -> dict:
         identity["dataset_path"] = cfg.dataset.path
     if cfg.dataset.get("options"):
         identity["dataset_options"] = OmegaConf.to_container(cfg.dataset.options, resolve=True)
-    from adrop.train.data import sources
-
-    identity.update(sources.source(cfg.dataset).identity())  # a text file's windows, a user's class
+    identity.update(source.identity())  # a text file's windows, a user's class
     if (cfg.dataset.get("augment") or "none") != "none":
         identity["augment"] = cfg.dataset.augment
     for key, default in IDENTITY_DEFAULTS.items():
@@ -216,27 +274,28 @@ def with_model_name(cfg):
     return out
 
 
-def check_network(cfg, cls, params) -> None:
-    """The network made and run on a batch of zeros in the data's shape, where the configuration says that shape:
-    a module that does not import, has nothing to sparsify, fails or returns other than batch x classes is refused
-    before any folder exists (other data are checked on a batch of theirs when the run starts)."""
+def check_network(cfg, cls, params, source) -> None:
+    """The network made and run on a batch of zeros in the data's shape, where the configuration says that shape
+    (`source`: the data set's class): a module that does not import, has nothing to sparsify, fails or returns other
+    than batch x classes is refused before any folder exists (other data are checked on a batch of theirs when the
+    run starts)."""
     from adrop.train.data import sources as data
     from adrop.train.nets import network
 
     try:
-        fixed = data.fixed_task(cfg.dataset)
+        fixed = source.task
         if fixed is not None and fixed != cfg.task:
             raise TrainError(
                 f"dataset={cfg.dataset.name} holds {TARGETS[fixed]}: use "
                 f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else "")
             )
-        shape = data.shape_of(cfg.dataset, cfg.task)
+        shape = source.shape(cfg.task)
     except data.DataError as err:
         raise TrainError(str(err)) from None
     if shape is None:
         return
     input_shape, classes = shape
-    dtype = torch.int64 if data.tokens(cfg.dataset) else torch.float32
+    dtype = torch.int64 if source.tokens() else torch.float32
     net = network.build(cfg, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure), dtype=dtype)
     network.check_output(net, torch.zeros(2, *input_shape, dtype=dtype), tasks.get(cfg.task))
     network.scale_lam(net, cfg.lam_scale, cfg.lam_cost)
@@ -245,6 +304,8 @@ def check_network(cfg, cls, params) -> None:
 def resolve(cfg, chosen: str | None = None) -> Settings:
     """Every check that needs no data and no folder, then the settings. `chosen` is the method option Hydra composed
     (conf/method/<chosen>.yaml): its `name:` must be that, or another method would run silently."""
+    from adrop.train.data import sources
+
     check_keys(cfg)
     if chosen is not None and cfg.method.name != chosen:
         raise TrainError(
@@ -260,16 +321,20 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
         raise TrainError(str(err)) from None
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
+    cfg = with_absolute_data_root(cfg)
+    try:
+        source = sources.source(cfg.dataset)
+    except sources.DataError as err:
+        raise TrainError(str(err)) from None
     try:
         sweep_outcomes.objectives(cfg.objective, cfg.task)
-        check_network(cfg, cls, params)
+        check_network(cfg, cls, params, source)
     except ValueError as err:
         raise TrainError(str(err)) from None
-    cfg = with_absolute_data_root(cfg)
     from adrop.train.runtime import resolve_device
 
     resolve_device(cfg.device)  # cuda where there is none: refused now, as a wrong command
-    return Settings(cfg, cls, params, lam, lr, identity_of(cfg, lam, lr, cls, params))
+    return Settings.of(cfg, cls, params, lam, lr, source)
 
 
 def with_absolute_data_root(cfg):

@@ -36,8 +36,8 @@ import torch
 from adrop.heads import kept_heads
 from adrop.train import current_paths, tasks
 from adrop.train.config import schedules
-from adrop.train.config.settings import Settings, progress_mode, stack_key
-from adrop.train.data import sources, tensors
+from adrop.train.config.settings import Settings
+from adrop.train.data import tensors
 from adrop.train.errors import TrainError
 from adrop.train.loop import collapse, evaluate
 from adrop.train.loop.optim import StackedAdam
@@ -87,17 +87,17 @@ class Engine:
     resumed from their checkpoints when there are some. `multirun`: a sweep's job (no progress bar)."""
 
     def __init__(self, runs: list[Settings], folders: list[Path], multirun: bool = False):
-        if len({stack_key(r.cfg) for r in runs}) != 1:
+        if len({r.stack_key for r in runs}) != 1:
             raise ValueError("a stack's configurations must agree in all but their per-configuration settings")
         self.runs, self.folders, self.K, self.multirun = list(runs), [Path(f) for f in folders], len(runs), multirun
         for folder in self.folders:
             folder.mkdir(parents=True, exist_ok=True)
-        base = self.cfg = runs[0].cfg
+        base = self.settings = runs[0]
         self.device = resolve_device(base.device)
         self.task = tasks.get(base.task)
         self.columns = run_files.metrics_columns(self.task)
         try:
-            self.data = sources.load(base.dataset, base.data, self.device, self.task)
+            self.data = base.source.load(base.data, self.device, self.task)
         except tensors.DataError as err:
             raise TrainError(str(err)) from None
         self.steps_per_epoch = math.ceil(len(self.data.train) / base.batch_size)
@@ -122,7 +122,7 @@ class Engine:
         except ValueError as err:
             raise TrainError(str(err)) from None
         self.lam = torch.tensor([r.lam for r in runs], device=self.device)  # (K,): layer.per_config shapes it
-        self.warmups = [tuple(e * self.steps_per_epoch for e in r.cfg.penalty_warmup) for r in runs]
+        self.warmups = [tuple(e * self.steps_per_epoch for e in r.penalty_warmup) for r in runs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
         # compile=true: one fused kernel for many elementwise passes: the loss (the noisy methods' per-weight work),
         # and Adam's update with the method's after_step (AdaProx's prox), a dozen memory-bound passes made one
@@ -131,7 +131,7 @@ class Engine:
         self.epoch, self.elapsed = 0, 0.0
         self.metrics, self.layer_rows = [[] for _ in runs], [[] for _ in runs]
         self.failed: list[str | None] = [None] * self.K
-        torch.manual_seed(sum(r.cfg.seed * 7919**i for i, r in enumerate(runs)) % 2**63)  # the stack's noise
+        torch.manual_seed(sum(r.seed * 7919**i for i, r in enumerate(runs)) % 2**63)  # the stack's noise
         if not self.resume():
             self.method.start(self.model.layers)
 
@@ -139,14 +139,14 @@ class Engine:
         """Each configuration's network made from its seed (then init_from), stacked."""
         singles = []
         for run in self.runs:
-            reset_state(run.cfg.seed, self.device)
+            reset_state(run.seed, self.device)
             single = network_mod.build(
-                run.cfg, self.input_shape, self.data.classes, run.make_method(self.steps_per_epoch)
+                run, self.input_shape, self.data.classes, run.make_method(self.steps_per_epoch)
             )  # its init_*
-            if run.cfg.init_from:
-                load_weights(single, Path(run.cfg.init_from))
+            if run.init_from:
+                load_weights(single, Path(run.init_from))
             singles.append(single.state_dict())
-        stacked = network_mod.build(self.cfg, self.input_shape, self.data.classes, self.method, configs=self.K)
+        stacked = network_mod.build(self.settings, self.input_shape, self.data.classes, self.method, configs=self.K)
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
                 tensor.copy_(torch.stack([s[name] for s in singles]))
@@ -158,7 +158,7 @@ class Engine:
         data = self.data
         outputs = self.task.outputs_in_words(data.classes, data.classes_from)
         return [
-            f"{self.single.describe(self.cfg.method.name, self.cfg.get('structure', 'weight'))}; "
+            f"{self.single.describe(self.settings.method.name, self.settings.structure)}; "
             f"{outputs}, {len(data.train):,} training examples, {len(data.val):,} for validation",
             *data.notes,
         ]
@@ -224,7 +224,7 @@ class Engine:
         return [
             0.0
             if self.failed[k]
-            else schedules.lr_at(step, self.total_steps, r.lr, r.cfg.schedule, r.cfg.decay_start, self.steps_per_epoch)
+            else schedules.lr_at(step, self.total_steps, r.lr, r.schedule, r.decay_start, self.steps_per_epoch)
             for k, r in enumerate(self.runs)
         ]
 
@@ -242,10 +242,10 @@ class Engine:
         return data_term + weight * penalty, data_term, penalty
 
     def train_epoch(self, bar=None) -> torch.Tensor:
-        train, batch = self.data.train, self.cfg.batch_size
+        train, batch = self.data.train, self.settings.batch_size
         orders = torch.stack(
             [
-                torch.randperm(len(train), generator=torch.Generator().manual_seed(r.cfg.seed * 1_000_003 + self.epoch))
+                torch.randperm(len(train), generator=torch.Generator().manual_seed(r.seed * 1_000_003 + self.epoch))
                 for r in self.runs
             ]
         ).to(self.device)  # each its own order
@@ -310,14 +310,14 @@ class Engine:
         self.failed[k] = message
         self.optimizer.freeze([k])
         run_files.mark_failed(
-            self.folders[k], message, self.cfg.method.name, self.runs[k].identity, stacked=self.K, **extra
+            self.folders[k], message, self.settings.method.name, self.runs[k].identity, stacked=self.K, **extra
         )
         log.info("%s failed: %s", self.folders[k], message)  # the launcher tells the user, in one line
 
     def fit(self, stop_after: int | None = None) -> list[dict]:
         """Train to the planned epochs (or stop after epoch `stop_after`, leaving the runs to be resumed); each
         configuration's summary."""
-        self.trackers = [tracking.make(r.cfg.logger, f) for r, f in zip(self.runs, self.folders)]
+        self.trackers = [tracking.make(r.logger, f) for r, f in zip(self.runs, self.folders)]
         try:
             with denormals_flushed(self.device):
                 return self._fit(stop_after)
@@ -332,7 +332,7 @@ class Engine:
                 tracker.close()
 
     def _fit(self, stop_after):
-        epochs = self.cfg.epochs
+        epochs = self.settings.epochs
         bar = self.progress_bar()
         while self.epoch < epochs and self.active():
             if stop_after is not None and self.epoch >= stop_after:
@@ -369,7 +369,7 @@ class Engine:
     def end_of_epoch(self, k: int, sums: list[float], weights, lr: float, seconds: float, bar) -> None:
         """Configuration k's record of the epoch just trained: its rows, checkpoint, summary and tracking."""
         loss, data_term, penalty = sums
-        val = evaluate.measure(self.task, self.single.predict, weights, self.data.val, self.cfg.eval_batch_size)
+        val = evaluate.measure(self.task, self.single.predict, weights, self.data.val, self.settings.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, _ = evaluate.kept_units(self.single, weights)
         self.metrics[k].append(
@@ -393,7 +393,7 @@ class Engine:
         first = self.task.metrics[0]
         shown = f"val {self.task.label(first)} {self.task.format(first, val[first])}"
         line = (
-            f"epoch {self.epoch}/{self.cfg.epochs}: {self.task.data_term} {data_term:.4f} (+ penalty "
+            f"epoch {self.epoch}/{self.settings.epochs}: {self.task.data_term} {data_term:.4f} (+ penalty "
             f"{loss - data_term:.4g}), {shown}, nonzero {nonzero / total:.4f}, {seconds:.1f} s"
         )
         log.info("%s: %s", self.folders[k].name, line)  # the job's log file
@@ -406,14 +406,14 @@ class Engine:
                     "nonzero": f"{nonzero / total:.4f}",
                 }
             )
-        elif bar is None and not self.multirun and progress_mode(self.cfg.progress) != "never":  # a line an epoch
+        elif bar is None and not self.multirun and self.settings.progress != "never":  # a line an epoch
             print(f"adrop train: {line}", file=sys.stderr, flush=True)
 
     def finish(self, k: int, weights, unmasked) -> dict:
         """Configuration k's final evaluation: the test error, weights.npz and its completed summary.json; or, where
         its network collapsed (adrop.train.loop.collapse), its failure."""
-        cfg = self.runs[k].cfg
-        why = collapse.collapsed(self.single, weights, self.data.val.x, cfg.method.name)
+        run = self.runs[k]
+        why = collapse.collapsed(self.single, weights, self.data.val.x, run.method.name)
         if why is not None:  # its sparsity and last val metrics kept: a lam search brackets its target with it
             _, nonzero, total = evaluate.sparsity(self.single, weights)
             self.fail(
@@ -424,11 +424,11 @@ class Engine:
                 **{c: self.metrics[k][-1][c] if self.metrics[k] else None for c in self.val_columns},
             )
             return run_files.read_summary(self.folders[k])
-        test = evaluate.measure(self.task, self.single.predict, weights, self.data.test, cfg.eval_batch_size)
+        test = evaluate.measure(self.task, self.single.predict, weights, self.data.test, run.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, kept = evaluate.kept_units(self.single, weights)
         run_files.write_weights(self.folders[k], {key: weights[key] for key in self.single.keys})
-        errors = evaluate.unmasked_errors(cfg, self.task, self.single.predict, unmasked, self.data)
+        errors = evaluate.unmasked_errors(run, self.task, self.single.predict, unmasked, self.data)
         summary = self.summary(
             k,
             "completed",
@@ -448,14 +448,14 @@ class Engine:
 
     def progress_bar(self):
         """A bar over the training steps, in a terminal, for a command that is not a sweep (progress=always: any)."""
-        mode = progress_mode(self.cfg.progress)
+        mode = self.settings.progress
         if mode == "never" or (mode == "auto" and (self.multirun or not sys.stderr.isatty())):
             return None
         from tqdm import tqdm
 
-        name = self.cfg.method.name + (f" x {self.K}" if self.K > 1 else "")
+        name = self.settings.method.name + (f" x {self.K}" if self.K > 1 else "")
         return tqdm(
-            total=self.cfg.epochs * self.steps_per_epoch,
+            total=self.settings.epochs * self.steps_per_epoch,
             initial=self.epoch * self.steps_per_epoch,
             desc=name,
             unit="step",

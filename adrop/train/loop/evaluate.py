@@ -97,11 +97,11 @@ def kept_units(network, state: dict):
     ], None
 
 
-def unmasked_errors(cfg, task, predict, weights, data) -> tuple[float, float] | None:
+def unmasked_errors(run, task, predict, weights, data) -> tuple[float, float] | None:
     """(test, val) values of the task's first metric for the network with these unmasked weights (`unmasked`), when
-    cfg.evaluate_unmasked asks for them."""
-    if not cfg.evaluate_unmasked:
+    the run's settings (evaluate_unmasked) ask for them."""
+    if not run.evaluate_unmasked:
         return None
     return tuple(
-        measure(task, predict, weights, split, cfg.eval_batch_size)[task.metrics[0]] for split in (data.test, data.val)
+        measure(task, predict, weights, split, run.eval_batch_size)[task.metrics[0]] for split in (data.test, data.val)
     )

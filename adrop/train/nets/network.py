@@ -336,7 +336,8 @@ def shared_parameters(module: nn.Module) -> list[str]:
 def build(
     cfg, input_shape, classes: int, method, configs: int | None = None, dtype: torch.dtype = torch.float32
 ) -> Network:
-    """The network a run's configuration asks for (its model, include and exclude), for inputs of this dtype."""
+    """The network a run's settings (or its composed configuration) ask for: its model, include and exclude, for
+    inputs of this dtype."""
     model_cfg = cfg.model
     module = instantiate(model_cfg, input_shape, classes)
     network = Network(
@@ -346,8 +347,8 @@ def build(
         classes,
         configs,
         architecture=target_of(model_cfg),
-        include=list(cfg.get("include") or ()),
-        exclude=list(cfg.get("exclude") or ()),
+        include=list(getattr(cfg, "include", None) or ()),
+        exclude=list(getattr(cfg, "exclude", None) or ()),
         dtype=dtype,
     )
     network.arguments = arguments(model_cfg, type(module), input_shape, classes)

@@ -264,7 +264,7 @@ def summary(
     (its targets' normalisation and vocabulary); `stacked` the size of the stack it trained in (1: alone); `units` and
     `kept` what adrop.train.loop.evaluate.kept_units gives; `dense` what adrop.train.loop.evaluate.dense gives (the
     parameters trained densely: counted in `parameters`, the whole network's totals, beside the sparsified weights')."""
-    cfg, positions, biases = run.cfg, model.positions(), model.biases()
+    positions, biases = model.positions(), model.biases()
     units = units or [()] * len(layers or [])
     network_cost = None
     if layers is not None:
@@ -273,12 +273,12 @@ def summary(
             network_cost["compact_macs"] = kept.macs()
     return {
         "status": status,
-        "method": cfg.method.name,
+        "method": run.method.name,
         "lam": run.lam,
         "lr": run.lr,
-        "seed": cfg.seed,
+        "seed": run.seed,
         "epochs": epoch,
-        "epochs_planned": cfg.epochs,
+        "epochs_planned": run.epochs,
         **{f"{split}_{m}": (results or {}).get(f"{split}_{m}") for split in ("test", "val") for m in task.metrics},
         **(
             {}
@@ -305,19 +305,19 @@ def summary(
         },
         "parameters": None if total is None or dense is None else parameters(nonzero, total, dense, model.names),
         "cost": network_cost,
-        "structure": cfg.get("structure", "weight"),
+        "structure": run.structure,
         "kept_architecture": None if kept is None else kept.architecture,
         **({"heads": heads} if heads else {}),
         "wall_time_s": elapsed,
         "device": str(device),
-        "dataset": cfg.dataset.name,
+        "dataset": run.dataset,
         "code": code_version(),
-        "model": cfg.model.name,
+        "model": run.model.name,
         "architecture": model.architecture,
         "model_arguments": getattr(model, "arguments", None),
         "identity": run.identity,
-        "batch_size": cfg.batch_size,
-        "train_limit": cfg.data.train_limit,
+        "batch_size": run.batch_size,
+        "train_limit": run.data.train_limit,
         "stacked": stacked,
         **({} if normalisation is None else {"input_normalisation": normalisation}),
         **({"vocabulary": data.vocabulary} if data is not None and data.vocabulary else {}),

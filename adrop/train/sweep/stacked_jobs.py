@@ -260,12 +260,12 @@ def stack_problem(run) -> str | None:
     from adrop.train.nets import network
 
     try:
-        shape = data.shape_of(run.cfg.dataset, run.cfg.task)
+        shape = run.source.shape(run.task)
     except data.DataError:
         return None
     if shape is None:
         return None
-    return network.stack_problem(run.cfg, shape[0], shape[1], run.make_method(1), data.tokens(run.cfg.dataset))
+    return network.stack_problem(run, shape[0], shape[1], run.make_method(1), run.source.tokens())
 
 
 def say_failed(job: Job, why) -> None:
