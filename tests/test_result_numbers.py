@@ -1,5 +1,6 @@
 """Every number a result page opens with (its claim and its table) recomputes from the page's committed files, by
-the commands the page names (tests/helpers/numbers.py says how a page names them)."""
+the commands the page names; every number of its later sections is printed by those commands or stored in its
+folder (tests/helpers/numbers.py says how a page names them)."""
 
 import pytest
 
@@ -10,9 +11,11 @@ PAGES = sorted(p for p in numbers.PAGES.glob("*.md") if p.name != "README.md")
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
-def test_the_numbers_a_page_opens_with_recompute(page, tmp_path):
+def test_the_numbers_a_page_quotes_come_from_its_files(page, tmp_path):
     assert not numbers.quoted(numbers.opening(page)) or numbers.commands(page), f"{page.name} names no commands"
-    assert numbers.unrecomputed(page, tmp_path) == []
+    printed = numbers.printed(page, tmp_path)
+    assert numbers.unrecomputed(page, tmp_path, printed) == [], "the opening"
+    assert numbers.unfound(page, tmp_path, printed) == [], "the later sections"
 
 
 def test_the_check_finds_what_a_reader_sees_and_matches_as_shown():
@@ -23,3 +26,18 @@ def test_the_check_finds_what_a_reader_sees_and_matches_as_shown():
     assert not numbers.matches("0.06", False, [0.066]) and numbers.matches("1.2e-4", False, [0.000121])
     assert numbers.matches("1e-3", False, [0.00104]) and not numbers.matches("1e-3", False, [0.0005])
     assert [n for n, _ in numbers.quoted("0.99x, 121.0k in 9.91s at 3e889f4 on 3.11.7")] == ["0.99", "121.0", "9.91"]
+
+
+def test_later_sections_may_quote_what_the_folder_stores(tmp_path, monkeypatch):
+    pages = tmp_path / "results"
+    (pages / "topic").mkdir(parents=True)
+    (pages / "topic" / "runs.csv").write_text("seed,error\n0,0.02731\n")
+    page = pages / "topic.md"
+    page.write_text(
+        "Errors 2.7%.\n<!-- recompute\necho 0.027\n-->\n## Details\nSeed 0: 2.73%, mean 0.03.\n"
+        "<!-- recompute\necho 0.03\n-->\nAnd 9.99.\n"
+    )
+    monkeypatch.setattr(numbers, "PAGES", pages)
+    assert numbers.commands(page) == ["echo 0.027", "echo 0.03"]
+    assert numbers.unrecomputed(page, tmp_path) == []
+    assert numbers.unfound(page, tmp_path) == ["9.99"]

@@ -1,4 +1,4 @@
-"""Whether the numbers a result page opens with recompute from its committed files.
+"""Whether the numbers a result page quotes come from its committed files.
 
 A page's opening (its claim and its table: everything before its first `## ` heading) quotes numbers; a comment
 in the page says which commands print them, run from the repository's root:
@@ -8,9 +8,12 @@ in the page says which commands print them, run from the repository's root:
     cat docs/results/<topic>/bench_x.txt
     -->
 
-(run by bash; {tmp}: a new empty folder). Every decimal number of the opening (code, links and the comment left
-out) must equal a number the commands print, rounded to the decimals the page shows it with (a percentage also as a
-fraction)."""
+(run by bash; {tmp}: a new empty folder; a page may have several such comments, one beside each section whose
+figures need one). Every decimal number of the opening (code, links and the comments left out) must equal a number
+the commands print, rounded to the decimals the page shows it with (a percentage also as a fraction). Every decimal
+number of the later sections must be printed by the commands or stored in a text file of the page's folder
+(docs/results/<topic>/), to the decimals shown: the later sections quote the stored values themselves, and the
+figures computed from them (means, ratios, differences) are printed by the commands."""
 
 from __future__ import annotations
 
@@ -52,8 +55,8 @@ def quoted(text: str) -> list[tuple[str, bool]]:
 
 
 def commands(page: Path) -> list[str]:
-    found = RECOMPUTE.search(page.read_text())
-    return [] if found is None else [c.strip() for c in found.group("commands").splitlines() if c.strip()]
+    """The commands of all the page's recompute comments, in order."""
+    return [c.strip() for found in RECOMPUTE.finditer(page.read_text()) for c in found.group("commands").splitlines()]
 
 
 def printed(page: Path, tmp: Path) -> str:
@@ -75,6 +78,16 @@ def printed(page: Path, tmp: Path) -> str:
     return "\n".join(out)
 
 
+STORED = (".csv", ".txt", ".json", ".md", ".log", ".tsv", ".yaml")
+
+
+def stored(page: Path) -> str:
+    """The text files of the page's folder, docs/results/<topic>/ (none: the page keeps no data)."""
+    folder = PAGES / page.stem
+    files = sorted(f for f in folder.rglob("*") if f.is_file() and f.suffix in STORED) if folder.is_dir() else []
+    return "\n".join(f.read_text(errors="replace") for f in files)
+
+
 def _env() -> dict:
     import os
 
@@ -82,23 +95,55 @@ def _env() -> dict:
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
 
 
+class Values:
+    """The numbers some text holds, indexed by how a page may show them (so a page's hundreds of numbers are looked
+    up, not compared with each of the folder's values)."""
+
+    def __init__(self, text_or_values):
+        if isinstance(text_or_values, str):
+            values = []
+            for m in NUMBER.finditer(text_or_values):
+                try:
+                    values.append(float(m.group(0).split("%")[0].strip().replace("−", "-")))
+                except ValueError:
+                    pass
+        else:
+            values = list(text_or_values)
+        self.values = sorted(set(values))
+        self.shown: dict[tuple, set] = {}
+
+    def _as_shown(self, decimals: int, scientific: bool, scale: float) -> set:
+        key = (decimals, scientific, scale)
+        if key not in self.shown:
+            if scientific:
+                self.shown[key] = {f"{v:.{decimals}e}" for v in self.values}
+            else:
+                self.shown[key] = {round(v * scale, decimals) for v in self.values}
+        return self.shown[key]
+
+    def has(self, number: str, percent: bool) -> bool:
+        """Whether a value, rounded as the page shows `number` (a percentage: also the value times 100), is
+        `number`."""
+        shown = float(number)
+        decimals = len(number.split("e")[0].partition(".")[2])
+        if "e" in number.lower():  # scientific: the same mantissa to the digits shown
+            return f"{shown:.{decimals}e}" in self._as_shown(decimals, True, 1.0)
+        scales = (1.0, 100.0) if percent else (1.0,)
+        return any(round(shown, decimals) in self._as_shown(decimals, False, s) for s in scales)
+
+
 def matches(number: str, percent: bool, values: list[float]) -> bool:
-    """Whether a value printed, rounded as the page shows `number` (a percentage: also the value times 100),
-    is `number`."""
-    shown = float(number)
-    decimals = len(number.split("e")[0].partition(".")[2])
-    if "e" in number.lower():  # scientific: the same mantissa to the digits shown
-        return any(f"{v:.{decimals}e}" == f"{shown:.{decimals}e}" for v in values)
-    scales = (1.0, 100.0) if percent else (1.0,)
-    return any(round(v * s, decimals) == round(shown, decimals) for v in values for s in scales)
+    return Values(values).has(number, percent)
 
 
-def unrecomputed(page: Path, tmp: Path) -> list[str]:
+def unrecomputed(page: Path, tmp: Path, printed_text: str | None = None) -> list[str]:
     """The numbers of the page's opening that its commands do not print."""
-    values = []
-    for m in NUMBER.finditer(printed(page, tmp)):
-        try:
-            values.append(float(m.group(0).split("%")[0].strip().replace("−", "-")))
-        except ValueError:
-            pass
-    return [n + ("%" if p else "") for n, p in quoted(opening(page)) if not matches(n, p, values)]
+    values = Values(printed(page, tmp) if printed_text is None else printed_text)
+    return [n + ("%" if p else "") for n, p in quoted(opening(page)) if not values.has(n, p)]
+
+
+def unfound(page: Path, tmp: Path, printed_text: str | None = None) -> list[str]:
+    """The numbers of the page's later sections that its commands do not print and its folder does not store."""
+    values = Values((printed(page, tmp) if printed_text is None else printed_text) + "\n" + stored(page))
+    rest = page.read_text()[len(opening(page)) :]
+    return [n + ("%" if p else "") for n, p in quoted(rest) if not values.has(n, p)]
