@@ -47,3 +47,12 @@ def test_a_refused_value_is_refused_before_the_run_folder_exists(tmp_path, monke
     assert app.main([*SMALL, "lam=-1", "hydra.run.dir=run"]) != 0
     assert not (tmp_path / "run").exists()
     assert "lam" in capsys.readouterr().err
+
+
+def test_the_engine_reads_the_resolved_settings_not_the_composed_config():
+    import re
+    from pathlib import Path
+
+    from adrop.train.loop import engine
+
+    assert not re.search(r"\bcfg\b", Path(engine.__file__).read_text())

@@ -1,11 +1,14 @@
 """Each data set is a class named by `_target_` (adrop.train.data.sources): adrop's own in conf/dataset/, a user's
 Source subclass with a YAML of its own, and a config without `_target_` (a run made before) read by its name."""
 
+import io
+import logging
 import sys
 from importlib import resources
 
 import pytest
 
+from adrop.train import errors
 from adrop.train.command import app
 from adrop.train.data import sources
 
@@ -67,3 +70,59 @@ def test_a_refused_start_removes_its_own_folder_and_not_another_commands_beside_
     assert app.main([*args, "model=mlp", "device=cpu", "hydra.run.dir=outputs/runs/mine"]) != 0
     assert other.exists() and not (tmp_path / "outputs" / "runs" / "mine").exists()
     assert "no data here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target, said", [("Unfinished", "could not be made: TypeError"), ("Shapeless", "KeyError")])
+def test_a_users_class_that_fails_is_refused_in_one_line(tmp_path, monkeypatch, capsys, target, said):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    args = ["dataset=custom", f"dataset._target_=user_sources.{target}", "+dataset.options.features=5", "model=mlp"]
+    assert app.main([*args, "device=cpu", "hydra.run.dir=outputs/runs/mine"]) == errors.REFUSED
+    out = capsys.readouterr()
+    assert said in out.err and f"user_sources.{target}" in out.err
+    assert "Traceback" not in out.out + out.err and len(out.err.strip().splitlines()) == 1, out.err
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_an_error_while_the_run_starts_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    args = ["dataset=custom", "dataset._target_=user_sources.Unreadable", "+dataset.options.features=5", "model=mlp"]
+    assert app.main([*args, "device=cpu", "hydra.run.dir=run"]) == errors.FAILED
+    out = capsys.readouterr()
+    assert out.err.strip() == "adrop train: error: RuntimeError: disk gone" and "Traceback" not in out.out, out.out
+    assert not (tmp_path / "run").exists()  # it never began
+
+
+def test_a_bugs_traceback_goes_to_the_log_file_not_the_console(tmp_path):
+    shown = io.StringIO()
+    console, file = logging.StreamHandler(shown), logging.FileHandler(tmp_path / "job.log")
+    console.setLevel(logging.WARNING)  # as conf/config.yaml sets Hydra's job logging
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(console), root.addHandler(file), root.setLevel(logging.INFO)
+    try:
+        try:
+            raise RuntimeError("adrop's own")
+        except RuntimeError as err:
+            assert errors.bug(err) == "RuntimeError: adrop's own"
+    finally:
+        root.removeHandler(console), root.removeHandler(file), root.setLevel(level)
+        file.close()
+    assert shown.getvalue() == "" and "Traceback" in (tmp_path / "job.log").read_text()
+
+
+def test_a_refused_start_keeps_a_folder_that_another_command_filled_after_the_start_checks(tmp_path, monkeypatch):
+    from adrop.train.run_folder import run_files
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+
+    def filled_meanwhile(folder, identity):  # another command's failed start of this run, found by the claim
+        (folder / "summary.json").write_text('{"status": "failed"}')
+        return "retry"
+
+    monkeypatch.setattr(run_files, "claim", filled_meanwhile)
+    args = ["dataset=custom", "dataset._target_=user_sources.Unreadable", "+dataset.options.features=5", "model=mlp"]
+    assert app.main([*args, "device=cpu", "hydra.run.dir=run"]) == errors.FAILED
+    assert (tmp_path / "run" / "summary.json").exists()

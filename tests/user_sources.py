@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from adrop.train.data.datasets import Raw
-from adrop.train.data.sources import Arrays
+from adrop.train.data.sources import Arrays, Source
 
 
 class Blobs(Arrays):
@@ -34,3 +34,24 @@ class Intruder:
         Path(other).parent.mkdir(parents=True, exist_ok=True)
         Path(other).write_text("another command's")
         raise RuntimeError("no data here")
+
+
+class Unfinished(Source):
+    """A Source subclass that forgot its load(): it cannot be made."""
+
+    def shape(self, task: str):
+        return (5,), 2
+
+
+class Shapeless(Blobs):
+    """A data set whose shape() fails."""
+
+    def shape(self, task: str):
+        raise KeyError("features")
+
+
+class Unreadable(Blobs):
+    """A data set whose arrays fail to load when the run starts."""
+
+    def raw(self, data) -> Raw:
+        raise RuntimeError("disk gone")

@@ -42,10 +42,11 @@ def debugging() -> bool:
 
 def bug(err: Exception) -> str:
     """An error that is adrop's fault: one line for the user, the traceback in the job's log (and on stderr under
-    HYDRA_FULL_ERROR=1)."""
+    HYDRA_FULL_ERROR=1). Logged at INFO: the job's log file takes INFO, the console only WARNING and above
+    (conf/config.yaml), so the terminal shows the one line alone."""
     if debugging():
         traceback.print_exc()
-    logging.getLogger("adrop.train").error("%s", traceback.format_exc())
+    logging.getLogger("adrop.train").info("%s", traceback.format_exc())
     return f"{type(err).__name__}: {err}"
 
 

@@ -28,6 +28,9 @@ DEVICE=${DEVICE:-cuda}
 DATA=${DATA:-${ADROP_DATA:-data}}
 OUT=${OUT:-gpu_out}
 mkdir -p "${OUT}"
+export DATA=$(realpath -m "${DATA}") OUT=$(realpath "${OUT}") DEVICE  # the parts it calls itself: the same
+SELF=$(realpath "$0")
+cd "$(dirname "${SELF}")/../.." || exit 1  # the repository: its conf/, tests/ and scripts/, from wherever it is called
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "${OUT}/gpu.txt"
 case "${PART}" in
   tests)
@@ -64,7 +67,7 @@ case "${PART}" in
   once)
     export ADROP_DATA="${DATA}"  # the tests' MNIST
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 | tee "${OUT}/test_cuda.txt" | tail -25
-    timeout 170 "$0" train epochs=1 "${EXTRA[@]}" 2>&1 | tee "${OUT}/train.txt"
+    timeout 170 "${SELF}" train epochs=1 "${EXTRA[@]}" 2>&1 | tee "${OUT}/train.txt"
     timeout 40 adrop train model=lenet5 method=logsum structure=neuron device=${DEVICE} epochs=1 "data.root=${DATA}" \
       progress=never "hydra.run.dir=${OUT}/train/lenet5_logsum_neuron" "${EXTRA[@]}" 2>&1 | tail -1 | tee -a "${OUT}/train.txt"
     timeout 90 python3 scripts/benchmarks/bench_stacked.py --device ${DEVICE} --data "${DATA}" --ks 1,16,64 \

@@ -106,13 +106,13 @@ def job(cfg, hc, folder: Path, multirun: bool) -> dict | None:
         started = lifecycle.start(this, held, record=multirun, settings=settings)
         if isinstance(started, dict):
             return ended(this, started, multirun)
-        return train(this, started.run, multirun, hc)
+        return train(this, started, multirun, hc)
     finally:
         for hold in held:
             hold.close()
 
 
-def train(this: lifecycle.Job, run, multirun: bool, hc) -> dict | None:
+def train(this: lifecycle.Job, started: lifecycle.Started, multirun: bool, hc) -> dict | None:
     """One run: a stack of one. A single run says where it trains and what, once its engine holds the data."""
     folder, trained = this.folder, []
 
@@ -124,9 +124,9 @@ def train(this: lifecycle.Job, run, multirun: bool, hc) -> dict | None:
             for line in engine.describe():
                 print(f"adrop train: {line}", flush=True)
 
-    summary = lifecycle.train([this], [run], multirun=multirun, on_start=begin)[0]
+    summary = lifecycle.train([this], [started.run], multirun=multirun, on_start=begin)[0]
     if summary["status"] != "completed" and not trained:  # its data or network refused, or its start failed
-        return ended(this, summary, multirun)
+        return ended(this, {**summary, "claimed": started.state}, multirun)
     if summary["status"] == "failed" and summary.get("collapsed") and multirun and collapse.searched(hc.sweeper):
         print(collapse.probe_line(folder.name, summary), flush=True)
         return summary
@@ -168,9 +168,10 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
     returns it (the lifecycle recorded it in the folder where it could) and the sweep goes on; a single run exits
     with its status, and removes the folder this command made, unless the folder turned out to be another command's
     (held by it, or holding another run: stage "held" or "taken"), and of the folders above it only those this command
-    made and nothing else came into."""
+    made and nothing else came into (`claimed`: what the claim found there; a folder another command filled
+    meanwhile, with a run to resume or retry, stays)."""
     folder, status = this.folder, result["status"]
-    stage = result.pop("stage", None)
+    stage, claimed = result.pop("stage", None), result.pop("claimed", "new")
     if status == "completed":
         print(f"{folder} already holds this run, completed; nothing to do ({one_line(result)})")
         return result
@@ -180,7 +181,8 @@ def ended(this: lifecycle.Job, result: dict, multirun: bool) -> dict:
     if multirun:
         return result
     top = CREATED.get(folder.absolute())
-    if stage not in ("held", "taken") and top is not None and folder.is_dir():  # made by this command: it goes,
+    mine = stage not in ("held", "taken") and claimed == "new" and top is not None
+    if mine and folder.is_dir():  # made by this command: it goes,
         let_go_of_logs(folder)
         shutil.rmtree(folder)  # and each folder above it that this command made, where nothing else came into it
         for parent in folder.parents:

@@ -7,11 +7,13 @@ checks its keys here and each job's values when the job starts (they differ per 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from adrop.train import errors
 from adrop.train.config.settings import Settings, check_keys, resolve
 from adrop.train.errors import TrainError
 from adrop.train.run_folder import sweep_outcomes
@@ -35,9 +37,11 @@ class StartChecks(Callback):
             run = resolve(job, config.hydra.runtime.choices.get("method"))
         except TrainError as err:
             raise StartRefused(str(err)) from None
+        except Exception as err:  # Hydra would turn it into a warning and start the run: said here, in one line
+            raise StartRefused(errors.bug(err)) from None
         if not config.hydra.job.chdir and not config.hydra.job.env_set:  # the job's own cwd and environment: the
             RESOLVED[OmegaConf.to_yaml(job)] = run  # same as here (else the job resolves its paths again, there)
-        folder = Path(config.hydra.run.dir).absolute()
+        folder = Path(os.path.abspath(config.hydra.run.dir))  # as Hydra makes it: a/x/../y is a/y
         new = [p for p in (folder, *folder.parents) if not p.exists()]
         if new:  # removed again if the start fails
             CREATED[folder] = new[-1]

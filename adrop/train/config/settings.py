@@ -30,7 +30,7 @@ from adrop.train import current_paths, tasks
 from adrop.train.config import schema
 from adrop.train.config.differences import NOT_A_RESULT
 from adrop.train.config.schedules import SCHEDULES
-from adrop.train.errors import TrainError
+from adrop.train.errors import TrainError, brief
 from adrop.train.nets import builtin
 from adrop.train.run_folder import sweep_outcomes, tracking
 from adrop.train.tasks.base import TARGETS
@@ -290,12 +290,19 @@ def check_network(cfg, cls, params, source) -> None:
                 f"task={fixed}" + (f" (task={cfg.task} here)" if cfg.task != "classification" else "")
             )
         shape = source.shape(cfg.task)
+        tokens = source.tokens()
     except data.DataError as err:
         raise TrainError(str(err)) from None
+    except TrainError:
+        raise
+    except Exception as err:  # a user's class that fails to say its shape: one line, not a traceback
+        if type(source).__module__ == data.__name__:
+            raise
+        raise TrainError(f"dataset._target_={cfg.dataset.get('_target_')}: {brief(err)}") from None
     if shape is None:
         return
     input_shape, classes = shape
-    dtype = torch.int64 if source.tokens() else torch.float32
+    dtype = torch.int64 if tokens else torch.float32
     net = network.build(cfg, input_shape, classes, cls(params, 1, cfg.epochs, cfg.structure), dtype=dtype)
     network.check_output(net, torch.zeros(2, *input_shape, dtype=dtype), tasks.get(cfg.task))
     network.scale_lam(net, cfg.lam_scale, cfg.lam_cost)

@@ -19,6 +19,7 @@ from adrop.train import tasks
 from adrop.train.data import datasets, tensors
 from adrop.train.data import text as text_source
 from adrop.train.data.datasets import DataError, Raw
+from adrop.train.errors import brief
 
 
 class Source(ABC):
@@ -229,7 +230,12 @@ def source(cfg) -> Source:
                     f"dataset._target_={target} reads: choose the data set with dataset=<name> "
                     "(dataset=torchvision dataset.name=<class> for torchvision's)"
                 )
-        return cls(cfg)
+        try:
+            return cls(cfg)
+        except DataError:
+            raise
+        except Exception as err:  # a user's class that cannot be made (an abstract method left, a bad argument)
+            raise DataError(f"dataset._target_={target} could not be made: {brief(err)}") from None
     if cfg.get("source") == "torchvision":
         return Torchvision(cfg)
     if cfg.name == "custom":

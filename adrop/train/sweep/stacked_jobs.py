@@ -145,13 +145,16 @@ def examine(jobs: list[Job], held: list | None = None) -> tuple[list, dict, dict
 def check(job: Job) -> lifecycle.Started | dict:
     """A job examined by a process that does not train it (a cluster's launcher): resolved and claimed, its folder
     neither held nor begun (the cluster job that trains it does both)."""
+    run = None
     try:
         run = resolve(job.cfg, job.method_choice)
         state = run_files.claim(job.folder, run.identity)
-    except TrainError as err:
-        return lifecycle.record_failure(job, str(err), refused=True)
     except run_files.FolderTaken as err:
         return {"status": "refused", "error": str(err), "method": job.cfg.method.name}
+    except Exception as err:  # its values refused (TrainError), or a bug: recorded as every launcher records it
+        refused = isinstance(err, (TrainError, ValueError))
+        message = lifecycle.message_of(err, job.folder)
+        return lifecycle.record_failure(job, message, run.identity if run else None, refused=refused)
     if state == "completed":
         return {**run_files.read_summary(job.folder), "status": "completed"}
     checkpoint = run_files.load_checkpoint(job.folder, "cpu") if state == "resume" else None
