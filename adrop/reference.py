@@ -91,20 +91,22 @@ def shown(value) -> str:
     return str(value)
 
 
-def keys_table(cls, prefix: str = "", composed: dict | None = None) -> list[str]:
-    """Rows `| key | type | default | meaning |` of a schema dataclass, nested ones after their parent; the default
-    as `adrop train` composes it with no override (`composed`), else the schema's."""
+def keys_table(cls, prefix: str = "", composed: dict | None = None, skip: tuple = ()) -> list[str]:
+    """Rows `| key | type | default | meaning |` of a schema dataclass (but the fields named in `skip`), nested ones
+    after their parent; the default as `adrop train` composes it with no override (`composed`), else the schema's."""
     hints = typing.get_type_hints(cls)
     comments = field_comments(cls)
     rows, nested = [], []
     for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
         if dataclasses.is_dataclass(hints[f.name]):
             nested.append((f.name, hints[f.name]))
             continue
         value = composed_default(composed or {}, prefix + f.name)
         default = default_of(f) if value is None else shown(value)
-        if f.name == "model" and not prefix:
-            default = "(the chosen network's)"
+        if f.name in ("model", "dataset") and not prefix:
+            default = f"(the chosen {'network' if f.name == 'model' else 'data set'}'s)"
         rows.append(
             f"| `{prefix}{f.name}` | {cell(type_name(hints[f.name]))} | {cell(default)} | "
             f"{cell(comments.get(f.name, ''))} |"
@@ -167,6 +169,31 @@ def method_parameters() -> list[str]:
     return out
 
 
+def dataset_keys() -> list[str]:
+    """The keys every data set has, then a table of its own keys per data set schema (adrop.train.data.schemas),
+    each naming the data sets that have it."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from adrop.train.config import schema
+    from adrop.train.data import schemas
+
+    schema.register()
+    users: dict[type, list[str]] = {}
+    options = sorted(p.name[:-5] for p in (resources.files("adrop.conf") / "dataset").iterdir() if p.suffix == ".yaml")
+    with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
+        for option in options:
+            users.setdefault(OmegaConf.get_type(compose("config", [f"dataset={option}"]).dataset), []).append(option)
+    common = tuple(f.name for f in dataclasses.fields(schemas.DatasetConfig))
+    header = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    out = ["### Every data set's", "", *header, *keys_table(schemas.DatasetConfig, "dataset."), ""]
+    for cls in schemas.SCHEMAS.values():
+        named = ", ".join(f"`dataset={o}`" for o in users.get(cls, [])) or "a user's class"
+        out += [f"### {cls.__name__}: {named}", "", cell(inspect.getdoc(cls) or ""), "", "And:", ""]
+        out += [*header, *keys_table(cls, "dataset.", skip=common), ""]
+    return out
+
+
 def composed_config() -> dict:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
@@ -199,6 +226,12 @@ def markdown() -> str:
         "`model` is open: `_target_`, `name` and the constructor's arguments of the chosen network. `method` and",
         "`dataset` are config groups (below): their defaults are the chosen option's.",
         "",
+        "## Data set keys",
+        "",
+        "Each data set has its own keys: its class's schema (adrop/train/data/schemas.py), with the defaults shown",
+        "here unless its file in conf/dataset/ sets others (`adrop train dataset=<name> --help` shows them).",
+        "",
+        *dataset_keys(),
         "## Config groups",
         "",
         *groups(),

@@ -93,11 +93,14 @@ def test_a_truncated_or_foreign_checkpoint_is_named_with_what_to_do(synthetic, t
 
 def test_unknown_keys_are_refused_even_when_added_with_plus(config):
     cfg = config("+epoch=3", "+data.rot=1", "+dataset.colour=red")
-    assert sorted(schema.unknown_keys(cfg)) == [
-        ("data.rot", "data.root"),
-        ("dataset.colour", None),
-        ("epoch", "epochs"),
-    ]
+    assert sorted(schema.unknown_keys(cfg)) == [("data.rot", "data.root"), ("epoch", "epochs")]
+    # a data set's keys are its class's (adrop.train.data.schemas), checked as the run's settings are resolved
+    with pytest.raises(TrainError, match=r"^unknown key dataset.colour for dataset=mnist; its keys: name, "):
+        resolve(config("+dataset.colour=red"))
+    with pytest.raises(TrainError, match=r"dataset.split_sed .*\(did you mean dataset.split_seed\?\)"):
+        resolve(config("+dataset.split_sed=1"))
+    with pytest.raises(TrainError, match=r"unknown key dataset.features for dataset=mnist"):  # synthetic's
+        resolve(config("+dataset.features=3"))
     with pytest.raises(TrainError, match=r"unknown key epoch \(did you mean epochs\?\)"):
         resolve(config("method=logsum", "+epoch=3"))
     assert schema.unknown_keys(config("method=logsum", "lam=0.1")) == []

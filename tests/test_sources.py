@@ -7,10 +7,11 @@ import sys
 from importlib import resources
 
 import pytest
+from omegaconf import OmegaConf
 
 from adrop.train import errors
 from adrop.train.command import app
-from adrop.train.data import sources
+from adrop.train.data import schemas, sources
 
 
 @pytest.mark.parametrize(
@@ -24,6 +25,19 @@ def test_every_dataset_config_names_its_class(config, name):
     source = sources.source(cfg)
     assert isinstance(source, sources.Source) and not isinstance(source, sources.Custom)
     assert f"{type(source).__module__}.{type(source).__name__}" == cfg._target_
+    assert OmegaConf.get_type(cfg) is type(source).Config  # the file starts from its class's schema
+
+
+def test_a_users_class_has_the_keys_of_its_own_schema():
+    rings = {"_target_": "user_sources.Rings", "name": "rings"}  # a user's YAML, without a defaults list
+    checked = sources.checked(OmegaConf.create(rings))
+    assert (checked.features, checked.split_seed, checked.val_size) == (5, 42, 0.1)
+    with pytest.raises(sources.DataError, match=r"dataset.featurs for dataset=rings \(did you mean dataset.features"):
+        sources.checked(OmegaConf.create({**rings, "featurs": 3}))
+    with pytest.raises(sources.DataError, match="^dataset.features of dataset=rings: Value 'many'"):
+        sources.checked(OmegaConf.create({**rings, "features": "many"}))
+    blobs = sources.checked(OmegaConf.create({"_target_": "user_sources.Blobs", "name": "b", "options": {"n": 1}}))
+    assert blobs.options == {"n": 1} and OmegaConf.get_type(blobs) is schemas.OptionsConfig
 
 
 def test_a_config_without_its_class_is_read_by_its_name(config):
@@ -59,7 +73,7 @@ def test_a_name_that_is_not_the_built_in_classs_is_refused(config):
     with pytest.raises(sources.DataError, match="choose the data set with dataset=<name>"):
         sources.source(config("dataset=mnist", "dataset.name=fashion_mnist").dataset)
     with pytest.raises(sources.DataError):
-        sources.source(config("dataset=mnist", "dataset.source=torchvision", "dataset.name=KMNIST").dataset)
+        sources.source(config("dataset=mnist", "+dataset.source=torchvision", "dataset.name=KMNIST").dataset)
 
 
 def test_a_refused_start_removes_its_own_folder_and_not_another_commands_beside_it(tmp_path, monkeypatch, capsys):

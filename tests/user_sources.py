@@ -1,8 +1,11 @@
 """A data set of a user's own, as a Source subclass (tests/test_sources.py names it by `_target_`)."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
+from adrop.train.data import schemas
 from adrop.train.data.datasets import Raw
 from adrop.train.data.sources import Arrays, Source
 
@@ -55,3 +58,17 @@ class Unreadable(Blobs):
 
     def raw(self, data) -> Raw:
         raise RuntimeError("disk gone")
+
+
+@dataclass
+class RingsConfig(schemas.DatasetConfig):
+    features: int = 5  # its own key, with its default
+
+
+class Rings(Blobs):
+    """A data set with keys of its own (a Config), not in dataset.options."""
+
+    Config = RingsConfig
+
+    def shape(self, task: str):
+        return ((int(self.cfg.features),), 2) if task == "classification" else None

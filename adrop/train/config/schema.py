@@ -11,7 +11,7 @@ import difflib
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -26,38 +26,6 @@ class MethodConfig:
 
 
 @dataclass
-class DatasetConfig:
-    name: str = MISSING  # the data set's name (choose one with dataset=<name>; adrop's classes refuse another):
-    #                           mnist | fashion_mnist | synthetic | digits | diabetes | npz | text | with
-    #                           dataset=torchvision, a torchvision.datasets class | a name for a user's class
-    source: str = "adrop"  # adrop, or torchvision (set by dataset=torchvision): torchvision.datasets.<name>
-    # the data set's class: adrop's (adrop.train.data.sources, named by each conf/dataset file), or a user's: a Source
-    # subclass, or any class whose instance holds x_train, y_train, x_test, y_test (optionally x_val, y_val, classes)
-    _target_: Optional[str] = None
-    path: Optional[str] = None  # npz: the file (x_train, y_train, x_test, y_test; optionally x_val, y_val); text: the
-    #                             text file
-    options: Dict[str, Any] = field(default_factory=dict)  # torchvision, _target_: more arguments of the class
-    # the validation split, taken from the training set at random (split_seed) unless the data has x_val: a fraction
-    # of the training examples (0 < val_size < 1) or a count (MNIST's 12000, the paper's split)
-    val_size: Union[int, float] = 0.1
-    test_size: Union[int, float] = 360  # digits, diabetes: held out as the test set (a count or a fraction); text:
-    #                                    the file's last fraction
-    context: int = 64  # text: tokens a window holds (the model's context)
-    level: str = "char"  # text: char (UTF-8 characters) or byte tokens
-    split_seed: int = 42  # the random validation split's seed (the same split for every run's seed)
-    mean: Any = None  # normalisation x = (x - mean) / std (x in [0, 1] for pixels): one number or one per
-    std: Any = None  # channel; null: the data set's usual values, else computed on the training split
-    classes: Optional[int] = None  # null: the labels' largest value + 1 (synthetic: how many to generate)
-    augment: str = "none"  # crop_flip: random padded crops and horizontal flips of training images (CIFAR)
-    # synthetic data only
-    features: int = 20  # input dimension
-    n_train: int = 2000  # training examples (validation taken from them)
-    n_test: int = 500  # test examples
-    separation: float = 2.0  # distance between the classes' means (larger: easier)
-    image: Optional[List[int]] = None  # channels, height, width of image data (MNIST: [1, 28, 28]); null: flat vectors
-
-
-@dataclass
 class DataConfig:
     root: str = "data"  # the folder holding the data (MNIST/raw/, ...): $ADROP_DATA, else data/
     train_limit: Optional[int] = None  # use only the first N training examples
@@ -67,7 +35,8 @@ class DataConfig:
 @dataclass
 class Config:
     method: MethodConfig = field(default_factory=MethodConfig)
-    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    # the data set: its class (`_target_`) and that class's keys (adrop.train.data.schemas: each data set its own)
+    dataset: Dict[str, Any] = field(default_factory=dict)
     # an nn.Module by `_target_` (adrop's built-in networks too), its constructor's arguments beside it, and `name`;
     # open, since the arguments are the module's (a wrong one fails when the module is made, in one line)
     model: Dict[str, Any] = field(default_factory=dict)
@@ -139,6 +108,8 @@ def unknown_keys(cfg, schema: dict | None = None, prefix: str = "") -> list[tupl
 
 def unknown_key_message(key: str, close: str | None) -> str:
     hint = f" (did you mean {close}?)" if close else ""
+    if key.startswith("dataset.") and not close:  # each data set has its own keys (adrop.train.data.schemas)
+        return f"unknown key {key} for the chosen data set; `adrop train dataset=<name> --help` shows its keys"
     return f"unknown key {key}{hint}; `adrop train --help` lists the keys and groups"
 
 
@@ -160,6 +131,10 @@ def register(method_params: dict | None = None) -> None:
     OmegaConf.register_new_resolver("adrop_config_groups", config_groups, replace=True)
     store = ConfigStore.instance()
     store.store(name="adrop_schema", node=Config)
+    from adrop.train.data.schemas import SCHEMAS
+
+    for name, node in SCHEMAS.items():  # what conf/dataset/<name>.yaml starts from (its defaults list)
+        store.store(group="dataset_schema", name=name, node=node)
     if method_params is None:
         from adrop import methods
 

@@ -328,8 +328,9 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
         raise TrainError(str(err)) from None
     cls, params = method_params(cfg)
     lam, lr = lam_and_lr(cfg)
-    cfg = with_absolute_data_root(cfg)
     try:
+        cfg = with_dataset(cfg, sources.checked(cfg.dataset))  # its class's keys, with their defaults
+        cfg = with_absolute_data_root(cfg)
         source = sources.source(cfg.dataset)
     except sources.DataError as err:
         raise TrainError(str(err)) from None
@@ -342,6 +343,14 @@ def resolve(cfg, chosen: str | None = None) -> Settings:
 
     resolve_device(cfg.device)  # cuda where there is none: refused now, as a wrong command
     return Settings.of(cfg, cls, params, lam, lr, source)
+
+
+def with_dataset(cfg, dataset):
+    """A copy of cfg whose `dataset` node holds this one's keys and values."""
+    out = cfg.copy()
+    with read_write(out), open_dict(out):
+        out.dataset = OmegaConf.to_container(dataset)  # the schema's node has checked them; the open field takes a dict
+    return out
 
 
 def with_absolute_data_root(cfg):
@@ -357,7 +366,8 @@ def with_absolute_data_root(cfg):
     out = cfg.copy()
     with read_write(out), open_dict(out):
         out.data.root = root
-        out.dataset.path = path
+        if "path" in out.dataset:
+            out.dataset.path = path
     return out
 
 

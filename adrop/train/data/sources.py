@@ -2,21 +2,24 @@
 config says of its data without reading them (their shape, the task they are for, whether the inputs are token ids)
 and the data themselves, as tensors on the device (adrop.train.data.tensors).
 
-A new data set is a class here (or anywhere: a subclass of Source, by `_target_`) and a YAML file. A user's own
+A new data set is a class here (or anywhere: a subclass of Source, by `_target_`) and a YAML file; its keys are its
+class's `Config` (adrop.train.data.schemas: checked by `checked` when a run starts). A user's own
 class that is not a Source (its instance holds x_train, y_train, x_test, y_test, ...; dataset=custom) is read through
 Custom. A run made before its config named the class (no `_target_`) is read by its dataset's name (BY_NAME).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from adrop.train import tasks
-from adrop.train.data import datasets, tensors
+from adrop.train.data import datasets, schemas, tensors
 from adrop.train.data import text as text_source
 from adrop.train.data.datasets import DataError, Raw
 from adrop.train.errors import brief
@@ -27,6 +30,7 @@ class Source(ABC):
 
     task: ClassVar[str | None] = "classification"  # the task its data are for; None where only the data can say
     name: ClassVar[str | None] = None  # the dataset.name an adrop data set answers to (None: any)
+    Config: ClassVar[type] = schemas.OptionsConfig  # its keys (a user's class: its arguments in dataset.options)
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
@@ -81,6 +85,7 @@ class IdxImages(Labelled):
     """MNIST-like images in torchvision's layout under data.root, read from their idx files (downloaded where
     missing, by torchvision, where data.download allows)."""
 
+    Config = schemas.ImagesConfig
     folder: ClassVar[str]
     pixels = True
 
@@ -107,6 +112,7 @@ class Synthetic(Labelled):
     """Gaussian classes, generated (small, for tests)."""
 
     name = "synthetic"
+    Config = schemas.SyntheticConfig
 
     def shape(self, task: str) -> tuple[tuple, int] | None:
         return ((int(self.cfg.features),), int(self.cfg.classes)) if task == "classification" else None
@@ -119,6 +125,7 @@ class Digits(Arrays):
     """scikit-learn's bundled 8 x 8 digits."""
 
     name = "digits"
+    Config = schemas.HeldOutConfig
 
     def shape(self, task: str) -> tuple[tuple, int] | None:
         return ((1, 8, 8), 10) if task == "classification" else None
@@ -131,7 +138,7 @@ class Diabetes(Arrays):
     """scikit-learn's bundled diabetes regression set."""
 
     name = "diabetes"
-
+    Config = schemas.HeldOutConfig
     task = "regression"
 
     def raw(self, data) -> Raw:
@@ -142,7 +149,7 @@ class Npz(Arrays):
     """A file of arrays x_train, y_train, x_test, y_test (and optionally x_val, y_val)."""
 
     name = "npz"
-
+    Config = schemas.NpzConfig
     task = None
 
     def shape(self, task: str) -> tuple[tuple, int] | None:
@@ -160,7 +167,7 @@ class Text(Arrays):
     """A text file as next-token data (adrop.train.data.text)."""
 
     name = "text"
-
+    Config = schemas.TextConfig
     task = "language_model"
 
     def shape(self, task: str) -> tuple[tuple, int] | None:
@@ -179,6 +186,8 @@ class Text(Arrays):
 
 class Torchvision(Arrays):
     """Any torchvision.datasets class by dataset.name, in its own layout under data.root."""
+
+    Config = schemas.TorchvisionConfig
 
     def shape(self, task: str) -> tuple[tuple, int] | None:
         return datasets.torchvision_shape(self.cfg) if task == "classification" else None
@@ -211,15 +220,15 @@ BY_NAME = {  # a config without `_target_`: made before configs named their clas
 }
 
 
-def source(cfg) -> Source:
-    """The data set a `dataset` config node names: by its `_target_`, else by its name. adrop's own classes must
-    agree with dataset.name and dataset.source (dataset=mnist dataset.name=fashion_mnist would otherwise train
-    MNIST under Fashion-MNIST's name): choose another data set with dataset=<name>."""
+def source_class(cfg) -> type:
+    """The class a `dataset` config node names: by its `_target_`, else by its name. adrop's own classes must agree
+    with dataset.name and dataset.source (dataset=mnist dataset.name=fashion_mnist would otherwise train MNIST under
+    Fashion-MNIST's name): choose another data set with dataset=<name>."""
     target = cfg.get("_target_")
     if target:
         cls = importable(str(target))
         if cls is None or not (isinstance(cls, type) and issubclass(cls, Source)):
-            return Custom(cfg)  # a user's class of arrays (one that does not import: Custom says so, in one line)
+            return Custom  # a user's class of arrays (one that does not import: Custom says so, in one line)
         if cls.__module__ == __name__:
             agrees = cls.name in (None, cfg.get("name")) and (cfg.get("source") == "torchvision") == (
                 cls is Torchvision
@@ -230,14 +239,9 @@ def source(cfg) -> Source:
                     f"dataset._target_={target} reads: choose the data set with dataset=<name> "
                     "(dataset=torchvision dataset.name=<class> for torchvision's)"
                 )
-        try:
-            return cls(cfg)
-        except DataError:
-            raise
-        except Exception as err:  # a user's class that cannot be made (an abstract method left, a bad argument)
-            raise DataError(f"dataset._target_={target} could not be made: {brief(err)}") from None
+        return cls
     if cfg.get("source") == "torchvision":
-        return Torchvision(cfg)
+        return Torchvision
     if cfg.name == "custom":
         raise DataError("dataset=custom needs dataset._target_=<your dataset class>")
     if cfg.name not in BY_NAME:
@@ -246,7 +250,39 @@ def source(cfg) -> Source:
             "npz, synthetic, text, dataset=torchvision dataset.name=<a torchvision.datasets class>, or "
             "a class of yours by dataset._target_"
         )
-    return BY_NAME[cfg.name](cfg)
+    return BY_NAME[cfg.name]
+
+
+def source(cfg) -> Source:
+    """The data set a `dataset` config node names, made (source_class)."""
+    cls = source_class(cfg)
+    try:
+        return cls(cfg)
+    except DataError:
+        raise
+    except Exception as err:  # a user's class that cannot be made (an abstract method left, a bad argument)
+        raise DataError(f"dataset._target_={cfg.get('_target_')} could not be made: {brief(err)}") from None
+
+
+def checked(cfg):
+    """The `dataset` node as its class's schema (Config) has it: its defaults filled in, its values typed; a key the
+    schema does not have is refused in one line that names the closest (a user's keys go in dataset.options, or in a
+    Config of the class's own)."""
+    schema = source_class(cfg).Config
+    keys = list(OmegaConf.structured(schema).keys())
+    for key in cfg.keys():
+        if key not in keys:
+            close = difflib.get_close_matches(str(key), keys, n=1, cutoff=0.6)
+            hint = f" (did you mean dataset.{close[0]}?)" if close else ""
+            raise DataError(
+                f"unknown key dataset.{key} for dataset={cfg.get('name')}{hint}; its keys: {', '.join(keys)}"
+            )
+    try:
+        return OmegaConf.merge(OmegaConf.structured(schema), cfg)
+    except Exception as err:  # a value of the wrong type
+        key = getattr(err, "full_key", None)
+        where = f"dataset.{key} of " if key else ""
+        raise DataError(f"{where}dataset={cfg.get('name')}: {str(err).splitlines()[0]}") from None
 
 
 def importable(target: str):
