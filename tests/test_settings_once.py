@@ -56,3 +56,22 @@ def test_the_engine_reads_the_resolved_settings_not_the_composed_config():
     from adrop.train.loop import engine
 
     assert not re.search(r"\bcfg\b", Path(engine.__file__).read_text())
+
+
+def test_a_single_runs_network_is_made_by_the_start_check_once_and_by_the_engine_once_plus_its_stack(
+    tmp_path, monkeypatch
+):
+    from adrop.train.nets import network
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    made = []
+    instantiate = network.instantiate
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return instantiate(*args, **kwargs)
+
+    monkeypatch.setattr(network, "instantiate", counted)
+    assert app.main([*SMALL, "hydra.run.dir=run"]) == 0
+    assert len(made) == 3  # the start check's (no data yet), the configuration's (which evaluates), the stack's

@@ -109,13 +109,10 @@ class Engine:
             if self.data.mean is not None
             else None
         )  # a black pixel, normalised: crop_flip's padding
-        try:  # one row's network: evaluation, the cost's positions, the check that the module fits the data
-            self.single = network_mod.build(
-                base, self.input_shape, self.data.classes, self.method, dtype=self.data.train.x.dtype
-            ).to(self.device)
-            network_mod.check_output(self.single, self.data.train.x[:2], self.task)
-            self.single.eval()
+        try:
             self.model = self.stack_models()
+            network_mod.check_output(self.single, self.data.train.x[:2], self.task)  # the module fits the data
+            self.single.eval()
             positions = self.single.positions() if base.lam_cost == "macs" else None
             for net in (self.single, self.model):
                 network_mod.scale_lam(net, base.lam_scale, base.lam_cost, positions)
@@ -136,16 +133,20 @@ class Engine:
             self.method.start(self.model.layers)
 
     def stack_models(self):
-        """Each configuration's network made from its seed (then init_from), stacked."""
+        """Each configuration's network made from its seed (then init_from), stacked. The first configuration's is
+        kept as `single`, the one-row network that evaluates every row (with that row's tensors), counts the cost's
+        positions and checks that the module fits the data: each network is built once."""
         singles = []
-        for run in self.runs:
+        for k, run in enumerate(self.runs):
             reset_state(run.seed, self.device)
-            single = network_mod.build(
-                run, self.input_shape, self.data.classes, run.make_method(self.steps_per_epoch)
-            )  # its init_*
+            method = self.method if k == 0 else run.make_method(self.steps_per_epoch)  # its init_*
+            dtype = self.data.train.x.dtype  # the inputs': float, or token ids
+            single = network_mod.build(run, self.input_shape, self.data.classes, method, dtype=dtype)
             if run.init_from:
                 load_weights(single, Path(run.init_from))
             singles.append(single.state_dict())
+            if k == 0:
+                self.single = single.to(self.device)
         stacked = network_mod.build(self.settings, self.input_shape, self.data.classes, self.method, configs=self.K)
         with torch.no_grad():
             for name, tensor in stacked.state_dict().items():
