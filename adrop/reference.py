@@ -128,21 +128,38 @@ def first_comment(text: str) -> str:
 
 
 def groups() -> list[str]:
+    """Each config group's options: conf/'s folders (each file's first comment), then the Hydra launchers and sweepers
+    adrop's plugins store (each config's docstring)."""
     root = resources.files("adrop.conf")
     out = []
     for group in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in ("__pycache__",)):
-        if group == "hydra":
-            subgroups = sorted(p.name for p in (root / group).iterdir() if p.is_dir())
-            folders = [(f"hydra/{s}", root / group / s) for s in subgroups]
-        else:
-            folders = [(group, root / group)]
-        for name, folder in folders:
-            out += [f"### `{name}`", "", "| option | what it is |", "|---|---|"]
-            for f in sorted(folder.iterdir(), key=lambda p: p.name):
-                if f.name.endswith(".yaml"):
-                    out.append(f"| `{name}={f.name[:-5]}` | {cell(first_comment(f.read_text()))} |")
-            out.append("")
-    return out
+        out += [f"### `{group}`", "", "| option | what it is |", "|---|---|"]
+        for f in sorted((root / group).iterdir(), key=lambda p: p.name):
+            if f.name.endswith(".yaml"):
+                out.append(f"| `{group}={f.name[:-5]}` | {cell(first_comment(f.read_text()))} |")
+        out.append("")
+    return out + plugin_groups()
+
+
+def plugin_groups() -> list[str]:
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    from adrop.train.command import registry
+
+    registry.register()
+    out, keys, header = [], [], ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for group in ("launcher", "sweeper"):
+        options = ConfigStore.instance().repo["hydra"][group]
+        out += [f"### `hydra/{group}` (adrop's)", "", "| option | what it is |", "|---|---|"]
+        for name in sorted(options):
+            if getattr(options[name], "provider", None) == "adrop":  # (a dict: a nested group)
+                option, cls = name.removesuffix(".yaml"), OmegaConf.get_type(options[name].node)
+                out.append(f"| `hydra/{group}={option}` | {cell(' '.join((inspect.getdoc(cls) or '').split()))} |")
+                keys += [f"#### `hydra/{group}={option}`", "", *header]
+                keys += [*keys_table(cls, f"hydra.{group}.", skip=("_target_",)), ""]
+        out.append("")
+    return out + keys
 
 
 def method_parameters() -> list[str]:
@@ -175,10 +192,10 @@ def dataset_keys() -> list[str]:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from adrop.train.config import schema
+    from adrop.train.command import registry
     from adrop.train.data import schemas
 
-    schema.register()
+    registry.register()
     users: dict[type, list[str]] = {}
     options = sorted(p.name[:-5] for p in (resources.files("adrop.conf") / "dataset").iterdir() if p.suffix == ".yaml")
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
@@ -198,9 +215,9 @@ def composed_config() -> dict:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from adrop.train.config import schema
+    from adrop.train.command import registry
 
-    schema.register()
+    registry.register()
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config")
     return OmegaConf.to_container(cfg, resolve=False)

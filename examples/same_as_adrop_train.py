@@ -18,7 +18,8 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 import adrop
-from adrop.train.config import schedules, schema
+from adrop.train.command import registry
+from adrop.train.config import schedules
 from adrop.train.config.settings import resolve
 from adrop.train.loop.engine import Engine
 from adrop.train.nets import network as network_mod
@@ -63,7 +64,7 @@ def plain_loop(cfg, data):
 
 
 def main(overrides):
-    schema.register()
+    registry.register()
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config", overrides=[*overrides, "device=cpu", "progress=never"])
     folder = tempfile.mkdtemp()

@@ -18,13 +18,13 @@ import pytest
 from hydra import compose, initialize_config_module
 from hypothesis import HealthCheck, settings
 
-from adrop.train.config import schema
+from adrop.train.command import registry
 
 settings.register_profile(
     "adrop", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("adrop")
-schema.register()
+registry.register()
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ADROP_DATA") or ROOT / "data").resolve()  # data.root's default, as adrop train has it

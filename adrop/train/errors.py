@@ -120,7 +120,7 @@ def one_line(err: BaseException) -> str:
         from adrop.train.config import schema
 
         return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
-    if "Could not load 'hydra/launcher/submitit" in text:  # conf/hydra/launcher/slurm.yaml without the plugin
+    if "Could not load 'hydra/launcher/submitit" in text:  # a config that extends submitit's, without the plugin
         return f"{_meaningful(text)[0]}: the SLURM launcher needs pip install -e '.[launchers]'"
     lines = _meaningful(text) + _meaningful(str(err.__cause__ or ""))
     return ": ".join(lines[:2]) if lines else type(err).__name__

@@ -55,17 +55,17 @@ within tolerance is the answer at once. Overrides compare as written (`+key=v` i
 directly, reuses nothing.
 """
 
-from __future__ import annotations
-
 import itertools
 import math
 import os
 import shlex
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
@@ -144,6 +144,37 @@ class Plan:
     def slope(self, target: float) -> Optional[float]:
         """The short runs' d log nonzero / d log lam near the target: the shape the full rounds go by."""
         return estimate([t[:2] for t in self.short], target)[1]
+
+
+@dataclass
+class LamSearchConf:
+    """Ask for a sparsity, get lam: for each combination of the other swept settings, rounds of lam values (each round
+    one launch: with hydra/launcher=stacked, stacks) until a run's nonzero fraction (or its compact network's share of
+    the multiply-adds, target_macs) is within tolerance of the target; writes search.csv into the sweep folder and
+    exits 1 naming the combinations it could not bring within tolerance,
+    adrop train -m hydra/sweeper=lam_search hydra.sweeper.target_nonzero=0.02 method=logsum,hard_concrete seed=0,1."""
+
+    _target_: str = "hydra_plugins.adrop_plugins.lam_search.LamSearchSweeper"
+    target_nonzero: Optional[float] = None  # the fraction of weights to keep; or
+    target_macs: Optional[float] = None  # the fraction of the dense network's multiply-adds its compact network
+    #                                      keeps (one target)
+    tolerance: float = 0.05  # relative: |kept - target| <= tolerance * target (kept: the fraction searched)
+    max_runs: int = 24  # the budget: runs per combination, short and full alike (a short run costs short_epochs of one)
+    rounds: Optional[int] = None  # a cap on rounds as well (null: none; the budget decides)
+    per_round: int = 4  # lam values per combination and short round (a stack's worth)
+    per_full_round: int = 2  # lam values per combination and full round
+    short_epochs: float = 0.1  # the short rounds' fraction of the epochs, at the lr scaled up by as much; 1: all full
+    lam_range: List[float] = field(default_factory=lambda: [1.0e-7, 1.0])  # where the first round looks, log-spaced
+    reuse: List[str] = field(default_factory=list)  # earlier lam_search sweep folders: their runs of the same
+    #                                                 combination are trials here
+    max_val_error: Optional[float] = None  # a run within tolerance erring more on validation is no answer (a failed
+    #                                        network)
+    then_seeds: List[int] = field(default_factory=list)  # then each answer trained again with these seeds (its
+    #                                                      overrides, the seed changed): [1,2]
+    params: Optional[Dict[str, str]] = None  # the sweep's parameters, as Hydra's basic sweeper takes them
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="lam_search", node=LamSearchConf, provider="adrop")
 
 
 class LamSearchSweeper(BasicSweeper):

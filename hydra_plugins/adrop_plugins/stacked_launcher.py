@@ -11,13 +11,14 @@ This module only does Hydra's part (composing each job's configuration and folde
 adrop.train.sweep.stacked_jobs does the rest.
 """
 
-from __future__ import annotations
-
 import copy
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus, configure_log
 from hydra.plugins.launcher import Launcher
@@ -26,6 +27,24 @@ from omegaconf import OmegaConf, open_dict, read_write
 from adrop.train.run_folder import sweep_outcomes
 
 log = logging.getLogger(__name__)
+ADROP_APP = "adrop.train.command.app"  # whose task function the launcher trains as stacks; any other app's jobs run
+#                                      one after another, as Hydra's basic launcher runs them
+
+
+@dataclass
+class StackedLauncherConf:
+    """The stacked launcher: a sweep's jobs trained as stacks of configurations (adrop.train.sweep.stacked_jobs),
+    adrop train -m hydra/launcher=stacked method=logsum lam=1e-4,1e-3 seed=0,1,2."""
+
+    _target_: str = "hydra_plugins.adrop_plugins.stacked_launcher.StackedLauncher"
+    max_stack: Optional[int] = None  # the most configurations in one stack (null: the measured default for the
+    #                                  device and method)
+    # how many stacks train at once, each in its own worker process (null: one per core on a CPU, each with one torch
+    # thread, as the joblib launcher runs jobs; one on a GPU)
+    n_jobs: Optional[int] = None
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="stacked", node=StackedLauncherConf, provider="adrop")
 
 
 class StackedLauncher(Launcher):
@@ -40,6 +59,10 @@ class StackedLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        if getattr(self.task_function, "__module__", None) != ADROP_APP:  # another app's jobs: Hydra's basic launcher
+            basic = BasicLauncher()
+            basic.setup(hydra_context=self.hydra_context, task_function=self.task_function, config=self.config)
+            return basic.launch(job_overrides, initial_job_idx)
         from adrop.train.sweep import (
             stacked_jobs,  # torch: only when a sweep launches (Hydra's scan imports this module)
         )

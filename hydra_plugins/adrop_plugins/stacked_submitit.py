@@ -26,37 +26,50 @@ FOLDER = "${hydra.sweep.dir}/.submitit"  # submitit's pickles and logs (<job id>
 if BaseSubmititLauncher is not None:
 
     @dataclass
+    class SlurmConf(SlurmQueueConf):
+        """A SLURM launcher for sweeps, one job per configuration, through Hydra's submitit plugin, with adrop's
+        defaults; hydra/launcher=stacked_slurm sends stacks instead (docs/cluster.md),
+        adrop train -m hydra/launcher=slurm hydra.launcher.partition=gpu method=logsum,adaprox lam=1e-4,1e-3. Each job
+        gets its own folder and checkpoint: a timed-out or preempted job is requeued (at most max_num_timeout times
+        for timeouts) and its run resumes from its last checkpoint."""
+
+        submitit_folder: str = FOLDER  # submitit's pickles and each job's log, <job id>_0_log.out
+        timeout_min: int = 240
+        nodes: int = 1
+        tasks_per_node: int = 1
+        cpus_per_task: Optional[int] = 4
+        gpus_per_node: Optional[int] = 1
+        mem_gb: Optional[int] = 16
+        max_num_timeout: int = 3  # a timed-out job is requeued and resumes from its checkpoints, up to 3 times
+
+    @dataclass
     class StackedLocalConf(LocalQueueConf):
+        """The stacked launcher's stacks as submitit's local jobs (a job per stack, on this machine)."""
+
         _target_: str = "hydra_plugins.adrop_plugins.stacked_submitit.StackedLocalLauncher"
         submitit_folder: str = FOLDER
         max_stack: Optional[int] = None  # null: the measured default for where the jobs train (stacked_jobs)
         timeout_min: int = 1440  # a local job's time limit (submitit's local executor: a timeout, then a requeue)
 
     @dataclass
-    class StackedSlurmConf(SlurmQueueConf):
-        """conf/hydra/launcher/slurm.yaml's settings, for stacks."""
+    class StackedSlurmConf(SlurmConf):
+        """hydra/launcher=slurm's settings, for stacks: each SLURM job trains a stack of configurations."""
 
         _target_: str = "hydra_plugins.adrop_plugins.stacked_submitit.StackedSlurmLauncher"
-        submitit_folder: str = FOLDER
         max_stack: Optional[int] = None
-        timeout_min: int = 240
-        cpus_per_task: Optional[int] = 4
-        gpus_per_node: Optional[int] = 1
-        mem_gb: Optional[int] = 16
-        max_num_timeout: int = 3  # a timed-out job is requeued and resumes from its checkpoints, up to 3 times
 
-    def register() -> None:
-        """adrop's launchers, and Hydra's submitit_local with its logs in .submitit/ (its default, .submitit/%j,
-        leaves a folder literally named %j: submitit's local executor does not fill in the job id there)."""
-        store = ConfigStore.instance()
-        store.store(
-            group="hydra/launcher",
-            name="submitit_local",
-            node=LocalQueueConf(submitit_folder=FOLDER),
-            provider="submitit_launcher",
-        )
-        store.store(group="hydra/launcher", name="stacked_submitit_local", node=StackedLocalConf(), provider="adrop")
-        store.store(group="hydra/launcher", name="stacked_slurm", node=StackedSlurmConf(), provider="adrop")
+    STORE = ConfigStore.instance()
+    STORE.store(group="hydra/launcher", name="slurm", node=SlurmConf, provider="adrop")
+    STORE.store(group="hydra/launcher", name="stacked_submitit_local", node=StackedLocalConf, provider="adrop")
+    STORE.store(group="hydra/launcher", name="stacked_slurm", node=StackedSlurmConf, provider="adrop")
+    # Hydra's submitit_local with its logs in .submitit/ (its default, .submitit/%j, leaves a folder literally named
+    # %j: submitit's local executor does not fill in the job id there)
+    STORE.store(
+        group="hydra/launcher",
+        name="submitit_local",
+        node=LocalQueueConf(submitit_folder=FOLDER),
+        provider="submitit_launcher",
+    )
 
     class StackedSubmititLauncher(BaseSubmititLauncher):
         def __init__(self, max_stack: Optional[int] = None, **params: Any) -> None:

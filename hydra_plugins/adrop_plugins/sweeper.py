@@ -6,12 +6,13 @@ adrop.train.run_folder.sweep_outcomes.)
 The loop is Hydra's BasicSweeper.sweep (hydra-core 1.3) with only the saving changed.
 """
 
-from __future__ import annotations
-
 import logging
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Dict, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
@@ -19,6 +20,19 @@ from adrop.outputs import create_new
 from adrop.train.run_folder import sweep_outcomes
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class AdropSweeperConf:
+    """Hydra's basic sweeper that never rewrites a sweep folder's multirun.yaml (a later command into the same folder
+    records its own as multirun.2.yaml, ...); adrop train's default sweeper."""
+
+    _target_: str = "hydra_plugins.adrop_plugins.sweeper.AdropSweeper"
+    max_batch_size: Optional[int] = None  # jobs per launch (null: all)
+    params: Optional[Dict[str, str]] = None  # the sweep's parameters, as Hydra's basic sweeper takes them
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="adrop", node=AdropSweeperConf, provider="adrop")
 
 
 def save_new(config, folder: Path) -> Path:

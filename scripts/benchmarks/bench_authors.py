@@ -300,9 +300,9 @@ def main():
     ):
         if folder is not None and not (folder / notebook).is_file():
             refuse(f"{folder} holds no {notebook}: give a checkout of {repository}")
-    from adrop.train.config import schema
+    from adrop.train.command import registry
 
-    schema.register()
+    registry.register()
     torch.set_num_threads(args.threads)
     scratch = Path(args.folder).resolve() / time.strftime("%Y-%m-%d_%H-%M-%S")
     extra = [] if args.train_limit is None else [f"data.train_limit={args.train_limit}"]

@@ -50,12 +50,12 @@ def measure(args) -> dict:
     import torch
     from hydra import compose, initialize_config_module
 
-    schema, resolve, Engine, denormals_flushed = previous_tree.engine_api()  # this checkout's, or --previous's
+    register, resolve, Engine, denormals_flushed = previous_tree.engine_api()  # this checkout's, or --previous's
 
     def make(cfgs, folders):
         return Engine([resolve(c) for c in cfgs], folders)
 
-    schema.register()
+    register()
 
     def cfg(seed):
         with initialize_config_module(version_base="1.3", config_module="adrop.conf"):

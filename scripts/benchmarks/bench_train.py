@@ -220,8 +220,8 @@ def adrop_run(method, root, device, folder, compiled=False, model="lenet_300_100
 def serve_previous(args):
     """In the second process (PYTHONPATH: the earlier commit's worktree): its engines for each method, one epoch per
     line read from stdin (a contender's name), each answered with the seconds it took."""
-    schema, resolve, Engine, denormals_flushed = previous_tree.engine_api()  # the earlier commit's
-    schema.register()
+    register, resolve, Engine, denormals_flushed = previous_tree.engine_api()  # the earlier commit's
+    register()
     scratch = Path(tempfile.mkdtemp(prefix="adrop-previous-"))
     engines = {}
     for m in args.methods.split(","):
@@ -319,11 +319,11 @@ def main():
         return serve_previous(args)
     if args.custom and args.model != "lenet_300_100":
         parser.error("--custom compares LeNet-300-100 written as a user's module with the built-in lenet_300_100")
-    from adrop.train.config import schema
+    from adrop.train.command import registry
     from adrop.train.loop import evaluate
     from adrop.train.runtime import denormals_flushed
 
-    schema.register()
+    registry.register()
     device = torch.device(args.device)
     scratch = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_module
 
 from adrop.commands import bench_inference
-from adrop.train.config import schema
+from adrop.train.command import registry
 from adrop.train.config.settings import resolve
 from adrop.train.loop.engine import Engine
 from adrop.train.run_folder import run_files
@@ -41,7 +41,7 @@ def main():
         summaries = [run_files.read_summary(Path(folder)) or {} for folder in args.runs]
         print_tables([(label(s), Path(folder)) for s, folder in zip(summaries, args.runs)], args)
         return
-    schema.register()
+    registry.register()
     root = Path(args.folder) / time.strftime("%Y-%m-%d_%H-%M-%S")
     runs = []
     for density in (float(d) for d in args.densities.split(",")):

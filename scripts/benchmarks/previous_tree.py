@@ -35,16 +35,21 @@ def remove(tree: Path) -> None:
 
 
 def engine_api():
-    """(schema, resolve, Engine, denormals_flushed) of the adrop on the path: this checkout's, or an earlier commit's
-    from the one engine on (before adrop/train/ was sorted into rooms, the same four lived at adrop/train/'s top)."""
+    """(register, resolve, Engine, denormals_flushed) of the adrop on the path: this checkout's, or an earlier commit's
+    from the one engine on (before adrop/train/ was sorted into rooms, the same four lived at adrop/train/'s top;
+    before the plugins stored their own configs, the schema's register was all a composition needed)."""
     try:
-        from adrop.train.config import schema
         from adrop.train.config.settings import resolve
         from adrop.train.loop.engine import Engine
+
+        try:
+            from adrop.train.command.registry import register
+        except ImportError:
+            from adrop.train.config.schema import register  # type: ignore[no-redef]
     except ImportError:
-        from adrop.train import schema  # type: ignore[no-redef]
         from adrop.train.engine import Engine  # type: ignore[no-redef]
+        from adrop.train.schema import register  # type: ignore[no-redef]
         from adrop.train.settings import resolve  # type: ignore[no-redef]
     from adrop.train.runtime import denormals_flushed
 
-    return schema, resolve, Engine, denormals_flushed
+    return register, resolve, Engine, denormals_flushed

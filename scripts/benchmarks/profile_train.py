@@ -14,7 +14,7 @@ import time
 from hydra import compose, initialize_config_module
 from torch.profiler import ProfilerActivity, profile
 
-from adrop.train.config import schema
+from adrop.train.command import registry
 from adrop.train.config.settings import resolve
 from adrop.train.loop.engine import Engine
 from adrop.train.runtime import denormals_flushed
@@ -27,7 +27,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rows", type=int, default=15)
     args = parser.parse_args()
-    schema.register()
+    registry.register()
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose(
             "config",

@@ -22,7 +22,7 @@ import torch
 from hydra import compose, initialize_config_module
 
 from adrop import methods
-from adrop.train.config import schema
+from adrop.train.command import registry
 from adrop.train.config.settings import resolve
 from adrop.train.loop.engine import Engine
 from adrop.train.run_folder import run_files
@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--data", default="../shared/data", help="the folder holding MNIST/raw/")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    schema.register()
+    registry.register()
     data = str(Path(args.data).absolute())
     setups = {
         "mlp": ["dataset=synthetic", "model=mlp"],

@@ -13,34 +13,20 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.plugins import Plugins
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from adrop import interrupts
 from adrop.train import errors, tasks
-from adrop.train.command import start_checks
+from adrop.train.command import registry, start_checks
 from adrop.train.command.start_checks import CREATED, StartRefused
-from adrop.train.config import schema
 from adrop.train.config.settings import resolve
 from adrop.train.loop import collapse, lifecycle
 from adrop.train.run_folder import run_files, sweep_outcomes
 from adrop.train.runtime import Interrupted, interruption, sigterm_stops_training
 
-# Hydra's plugin scan re-executes the plugin modules it finds (BasicSweeper among them), so ours is imported after
-# it, to subclass the class Hydra uses; and registered by hand, since an editable install hides it from the scan.
-Plugins.instance()
-from hydra_plugins.adrop_plugins import lam_search, stacked_launcher, stacked_submitit, sweeper  # noqa: E402
-
-Plugins.instance().register(sweeper.AdropSweeper)
-Plugins.instance().register(lam_search.LamSearchSweeper)
-Plugins.instance().register(stacked_launcher.StackedLauncher)
-if stacked_submitit.BaseSubmititLauncher is not None:  # stacks as submitit jobs: with the launchers extra
-    stacked_submitit.register()
-    Plugins.instance().register(stacked_submitit.StackedLocalLauncher)
-    Plugins.instance().register(stacked_submitit.StackedSlurmLauncher)
 log = logging.getLogger("adrop.train")
-schema.register()
+registry.register()  # adrop's plugins and schema, before Hydra composes
 STARTED: dict = {}  # this command's single run folder, once it trains: where an interruption leaves it
 
 

@@ -148,10 +148,10 @@ def show(argv: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf, open_dict
 
-    from adrop.train.config import schema
+    from adrop.train.command import registry
 
     overrides = [a for a in argv if a not in HELP_FLAGS]
-    schema.register(method_params())
+    registry.register(method_params())
     with initialize_config_module(config_module="adrop.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)  # as Hydra's help does: the template may read ${hydra:...}
