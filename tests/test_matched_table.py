@@ -1,6 +1,6 @@
-"""scripts/tools/matched_table.py: which runs make a method's row, and its statistics, from committed CSVs."""
+"""`adrop report --matched` (adrop.report.matched): which runs make a method's row, and its statistics, from
+committed CSVs."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -8,10 +8,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "tools" / "matched_table.py"
-spec = importlib.util.spec_from_file_location("matched_table", SCRIPT)
-matched_table = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(matched_table)
+from adrop.commands import report
+from adrop.report import matched as matched_table
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a report without --out goes into outputs/reports/ here
+
+
+def main(args: list) -> int:
+    return report.main(["--matched", *args])
 
 
 def method_folder(root: Path, method: str, full_runs: dict, seeds: dict, elsewhere=()) -> Path:
@@ -113,14 +120,14 @@ def test_a_methods_row_is_seed_0s_closest_full_run_and_the_other_seeds(tmp_path,
     assert (row["ci95_low"], row["ci95_high"]) == pytest.approx((low, high))
     assert row["within_tolerance"] == 3 and row["search_runs"] == 4 and row["search_short_runs"] == 2
     assert row["search_cost_full_runs"] == pytest.approx((20 + 20 + 200 + 200) / 200)
-    out = tmp_path / "table.csv"
-    assert matched_table.main([str(a), str(b), "--target", "0.02", "--out", str(out)]) == 0
-    table = pd.read_csv(out)
+    out = tmp_path / "table"
+    assert main([str(a), str(b), "--target", "0.02", "--out", str(out)]) == 0
+    table = pd.read_csv(out / "matched.csv")
     assert list(table.method) == ["adaprox", "logsum"]  # least error first
     assert np.isnan(table.p_vs_best[0])
     assert table.p_vs_best[1] == pytest.approx(stats.ttest_ind(errors, [0.026, 0.027, 0.025], equal_var=False).pvalue)
     assert "| adaprox | 0.003 | 3 | 2.60% ± 0.10 |" in capsys.readouterr().out
-    assert matched_table.main([str(a), "--target", "0.02", "--out", str(out)]) == 2  # never over a file
+    assert main([str(a), "--target", "0.02", "--out", str(out)]) == 2  # never over a file
 
 
 def test_a_method_that_missed_the_target_or_failed_there_is_named_below_the_table(tmp_path, capsys):
@@ -129,8 +136,8 @@ def test_a_method_that_missed_the_target_or_failed_there_is_named_below_the_tabl
     failed = method_folder(tmp_path, "hard_concrete", {1e-4: (0.0201, 0.88)}, {})
     results = pd.read_csv(failed / "results.csv").assign(val_error=lambda t: t.test_error)
     results.to_csv(failed / "results.csv", index=False)
-    out = tmp_path / "table.csv"
-    assert matched_table.main([str(a), str(missed), str(failed), "--target", "0.02", "--out", str(out)]) == 0
+    out = tmp_path / "table"
+    assert main([str(a), str(missed), str(failed), "--target", "0.02", "--out", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert [line.split(" | ")[0] for line in printed if line.startswith("| ")][1:] == ["| logsum"]  # header first
     assert (
@@ -138,16 +145,16 @@ def test_a_method_that_missed_the_target_or_failed_there_is_named_below_the_tabl
         "test error 73.56%; search: 3, 3 (2), 1.20" in printed
     )
     assert any(line.startswith("- hard_concrete: not reached (val error 88.00% above 50%)") for line in printed)
-    assert list(pd.read_csv(out).reached) == [True, False, False]
-    assert matched_table.main([str(a), str(failed), "--target", "0.02", "--max-val-error", "0.9"]) == 0
+    assert list(pd.read_csv(out / "matched.csv").reached) == [True, False, False]
+    assert main([str(a), str(failed), "--target", "0.02", "--max-val-error", "0.9"]) == 0
     assert "| hard_concrete |" in capsys.readouterr().out
-    assert matched_table.main([str(missed), "--target", "0.02"]) == 2
+    assert main([str(missed), "--target", "0.02"]) == 2
     assert "no method reached the target" in capsys.readouterr().err
 
 
 def test_a_folder_without_a_full_run_is_one_line(tmp_path, capsys):
     a = method_folder(tmp_path, "logsum", {}, {})
-    assert matched_table.main([str(a), "--target", "0.02"]) == 2
+    assert main([str(a), "--target", "0.02"]) == 2
     assert "no completed full run (200 epochs)" in capsys.readouterr().err
 
 
@@ -156,7 +163,7 @@ def test_two_runs_of_one_seed_at_its_lam_are_refused_and_magnitude_pruning_needs
     results = pd.read_csv(a / "results.csv")
     twice = results[results.seed == 1].assign(run=lambda t: t.run.str.replace("seeds/", "seeds/again/seeds/"))
     pd.concat([results, twice]).to_csv(a / "results.csv", index=False)
-    assert matched_table.main([str(a), "--target", "0.02"]) == 2
+    assert main([str(a), "--target", "0.02"]) == 2
     assert "two runs of seed 1" in capsys.readouterr().err
     mp = method_folder(tmp_path, "magnitude_pruning", {0.0: (0.02, 0.03)}, {1: 0.029, 2: 0.031})
     results = pd.read_csv(mp / "results.csv")
@@ -208,7 +215,7 @@ def test_the_cost_is_the_last_commands_search_and_what_earlier_commands_spent_be
     assert (row["search_runs"], row["search_short_runs"], row["search_cost_full_runs"]) == (4, 2, pytest.approx(2.2))
     assert (row["spent_runs"], row["spent_cost_full_runs"], row["spent_commands"]) == (5, pytest.approx(3.2), 2)
     assert row["search_wall_s"] == pytest.approx(10.0 * (20 + 20 + 200 + 200))
-    assert matched_table.main([str(a), "--target", "0.02"]) == 0
+    assert main([str(a), "--target", "0.02"]) == 0
     assert "| 4, 4 (2), 2.20; 2 commands spent 5 runs, 3.20 |" in capsys.readouterr().out
 
 
@@ -222,7 +229,7 @@ def test_runs_reused_from_another_search_cost_nothing_and_are_counted(tmp_path, 
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert (row["search_runs"], row["search_cost_full_runs"], row["reused_runs"]) == (3, pytest.approx(1.2), 1)
     assert row["spent_runs"] == 3 and row["search_rounds"] == 3
-    assert matched_table.main([str(a), "--target", "0.02"]) == 0
+    assert main([str(a), "--target", "0.02"]) == 0
     assert "| 3, 3 (2), 1.20; 1 reused |" in capsys.readouterr().out
 
 
@@ -234,3 +241,12 @@ def test_a_search_whose_runs_were_all_reused_costs_nothing(tmp_path, capsys):
     (a / "search.2.csv").rename(a / "search.csv")
     row = matched_table.row(a, target=0.02, tolerance=0.05, full=200)
     assert (row["search_rounds"], row["search_runs"], row["search_cost_full_runs"], row["reused_runs"]) == (0, 0, 0, 3)
+
+
+def test_matched_takes_its_target_and_its_options_only_with_it(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "--matched needs --target" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        report.main([str(tmp_path), "--target", "0.02"])  # without --matched
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--target", "0.02", "--compare"])

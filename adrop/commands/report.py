@@ -8,6 +8,9 @@
                                                         in the same place (Welch's and the paired t-test per method)
     adrop report --equivalence logsum SWEEP [SWEEP ...]  each other group against logsum's, paired by seed: two
                                                         one-sided tests within --margin, the kept weights' overlap
+    adrop report --matched FOLDER [FOLDER ...] --target 0.02   every method at one sparsity, one FOLDER a method
+                                                        (scripts/reproduce/matched_sparsity.sh's): its search's
+                                                        answer, its seeds' errors, what the search cost
 
 Writes into --out (default: a new folder outputs/reports/<time>/ here), never over existing files:
   results.csv    one row per run: run folder, overrides, status, method, lam, lr, seed, epochs, test_error,
@@ -22,6 +25,7 @@ Writes into --out (default: a new folder outputs/reports/<time>/ here), never ov
 With --compare, comparison.csv instead (adrop.report.compare: per method and metric the means, standard deviations,
 difference, Welch's p and, over shared seeds, the paired p), also printed; OLD and NEW are folders or results.csv files.
 With --equivalence REFERENCE, differences.csv, tost.csv and jaccard.csv instead (adrop.report.equivalence).
+With --matched, matched.csv instead (adrop.report.matched), its markdown table printed.
 Unfinished sweeps are fine: running and failed jobs are reported as such. A DIR holding an earlier report
 (results.csv, histories.csv where kept, no run folder under it) brings in the runs it reported, named under it.
 """
@@ -78,6 +82,21 @@ def parser():
         help="--equivalence: the margin in test error (default 0.001: 0.1 points)",
     )
     p.add_argument(
+        "--matched",
+        action="store_true",
+        help="every method at one sparsity (--target): one DIR per method, holding its lam search's tables "
+        "(search*.csv) and results.csv",
+    )
+    p.add_argument("--target", type=float, help="--matched: the target fraction of nonzero weights")
+    p.add_argument("--epochs", type=int, default=200, help="--matched: a full run's epochs (default 200)")
+    p.add_argument("--tolerance", type=float, default=0.05, help="--matched: relative (default 0.05, lam_search's)")
+    p.add_argument(
+        "--max-val-error",
+        type=float,
+        default=0.5,
+        help="--matched: seed 0's run erring more on validation failed at the target (default 0.5)",
+    )
+    p.add_argument(
         "--pool",
         type=Path,
         action="append",
@@ -122,9 +141,26 @@ def compared(args) -> list[Path]:
     return [out / COMPARISON_CSV]
 
 
+def matched(args) -> list[Path]:
+    from adrop.report import matched as matched_table
+
+    if args.target is None:
+        raise ValueError("--matched needs --target (the fraction of nonzero weights the methods were searched for)")
+    if args.out is not None:
+        claim(args.out, [matched_table.MATCHED_CSV])  # --out taken: refused before the work
+    text, table = matched_table.compute(args.dir, args.target, args.tolerance, args.epochs, args.max_val_error)
+    out = args.out or new_folder("reports")
+    with open(out / matched_table.MATCHED_CSV, "x", newline="", encoding="utf-8") as fh:  # never over a file
+        table.to_csv(fh, index=False)
+    print(text)
+    return [out / matched_table.MATCHED_CSV]
+
+
 def run(args) -> list[Path]:
     from adrop.report import collect, figures, paper, tables
 
+    if args.matched:
+        return matched(args)
     if args.equivalence is not None:
         return equivalent(args)
     if args.compare:
@@ -172,6 +208,11 @@ def main(argv=None) -> int:
         p.error("--paper belongs to the report of runs, not to --compare or --equivalence")
     if args.equivalence is None and (args.margin != 0.001 or args.pool):
         p.error("--margin and --pool belong to --equivalence")
+    if args.matched and (args.compare or args.equivalence is not None or args.paper):
+        p.error("--matched is a report of its own: not with --compare, --equivalence or --paper")
+    matched_only = args.target is not None or args.epochs != 200 or args.tolerance != 0.05 or args.max_val_error != 0.5
+    if matched_only and not args.matched:
+        p.error("--target, --epochs, --tolerance and --max-val-error belong to --matched")
     try:
         written = run(args)
     except (OSError, ValueError) as err:  # a missing folder, an --out taken or not writable

@@ -14,7 +14,7 @@
 # search.csv, and seeds 1 and 2. An interrupted method continues where it stopped: run the same
 # command. With RESULTS set, each method's files go there as soon as its seeds finish: RESULTS/<method>/ gets
 # `adrop report` of its two sweeps (results.csv, histories.csv, figures) and its search*.csv, what
-# `python scripts/tools/matched_table.py RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
+# `adrop report --matched RESULTS/* --target TARGET --epochs EPOCHS` reads (seed 0's run closest to the
 # target with seeds 1 and 2). A method whose run within tolerance errs above MAX_VAL_ERROR on validation (default 0.5:
 # a network at chance) has failed at that sparsity: its search exits 1 and no seeds train. A search that did not land
 # is reported to RESULTS/<method> all the same (with a file search_missed), and again once a rerun lands.
@@ -35,7 +35,7 @@ for O in ${SEARCH_OVERRIDES:-}; do  # the search's own settings only: seeds 1 an
   esac
 done
 MISSED=search_missed  # marks RESULTS/<method> as the report of a search that did not land (no seeds)
-report_missed() {  # the search's runs reported all the same (matched_table.py names the method below its table)
+report_missed() {  # the search's runs reported all the same (adrop report --matched names the method below its table)
   local out="${RESULTS:-}/${METHOD}"
   [ -n "${RESULTS:-}" ] && [ ! -e "${out}/results.csv" ] && [ -d "${SWEEP_DIR}/${METHOD}/search" ] || return 0
   adrop report "${SWEEP_DIR}/${METHOD}" --out "${out}" > /dev/null && touch "${out}/${MISSED}"

@@ -1,7 +1,6 @@
-"""Every method at one sparsity: the table of scripts/reproduce/matched_sparsity.sh's results, from committed files.
+"""Every method at one sparsity: the table of scripts/reproduce/matched_sparsity.sh's results, from their files.
 
-    python scripts/tools/matched_table.py FOLDER [FOLDER ...] --target 0.02 [--epochs 200] [--tolerance 0.05]
-        [--out F.csv]
+    adrop report --matched FOLDER [FOLDER ...] --target 0.02 [--epochs 200] [--tolerance 0.05] [--out DIR]
 
 Each FOLDER holds one method's files: search*.csv (the lam search on seed 0, hydra/sweeper=lam_search's tables, one
 per command into its folder; their union, a run once) and results.csv (`adrop report` of the method's folder: its
@@ -18,14 +17,12 @@ given beside it. Runs a search reused from another (round 0, hydra.sweeper.reuse
 given. A method whose search brought no run within tolerance, or only one erring above --max-val-error on validation
 (matched_sparsity.sh's MAX_VAL_ERROR: a network that failed at that sparsity), has no row: a line below the table
 names it with its closest full run. Then each method against the one of least mean error: Welch's t-test on the
-test errors (optimistic for the others, as the best is chosen after seeing the errors). Prints a markdown table; --out
-writes the same as CSV (never over an existing file).
+test errors (optimistic for the others, as the best is chosen after seeing the errors). `adrop report --matched` prints
+the markdown table and writes the same as matched.csv.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +32,7 @@ from scipy import stats
 from hydra_plugins.adrop_plugins.search_table import closest_full_run, failed, read_search_tables, search_tables
 
 SEARCH_COLUMNS = {"round", "epochs", "lam", "nonzero_fraction", "test_error", "wall_time_s", "status", "folder"}
+MATCHED_CSV = "matched.csv"
 RESULTS_COLUMNS = {"run", "status", "method", "lam", "seed", "epochs", "test_error", "nonzero_fraction"}
 
 
@@ -131,32 +129,19 @@ def row(folder: Path, target: float, tolerance: float, full: int, max_val_error:
     }
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("folders", type=Path, nargs="+")
-    parser.add_argument("--target", type=float, required=True, help="the target fraction of nonzero weights")
-    parser.add_argument("--epochs", type=int, default=200, help="a full run's epochs (matched_sparsity.sh's EPOCHS)")
-    parser.add_argument("--tolerance", type=float, default=0.05, help="relative (lam_search's default 0.05)")
-    parser.add_argument(
-        "--max-val-error",
-        type=float,
-        default=0.5,
-        help="seed 0's run erring more on validation failed at the target (matched_sparsity.sh's)",
-    )
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+def compute(
+    folders: list[Path], target: float, tolerance: float = 0.05, epochs: int = 200, max_val_error: float = 0.5
+) -> tuple[str, pd.DataFrame]:
+    """(the markdown table with a line per method not brought to the target below it, every method's row); a
+    ValueError where a folder cannot be read or no method reached the target."""
     try:
-        every = pd.DataFrame(
-            [row(f, args.target, args.tolerance, args.epochs, args.max_val_error) for f in args.folders]
-        )
-    except (OSError, ValueError, KeyError) as err:
-        print(f"matched_table: error: {err}", file=sys.stderr)
-        return 2
+        every = pd.DataFrame([row(f, target, tolerance, epochs, max_val_error) for f in folders])
+    except (OSError, KeyError) as err:
+        raise ValueError(str(err)) from None
     every = every.sort_values("test_error", ignore_index=True)
     table, missed = every[every["reached"]].reset_index(drop=True), every[~every["reached"]]
     if table.empty:
-        print("matched_table: error: no method reached the target", file=sys.stderr)
-        return 2
+        raise ValueError("no method reached the target")
     best = [float(e) for e in table.errors.iloc[0].split(";")]
     table["p_vs_best"] = [
         np.nan
@@ -164,12 +149,11 @@ def main(argv=None) -> int:
         else stats.ttest_ind([float(e) for e in r.errors.split(";")], best, equal_var=False).pvalue
         for i, r in table.iterrows()
     ]
-    print(
-        f"| method | lam | seeds | test error | 95% interval | nonzero | within {100 * args.tolerance:g}% | "
-        "p against the best | "
-        "search: rounds, runs (short), cost in full runs |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+    lines = [
+        f"| method | lam | seeds | test error | 95% interval | nonzero | within {100 * tolerance:g}% | "
+        "p against the best | search: rounds, runs (short), cost in full runs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in table.iterrows():
         p = "-" if np.isnan(r.p_vs_best) else f"{r.p_vs_best:.2g}"
         spent = (
@@ -177,7 +161,7 @@ def main(argv=None) -> int:
             if r.spent_runs > r.search_runs
             else ""
         ) + (f"; {r.reused_runs} reused" if r.reused_runs else "")
-        print(
+        lines.append(
             f"| {r.method} | {r.lam} | {r.seeds} | {100 * r.test_error:.2f}% ± {100 * r.test_error_std:.2f} | "
             f"[{100 * r.ci95_low:.2f}, {100 * r.ci95_high:.2f}] | {r.nonzero:.4f} ± {r.nonzero_std:.4f} | "
             f"{r.within_tolerance} of {r.seeds} | {p} | {r.search_rounds}, {r.search_runs} "
@@ -185,26 +169,14 @@ def main(argv=None) -> int:
         )
     for _, r in missed.iterrows():
         why = (
-            f"val error {100 * r.seed0_val_error:.2f}% above {100 * args.max_val_error:g}%"
+            f"val error {100 * r.seed0_val_error:.2f}% above {100 * max_val_error:g}%"
             if r.seed0_within
-            else f"not within {100 * args.tolerance:g}%"
+            else f"not within {100 * tolerance:g}%"
         )
         val = "" if np.isnan(r.seed0_val_error) else f", val error {100 * r.seed0_val_error:.2f}%"
-        print(
+        lines.append(
             f"- {r.method}: not reached ({why}); the search's closest full run kept {r.seed0_nonzero:.4f} at lam "
             f"{r.lam}, test error {100 * r.seed0_test_error:.2f}%{val}; search: {r.search_rounds}, {r.search_runs} "
             f"({r.search_short_runs}), {r.search_cost_full_runs:.2f}"
         )
-    if args.out:
-        try:
-            with open(args.out, "x", newline="", encoding="utf-8") as fh:  # never over an existing file
-                pd.concat([table, missed], ignore_index=True).to_csv(fh, index=False)
-        except OSError as err:
-            print(f"matched_table: error: {err}", file=sys.stderr)
-            return 2
-        print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return "\n".join(lines), pd.concat([table, missed], ignore_index=True)
