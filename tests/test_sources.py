@@ -140,3 +140,37 @@ def test_a_refused_start_keeps_a_folder_that_another_command_filled_after_the_st
     args = ["dataset=custom", "dataset._target_=user_sources.Unreadable", "+dataset.options.features=5", "model=mlp"]
     assert app.main([*args, "device=cpu", "hydra.run.dir=run"]) == errors.FAILED
     assert (tmp_path / "run" / "summary.json").exists()
+
+
+def test_dataset_custom_takes_a_class_with_keys_of_its_own(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    args = ["dataset=custom", "dataset._target_=user_sources.Rings", "+dataset.features=4", "model=mlp"]
+    assert app.main([*args, "device=cpu", "epochs=2", "progress=never", "hydra.run.dir=run"]) == 0, capsys.readouterr()
+    recorded = OmegaConf.load(tmp_path / "run" / ".hydra" / "config.yaml").dataset
+    assert recorded.features == 4 and "options" not in recorded
+
+
+def test_a_data_sets_unset_key_and_a_class_that_does_not_import_are_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    assert app.main(["dataset=npz", "model=mlp", "device=cpu"]) == errors.REFUSED
+    out = capsys.readouterr()
+    assert "dataset=npz needs dataset.path=" in out.err and "Traceback" not in out.out + out.err, out.out
+    with pytest.raises(sources.DataError, match=r"dataset._target_=user_sources.Ringz does not import"):
+        sources.checked(OmegaConf.create({"_target_": "user_sources.Ringz", "name": "rings", "features": 3}))
+
+
+def test_a_bug_in_the_start_checks_is_one_line_without_a_traceback(tmp_path, monkeypatch, capsys):
+    from adrop.train.command import start_checks
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("adrop's own\nsecond line")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(start_checks, "resolve", broken)
+    assert app.main(["dataset=synthetic", "model=mlp", "device=cpu", "hydra.run.dir=run"]) == errors.REFUSED
+    out = capsys.readouterr()
+    assert out.err.strip() == "adrop train: error: RuntimeError: adrop's own second line", out.err
+    assert "Traceback" not in out.out and not (tmp_path / "run").exists()

@@ -72,3 +72,13 @@ class Rings(Blobs):
 
     def shape(self, task: str):
         return ((int(self.cfg.features),), 2) if task == "classification" else None
+
+    def raw(self, data) -> Raw:
+        rng = np.random.default_rng(int(self.cfg.split_seed))
+
+        def part(n):
+            y = rng.integers(0, 2, n)
+            x = rng.normal(size=(n, int(self.cfg.features))) * (1.0 + 3.0 * y[:, None])  # an inner and an outer ring
+            return torch.tensor(x, dtype=torch.float32), torch.tensor(y)
+
+        return Raw(*part(400), *part(100), classes=2)

@@ -41,13 +41,16 @@ def debugging() -> bool:
 
 
 def bug(err: Exception) -> str:
-    """An error that is adrop's fault: one line for the user, the traceback in the job's log (and on stderr under
-    HYDRA_FULL_ERROR=1). Logged at INFO: the job's log file takes INFO, the console only WARNING and above
-    (conf/config.yaml), so the terminal shows the one line alone."""
+    """An error that is adrop's fault: one line for the user, the traceback in the job's log file where there is one
+    (handed to the log's file handlers alone: the console shows the one line), and on stderr under
+    HYDRA_FULL_ERROR=1."""
     if debugging():
         traceback.print_exc()
-    logging.getLogger("adrop.train").info("%s", traceback.format_exc())
-    return f"{type(err).__name__}: {err}"
+    record = logging.LogRecord("adrop.train", logging.ERROR, __file__, 0, "%s", (traceback.format_exc(),), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+    return brief(err)
 
 
 def closest_key(path: str) -> str | None:
@@ -77,6 +80,22 @@ def closest_param(path: str, cause: str) -> str | None:
             fields = [f.name for f in dataclasses.fields(cls.Params)]
             close = difflib.get_close_matches(path.rsplit(".", 1)[1], fields, n=1, cutoff=0.6)
             return f"method.params.{close[0]}" if close else None
+    return None
+
+
+def closest_dataset_key(path: str, cause: str) -> str | None:
+    """For a mistyped dataset.<key>: the nearest key of the data set's schema that refused it
+    (adrop.train.data.schemas)."""
+    from adrop.train.data import schemas
+
+    refused = re.search(r"not in '(\w+)'", cause)
+    if not path.startswith("dataset.") or path.count(".") != 1 or not refused:
+        return None
+    for cls in (schemas.DatasetConfig, *schemas.SCHEMAS.values()):
+        if cls.__name__ == refused.group(1):
+            fields = [f.name for f in dataclasses.fields(cls)]
+            close = difflib.get_close_matches(path.split(".", 1)[1], fields, n=1, cutoff=0.6)
+            return f"dataset.{close[0]}" if close else None
     return None
 
 
@@ -119,7 +138,9 @@ def one_line(err: BaseException) -> str:
             return f"{key} is not set by default (the penalty's own defaults apply): add it with +{key}=<value>"
         from adrop.train.config import schema
 
-        return schema.unknown_key_message(key, closest_param(key, str(err.__cause__)) or closest_key(key))
+        cause = str(err.__cause__)
+        close = closest_param(key, cause) or closest_dataset_key(key, cause) or closest_key(key)
+        return schema.unknown_key_message(key, close)
     if "Could not load 'hydra/launcher/submitit" in text:  # a config that extends submitit's, without the plugin
         return f"{_meaningful(text)[0]}: the SLURM launcher needs pip install -e '.[launchers]'"
     lines = _meaningful(text) + _meaningful(str(err.__cause__ or ""))

@@ -18,6 +18,7 @@
 #        dropout at 5e-6; logsum and adatikhonov at 5e-6 also known); LIMIT default 540
 #   scripts/tools/gpu_checks.sh paper   the paper's table with 3 seeds (reproduce_paper.sh's first sweep, stacks of the
 #        3 seeds, N_JOBS stacks at once), the report once every run has finished; LIMIT default 510
+# It works in the repository's root wherever it is called from: relative paths in the overrides are the repository's.
 # DEVICE=cpu runs the train and bench parts on the CPU: a smoke test of this script,
 #   DEVICE=cpu OUT=/tmp/gpu_smoke scripts/tools/gpu_checks.sh train data.train_limit=256
 set -u

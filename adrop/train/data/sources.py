@@ -266,10 +266,15 @@ def source(cfg) -> Source:
 
 def checked(cfg):
     """The `dataset` node as its class's schema (Config) has it: its defaults filled in, its values typed; a key the
-    schema does not have is refused in one line that names the closest (a user's keys go in dataset.options, or in a
-    Config of the class's own)."""
+    schema does not have, or one it needs and the node leaves unset, is refused in one line (a user's keys go in
+    dataset.options, or in a Config of the class's own). A `_target_` that does not import is said first."""
+    target = cfg.get("_target_")
+    if target:
+        import_error(str(target))
     schema = source_class(cfg).Config
     keys = list(OmegaConf.structured(schema).keys())
+    if "options" not in keys and "options" in cfg and not cfg.options:  # dataset=custom's empty options, for a
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "options"])  # class with a Config of its own
     for key in cfg.keys():
         if key not in keys:
             close = difflib.get_close_matches(str(key), keys, n=1, cutoff=0.6)
@@ -278,11 +283,27 @@ def checked(cfg):
                 f"unknown key dataset.{key} for dataset={cfg.get('name')}{hint}; its keys: {', '.join(keys)}"
             )
     try:
-        return OmegaConf.merge(OmegaConf.structured(schema), cfg)
+        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
     except Exception as err:  # a value of the wrong type
         key = getattr(err, "full_key", None)
         where = f"dataset.{key} of " if key else ""
         raise DataError(f"{where}dataset={cfg.get('name')}: {str(err).splitlines()[0]}") from None
+    unset = sorted(OmegaConf.missing_keys(merged))
+    if unset:
+        raise DataError(
+            f"dataset={cfg.get('name')} needs dataset.{unset[0]}=<...> (`adrop train dataset={cfg.get('name')} "
+            "--help` shows its keys)"
+        )
+    return merged
+
+
+def import_error(target: str) -> None:
+    """A DataError saying why a user's class does not import (the module or the name missing, or its error)."""
+    module, _, attribute = target.rpartition(".")
+    try:
+        getattr(importlib.import_module(module), attribute)
+    except Exception as err:
+        raise DataError(f"dataset._target_={target} does not import ({brief(err)})") from None
 
 
 def importable(target: str):
