@@ -14,6 +14,19 @@ from hydra_plugins import adrop_plugins
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture
+def hydras_default_version_base():
+    """The suite is written for Hydra's default version base (each job in its own folder); an adrop train run earlier
+    in this process set 1.3, which Hydra keeps process-wide."""
+    from hydra.version import _UNSPECIFIED_, VersionBase
+
+    before = VersionBase.instance().getbase()
+    VersionBase.instance().version_base = _UNSPECIFIED_
+    yield
+    VersionBase.instance().version_base = before
+
+
+@pytest.mark.usefixtures("hydras_default_version_base")
 @pytest.mark.parametrize("launcher_name, overrides", [("stacked", [])])
 class TestStackedLauncherAsHydrasLauncher(LauncherTestSuite):
     pass
