@@ -145,9 +145,6 @@ def plugin_groups() -> list[str]:
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
-    from adrop.train.command import registry
-
-    registry.register()
     out, keys, header = [], [], ["| key | type | default | meaning |", "|---|---|---|---|"]
     for group in ("launcher", "sweeper"):
         options = ConfigStore.instance().repo["hydra"][group]
@@ -192,10 +189,8 @@ def dataset_keys() -> list[str]:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from adrop.train.command import registry
     from adrop.train.data import schemas
 
-    registry.register()
     users: dict[type, list[str]] = {}
     options = sorted(p.name[:-5] for p in (resources.files("adrop.conf") / "dataset").iterdir() if p.suffix == ".yaml")
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
@@ -215,17 +210,16 @@ def composed_config() -> dict:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from adrop.train.command import registry
-
-    registry.register()
     with initialize_config_module(version_base="1.3", config_module="adrop.conf"):
         cfg = compose("config")
     return OmegaConf.to_container(cfg, resolve=False)
 
 
 def markdown() -> str:
+    from adrop.train.command import registry
     from adrop.train.config.schema import Config
 
+    registry.register()  # adrop's plugins and schema: what the compositions and tables below read
     lines = [
         "# Reference",
         "",

@@ -72,15 +72,7 @@ def closest_param(path: str, cause: str) -> str | None:
     """For a mistyped method.params.<key>: the nearest parameter of the method whose Params class refused it."""
     from adrop import methods
 
-    refused = re.search(r"not in '(\w+)'", cause)
-    if not path.startswith("method.params.") or not refused:
-        return None
-    for cls in methods.METHODS.values():
-        if cls.Params.__name__ == refused.group(1):
-            fields = [f.name for f in dataclasses.fields(cls.Params)]
-            close = difflib.get_close_matches(path.rsplit(".", 1)[1], fields, n=1, cutoff=0.6)
-            return f"method.params.{close[0]}" if close else None
-    return None
+    return _closest_field(path, "method.params.", cause, [cls.Params for cls in methods.METHODS.values()])
 
 
 def closest_dataset_key(path: str, cause: str) -> str | None:
@@ -88,14 +80,22 @@ def closest_dataset_key(path: str, cause: str) -> str | None:
     (adrop.train.data.schemas)."""
     from adrop.train.data import schemas
 
-    refused = re.search(r"not in '(\w+)'", cause)
-    if not path.startswith("dataset.") or path.count(".") != 1 or not refused:
+    if path.count(".") != 1:
         return None
-    for cls in (schemas.DatasetConfig, *schemas.SCHEMAS.values()):
+    return _closest_field(path, "dataset.", cause, [schemas.DatasetConfig, *schemas.SCHEMAS.values()])
+
+
+def _closest_field(path: str, prefix: str, cause: str, classes) -> str | None:
+    """The field nearest `path`'s last key of the dataclass among `classes` that Hydra's `cause` names as refusing it
+    ("Key 'x' not in 'LogSumParams'"), as `prefix`<field>."""
+    refused = re.search(r"not in '(\w+)'", cause)
+    if not path.startswith(prefix) or not refused:
+        return None
+    for cls in classes:
         if cls.__name__ == refused.group(1):
             fields = [f.name for f in dataclasses.fields(cls)]
-            close = difflib.get_close_matches(path.split(".", 1)[1], fields, n=1, cutoff=0.6)
-            return f"dataset.{close[0]}" if close else None
+            close = difflib.get_close_matches(path.rsplit(".", 1)[1], fields, n=1, cutoff=0.6)
+            return f"{prefix}{close[0]}" if close else None
     return None
 
 

@@ -270,9 +270,9 @@ def checked(cfg):
     dataset.options, or in a Config of the class's own). A `_target_` that does not import is said first."""
     target = cfg.get("_target_")
     if target:
-        import_error(str(target))
-    schema = source_class(cfg).Config
-    keys = list(OmegaConf.structured(schema).keys())
+        imported(str(target))  # a class that does not import: why, before its keys are judged
+    base = OmegaConf.structured(source_class(cfg).Config)
+    keys = list(base.keys())
     if "options" not in keys and "options" in cfg and not cfg.options:  # dataset=custom's empty options, for a
         cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "options"])  # class with a Config of its own
     for key in cfg.keys():
@@ -283,7 +283,7 @@ def checked(cfg):
                 f"unknown key dataset.{key} for dataset={cfg.get('name')}{hint}; its keys: {', '.join(keys)}"
             )
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), cfg)
+        merged = OmegaConf.merge(base, cfg)
     except Exception as err:  # a value of the wrong type
         key = getattr(err, "full_key", None)
         where = f"dataset.{key} of " if key else ""
@@ -297,21 +297,21 @@ def checked(cfg):
     return merged
 
 
-def import_error(target: str) -> None:
-    """A DataError saying why a user's class does not import (the module or the name missing, or its error)."""
+def imported(target: str):
+    """The object at a dotted path; a DataError saying why where it does not import (the module or the name missing,
+    or the module's own error)."""
     module, _, attribute = target.rpartition(".")
     try:
-        getattr(importlib.import_module(module), attribute)
+        return getattr(importlib.import_module(module), attribute)
     except Exception as err:
         raise DataError(f"dataset._target_={target} does not import ({brief(err)})") from None
 
 
 def importable(target: str):
     """The object at a dotted path, or None where it does not import (quietly: the load says why, once)."""
-    module, _, attribute = target.rpartition(".")
     try:
-        return getattr(importlib.import_module(module), attribute)
-    except Exception:
+        return imported(target)
+    except DataError:
         return None
 
 
