@@ -1,18 +1,12 @@
 """lam_search replayed against the 200-epoch curves its searches measured (docs/results/matched_sparsity/0.02)."""
 
 import importlib
-import importlib.util
-from pathlib import Path
 
 import pytest
 
+from helpers import lam_replay
 from helpers.results import result_file
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "studies" / "lam_search_replay.py"
-spec = importlib.util.spec_from_file_location("lam_search_replay", SCRIPT)
-replay_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(replay_script)
 TABLES = result_file("matched_0.02")
 
 
@@ -25,7 +19,7 @@ def test_the_replay_takes_eta_tricks_search_as_it_ran_under_the_old_spread(monke
     # trained in rounds 2 and 3 (round 4 onward it trained under another rule inside a bracket) and misses in 4
     module = lam_search()
     monkeypatch.setattr(module, "FULL_OVER_SHORT", (0.4, 0.8))
-    out = replay_script.replay(module, TABLES / "eta_trick", 0.02, 4)
+    out = lam_replay.replay(module, TABLES / "eta_trick", 0.02, 4)
     assert out["landed"] is None
     assert [f"{lam:.4g}" for _, lam, _ in out["full"][:4]] == ["0.001921", "0.003842", "0.0006053", "0.0006775"]
 
@@ -44,5 +38,5 @@ def test_the_replay_takes_eta_tricks_search_as_it_ran_under_the_old_spread(monke
     ],
 )
 def test_each_method_whose_search_landed_lands_in_four_rounds_on_its_measured_curve(method):
-    out = replay_script.replay(lam_search(), TABLES / method, 0.02, 4)
+    out = lam_replay.replay(lam_search(), TABLES / method, 0.02, 4)
     assert out["landed"] is not None and out["landed"] <= 4, out

@@ -12,7 +12,7 @@ both in `experiment=paper_lenet300` with `epochs=E` on MNIST. Printed per method
 closest to the target and whether it is within the tolerance (5%, relative), which the search's exit code says.
 Also per method: the mean seconds of an epoch after the first (whose compilation and warm-up belong to start-up) of
 the single run and of the search's full runs (one thread each, side by side), and their ratio, which
-scripts/studies/lam_search_wall_cost.py scales to longer searches.
+scripts/reproduce/lam_search_wall_cost.py scales to longer searches.
 """
 
 from __future__ import annotations

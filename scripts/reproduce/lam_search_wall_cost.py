@@ -1,6 +1,6 @@
 """A lam search's wall time in single runs' wall time, at any length, from its table and a benchmark's epoch ratio.
 
-    python scripts/studies/lam_search_wall_cost.py --bench BENCH.csv [--bench BENCH2.csv ...] [--workers 2]
+    python scripts/reproduce/lam_search_wall_cost.py --bench BENCH.csv [--bench BENCH2.csv ...] [--workers 2]
         TABLE [TABLE ...]
 
 TABLE is a search table (search.csv) or a sweep folder holding them (search.csv, search.2.csv, ...: each run counted
