@@ -1,6 +1,6 @@
 """Benchmark: seconds per training epoch of adrop against the paper authors' own code and Sparse VD's loop.
 
-    python scripts/benchmarks/bench_authors.py --authors-dir DIR --svdo-dir DIR [--data ../shared/data] [--threads 1]
+    python scripts/benchmarks/bench_authors.py --authors-dir DIR --svdo-dir DIR [--data DIR] [--threads 1]
                                                [--rounds 3] [--feed notebook|tensors|both]
 
 --authors-dir is a checkout of dlej/adaptive-dropout, --svdo-dir one of senya-ashukha/sparse-vd-pytorch; neither is
@@ -276,7 +276,7 @@ def refuse(message: str):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "../shared/data"))
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
     parser.add_argument("--authors-dir", type=Path, help="a checkout of dlej/adaptive-dropout")
     parser.add_argument("--svdo-dir", type=Path, help="a checkout of senya-ashukha/sparse-vd-pytorch")
     parser.add_argument("--threads", type=int, default=1)

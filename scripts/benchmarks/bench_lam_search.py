@@ -1,6 +1,6 @@
 """Benchmark: what `hydra/sweeper=lam_search` costs to find lam for a target nonzero fraction, in single runs' time.
 
-    python scripts/benchmarks/bench_lam_search.py [--data ../shared/data] [--epochs 10] [--target 0.02] [--methods a,b]
+    python scripts/benchmarks/bench_lam_search.py [--data DIR] [--epochs 10] [--target 0.02] [--methods a,b]
         [--out bench_lam_search.csv] [-- extra overrides for both contenders]
 
 Per method, side by side in one run of this script, each a new `adrop train` process timed from start to exit:

@@ -1,6 +1,6 @@
 """Benchmark: a sweep of K configurations run as K separate runs, as one stack, and several runs or stacks at once.
 
-    python scripts/benchmarks/bench_stacked.py [--data ../shared/data] [--device cpu|cuda] [--ks 1,4,16,64]
+    python scripts/benchmarks/bench_stacked.py [--data DIR] [--device cpu|cuda] [--ks 1,4,16,64]
                                                [--methods dense,logsum,vardrop_lr_ar,hard_concrete] [--train-limit 8192]
                                                [--model lenet_300_100|lenet5] [--compile] [--previous REV]
                                                [--model custom --target plain_networks.lenet_300_100]

@@ -1,6 +1,6 @@
 """Benchmark: seconds per training epoch of every `adrop train` method against the usual PyTorch loop.
 
-    python scripts/benchmarks/bench_train.py [--data ../shared/data] [--device cpu|cuda] [--rounds 3] [--model lenet5]
+    python scripts/benchmarks/bench_train.py [--data DIR] [--device cpu|cuda] [--rounds 3] [--model lenet5]
 
     python scripts/benchmarks/bench_train.py --previous e144b81  (also the engines of an earlier commit, side by side)
 
@@ -295,7 +295,7 @@ def main():
     from adrop import methods
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "../shared/data"))
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     # fixed_mask is left out: it needs another run's weights (init_from), and its step is magnitude_pruning's masked one

@@ -1,6 +1,6 @@
 """Where sparsity stops paying at inference: LeNet-300-100 pruned to a range of densities, each benchmarked.
 
-    python scripts/benchmarks/inference_density.py [--data ../shared/data] [--densities 0.5,0.2,0.1,0.05,0.02,0.013]
+    python scripts/benchmarks/inference_density.py [--data DIR] [--densities 0.5,0.2,0.1,0.05,0.02,0.013]
                                                    [--epochs 3] [--seconds 0.5] [--folder outputs/inference_density]
     python scripts/benchmarks/inference_density.py --runs RUN_DIR [RUN_DIR ...] [--seconds 1.0]
 
@@ -16,6 +16,7 @@ docs/results/structured.md's runs with whole units, labelled with the units they
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from adrop.train.run_folder import run_files
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", default="../shared/data")
+    p.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
     p.add_argument("--densities", default="0.5,0.2,0.1,0.05,0.02,0.013")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--seconds", type=float, default=0.5)

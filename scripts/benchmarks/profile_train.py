@@ -1,6 +1,6 @@
 """Where one training epoch spends its time: torch.profiler over one epoch of `adrop train method=<m>`.
 
-    python scripts/benchmarks/profile_train.py dense --data ../shared/data [--rows 15]
+    python scripts/benchmarks/profile_train.py dense --data DIR [--rows 15]
 
 Prints the time of two plain epochs (the first warms up), then the profiler's table for a third, sorted by self time.
 """
@@ -8,6 +8,7 @@ Prints the time of two plain epochs (the first warms up), then the profiler's ta
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 
@@ -23,7 +24,7 @@ from adrop.train.runtime import denormals_flushed
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("method", nargs="?", default="dense")
-    parser.add_argument("--data", default="../shared/data")
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rows", type=int, default=15)
     args = parser.parse_args()

@@ -9,8 +9,8 @@
 #   vardrop_lr_ar, authors_init           their initialisation, N(0, 0.02^2) weights and zero biases
 # The paper-text rows they are compared with are docs/results/paper_table/results.csv.
 #
-#   DATA=../shared/data scripts/reproduce/authors_exact.sh                  (stacked launcher, 2 workers)
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce/authors_exact.sh data.train_limit=512  (arguments go to adrop train)
+#   scripts/reproduce/authors_exact.sh                  (stacked launcher, 2 workers)
+#   EPOCHS=1 scripts/reproduce/authors_exact.sh data.train_limit=512  (arguments go to adrop train)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/authors_exact_e$EPOCHS)/<row>/; an interrupted sweep continues where
 # it stopped: run the same command. Then: adrop report ${SWEEP_DIR}/* --paper --out <a new folder>.

@@ -6,12 +6,12 @@
 # validation batch), every run also evaluated without the keep rule (evaluate_unmasked=true: the authors'
 # evaluation). Then one report of all sweeps.
 #
-#   DATA=../shared/data scripts/reproduce/authors_gaps.sh          jobs one after another
-#   DATA=../shared/data LAUNCHER=joblib scripts/reproduce/authors_gaps.sh hydra.launcher.n_jobs=2  (single runs in
+#   scripts/reproduce/authors_gaps.sh          jobs one after another
+#   LAUNCHER=joblib scripts/reproduce/authors_gaps.sh hydra.launcher.n_jobs=2  (single runs in
 #                                                                   parallel; set OMP_NUM_THREADS=1)
-#   DATA=../shared/data LAUNCHER=stacked scripts/reproduce/authors_gaps.sh compile=true
+#   LAUNCHER=stacked scripts/reproduce/authors_gaps.sh compile=true
 #                                                                   (fused: docs/results/stacked_speed.md)
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce/authors_gaps.sh data.train_limit=512  (arguments go to adrop train)
+#   EPOCHS=1 scripts/reproduce/authors_gaps.sh data.train_limit=512  (arguments go to adrop train)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/authors_gaps_e$EPOCHS)/{adaprox,adaprox_authors_schedule,
 # adaprox_authors_code,eta_trick}/ and the

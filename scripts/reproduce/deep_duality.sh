@@ -10,9 +10,9 @@
 #
 #   PARTS=masks,penalties (or vardrop) runs only those parts, so two commands can share the cores.
 #
-#   DATA=../shared/data scripts/reproduce/deep_duality.sh             (set OMP_NUM_THREADS=1 on a CPU: the stacked
+#   scripts/reproduce/deep_duality.sh             (set OMP_NUM_THREADS=1 on a CPU: the stacked
 #                                                                      launcher trains one stack per core)
-#   EPOCHS=1 LONG_EPOCHS=2 DATA=../shared/data scripts/reproduce/deep_duality.sh data.train_limit=512  (a smoke test)
+#   EPOCHS=1 LONG_EPOCHS=2 scripts/reproduce/deep_duality.sh data.train_limit=512  (a smoke test)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/deep_duality_e$EPOCHS)/{adaptive_dropout,vardrop_e$LONG_EPOCHS}/ and
 # the report in ${SWEEP_DIR}/report (or REPORT_DIR; never over an earlier one).

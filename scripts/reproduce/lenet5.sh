@@ -5,8 +5,8 @@
 # report. The Sparse VD run trains beside the sweep (one thread each on a CPU; the sweep's stacked launcher gets
 # N_JOBS worker processes, default: the cores left). Every run resumes from its checkpoint: rerun the same command.
 #
-#   DATA=../shared/data scripts/reproduce/lenet5.sh
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce/lenet5.sh data.train_limit=512  (a smoke test)
+#   scripts/reproduce/lenet5.sh
+#   EPOCHS=1 scripts/reproduce/lenet5.sh data.train_limit=512  (a smoke test)
 #
 # Writes ${OUT} (default outputs/lenet5)/sparse_vd_lenet5_seed${SEED}/, ${OUT}/paper_lenet5/<overrides>/ and the
 # report in ${OUT}/report (or REPORT_DIR; never over an earlier one).

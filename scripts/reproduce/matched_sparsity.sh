@@ -4,10 +4,10 @@
 # epochs, then full ones), then seeds 1 and 2 trained at the lam found (the search's then_seeds: its full run closest
 # to the target). Magnitude pruning takes the target directly.
 #
-#   DATA=../shared/data scripts/reproduce/matched_sparsity.sh             all methods, target 0.02, 200 epochs
-#   METHODS="logsum adaprox" TARGET=0.05 DATA=../shared/data scripts/reproduce/matched_sparsity.sh \
+#   scripts/reproduce/matched_sparsity.sh             all methods, target 0.02, 200 epochs
+#   METHODS="logsum adaprox" TARGET=0.05 scripts/reproduce/matched_sparsity.sh \
 #     hydra.launcher.n_jobs=1
-#   EPOCHS=10 DATA=../shared/data scripts/reproduce/matched_sparsity.sh   (arguments go to every adrop train)
+#   EPOCHS=10 scripts/reproduce/matched_sparsity.sh   (arguments go to every adrop train)
 #   SEARCH_OVERRIDES="hydra.sweeper.rounds=6" METHODS=eta_trick ...      (hydra.sweeper.* for the search only)
 #
 # Writes ${SWEEP_DIR} (default outputs/multirun/matched_${TARGET}_e${EPOCHS})/<method>/search: the search, its

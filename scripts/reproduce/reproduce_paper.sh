@@ -9,9 +9,9 @@
 #   scripts/reproduce/reproduce_paper.sh            200 epochs, seeds 0, 1, 2, the stacked launcher (a GPU stacks the
 #                                                   seeds of a row; a CPU runs one stack per core, of the method's
 #                                                   measured size; add compile=true on a CPU: docs/results/stacked_speed.md)
-#   EPOCHS=40 DATA=../shared/data scripts/reproduce/reproduce_paper.sh
+#   EPOCHS=40 scripts/reproduce/reproduce_paper.sh
 #   SEEDS=0 LAUNCHER=joblib scripts/reproduce/reproduce_paper.sh  (one seed, single runs in parallel)
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce/reproduce_paper.sh data.train_limit=512
+#   EPOCHS=1 scripts/reproduce/reproduce_paper.sh data.train_limit=512
 #                                                   (arguments go to adrop train)
 #   PAPER_ONLY=1 scripts/reproduce/reproduce_paper.sh  only the paper's sweep and its report
 #                                                   (scripts/tools/gpu_checks.sh paper)

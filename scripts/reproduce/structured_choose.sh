@@ -4,9 +4,9 @@
 # (docs/results/structured.md says how). Magnitude pruning's grid is its final_sparsity (one stack of one each).
 # Every run resumes from its checkpoint: rerun the same command.
 #
-#   DATA=../shared/data scripts/reproduce/structured_choose.sh
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce/structured_choose.sh data.train_limit=512  (a smoke test)
-#   METHODS="logsum adaprox" OUT=outputs/structured_choose_lr1e-3 DATA=../shared/data \
+#   scripts/reproduce/structured_choose.sh
+#   EPOCHS=1 scripts/reproduce/structured_choose.sh data.train_limit=512  (a smoke test)
+#   METHODS="logsum adaprox" OUT=outputs/structured_choose_lr1e-3 \
 #     scripts/reproduce/structured_choose.sh lr=1e-3
 #                                                 (some methods only, another lr: extra overrides reach every sweep;
 #                                                  ETA_GRID: the eta-hat methods' lams instead of their grid's)

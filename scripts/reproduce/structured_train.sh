@@ -5,10 +5,10 @@
 # methods and adaptive dropout train at lr 1e-3 (30-epoch runs at the paper's 1e-4 erred 3.3% or more wherever they
 # pruned: scripts/reproduce/structured_choose.sh). Every run resumes from its checkpoint: rerun the same command.
 #
-#   DATA=../shared/data scripts/reproduce/structured_train.sh adaprox logsum ...  (the grids, seed 0)
-#   SEEDS=1,2 GRID_adaprox=1e-4 DATA=../shared/data scripts/reproduce/structured_train.sh adaprox  (more seeds, one lam)
-#   MODEL=lenet5 EPOCHS=30 GRID_adaprox=1e-4,3e-4 DATA=../shared/data scripts/reproduce/structured_train.sh adaprox
-#   EPOCHS=1 DATA=../shared/data scripts/reproduce/structured_train.sh adaprox -- data.train_limit=512  (a smoke test)
+#   scripts/reproduce/structured_train.sh adaprox logsum ...  (the grids, seed 0)
+#   SEEDS=1,2 GRID_adaprox=1e-4 scripts/reproduce/structured_train.sh adaprox  (more seeds, one lam)
+#   MODEL=lenet5 EPOCHS=30 GRID_adaprox=1e-4,3e-4 scripts/reproduce/structured_train.sh adaprox
+#   EPOCHS=1 scripts/reproduce/structured_train.sh adaprox -- data.train_limit=512  (a smoke test)
 #
 # Writes ${OUT} (default outputs/structured_lenet300, or outputs/structured_${MODEL}_e${EPOCHS} for another model)
 # /<method>/<overrides>/.

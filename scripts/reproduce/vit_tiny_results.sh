@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ViT-tiny results (docs/results/vit_tiny.md): MNIST (its first 12,000 training images), 10 epochs.
-#   DATA=../shared/data scripts/reproduce/vit_tiny_results.sh  (a rerun continues: finished runs are replayed, not
+#   scripts/reproduce/vit_tiny_results.sh  (a rerun continues: finished runs are replayed, not
 #                                                              trained)
 # 1. dense, seeds 0-2: the reference;
 # 2. five methods at one matched sparsity (10% of the weights), lam searched on seed 0, then seeds 1 and 2 at its lam;

@@ -4,8 +4,8 @@ sha256 of weights.npz's arrays (names, shapes and bytes) and of metrics.csv with
 
 A refactor that must keep the reference bit for bit runs this before and after and compares the outputs:
 
-    python scripts/tools/fingerprint.py --data ../shared/data > before.txt  (at the old revision)
-    python scripts/tools/fingerprint.py --data ../shared/data > after.txt && diff before.txt after.txt
+    python scripts/tools/fingerprint.py --data DIR > before.txt  (at the old revision)
+    python scripts/tools/fingerprint.py --data DIR > after.txt && diff before.txt after.txt
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import os
 import tempfile
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def digest(folder: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="../shared/data", help="the folder holding MNIST/raw/")
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"), help="the folder holding MNIST/raw/")
     args = parser.parse_args()
     torch.set_num_threads(1)
     registry.register()

@@ -4,7 +4,7 @@ adatikhonov, logsum) whose own rule kept a superset of those weights, as AdaProx
 (alpha = eta_hat / (eta_hat + rho lam), rho < 1). Works from weights.npz alone: a weight the run's rule dropped is 0
 there, and eta_hat(0) = 0 drops it under the paper's rule too.
 
-    python scripts/tools/recount_keep_rule.py RUN_FOLDER... [--data ../shared/data]
+    python scripts/tools/recount_keep_rule.py RUN_FOLDER... [--data DIR]
 
 Prints per run its own nonzero fraction and test error (summary.json) beside the recount's, and per layer the
 recounted fractions. A run trained with the paper's rule recounts to its own numbers exactly (the check that the
