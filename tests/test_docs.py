@@ -1,6 +1,7 @@
 """The documentation as a site and as files: mkdocs builds it strictly (a link to a missing page or anchor fails), and
 every relative link in README.md and docs/ (data folders too, which mkdocs does not check) and every path of the
-checkout that a user's page names (scripts/..., conf/..., examples/...) exists."""
+checkout that a user's page names (scripts/..., conf/..., examples/...) exists; no page names a file outside the
+checkout (a data root given to a command is the one path that may lie outside)."""
 
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FOLDERS = "scripts|examples|conf|adrop|tests|hydra_plugins"
 CHECKOUT_PATH = re.compile(rf"(?<![\w/.])((?:{FOLDERS})/[\w./-]*\w\.(?:py|sh|yaml))")
+UP_PATH = re.compile(r"(?<![\w./])(?<!-dir )((?:\.\./)+[\w.-][\w./-]*)")  # ../x, ../../x/y; not a --*-dir checkout
 HISTORY = {"notebook.md"}  # the lab notebook names files as they were then
 
 
@@ -36,3 +38,30 @@ def test_every_relative_link_and_named_file_exists(page):
     if page.name not in HISTORY:
         missing += [path for path in CHECKOUT_PATH.findall(text) if not (ROOT / path).exists()]
     assert not missing, missing
+
+
+def outside(page: Path, text: str) -> list[str]:
+    """The ../ paths that lead out of the checkout: a link's from the page's folder, any other from the checkout's root
+    (where its commands run); data roots (a path ending in data) and checkouts a command reads (--x-dir) aside."""
+    links = [t for t in LINK.findall(text) if t.startswith("../")]
+    rest = UP_PATH.findall(re.sub(r"\[[^\]]*\]\([^)\s]*\)", "", text))  # a link, its text too
+    out = []
+    for path, base in [(t, page.parent) for t in links] + [(t, ROOT) for t in rest]:
+        path = path.split("#")[0].rstrip(".")
+        if not re.search(r"(^|/)data/?$", path) and not (base / path).resolve().is_relative_to(ROOT):
+            out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in HISTORY], ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_names_a_file_outside_the_checkout(page):
+    assert outside(page, page.read_text()) == []
+
+
+def test_the_check_for_files_outside_finds_them():
+    page = ROOT / "docs" / "howto" / "train.md"
+    text = (
+        "see [c](../cluster.md), data.root=../shared/data, ADROP_DATA=../shared/data/ and (../shared/REFERENCE.md), "
+        "--authors-dir ../third_party/x."
+    )
+    assert outside(page, text) == ["../shared/REFERENCE.md"]

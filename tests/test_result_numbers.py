@@ -1,6 +1,6 @@
 """Every number a result page opens with (its claim and its table) recomputes from the page's committed files, by
-the commands the page names; every number of its later sections is printed by those commands or stored in its
-folder (tests/helpers/numbers.py says how a page names them)."""
+the commands the page names; every number of its later sections is printed by those commands or stored in a file
+its section names (tests/helpers/numbers.py says how a page names them)."""
 
 import pytest
 
@@ -28,16 +28,23 @@ def test_the_check_finds_what_a_reader_sees_and_matches_as_shown():
     assert [n for n, _ in numbers.quoted("0.99x, 121.0k in 9.91s at 3e889f4 on 3.11.7")] == ["0.99", "121.0", "9.91"]
 
 
-def test_later_sections_may_quote_what_the_folder_stores(tmp_path, monkeypatch):
-    pages = tmp_path / "results"
-    (pages / "topic").mkdir(parents=True)
+def test_later_sections_may_quote_what_a_file_they_name_stores(tmp_path, monkeypatch):
+    pages = tmp_path / "docs" / "results"
+    (pages / "topic" / "seeds").mkdir(parents=True)
     (pages / "topic" / "runs.csv").write_text("seed,error\n0,0.02731\n")
+    (pages / "topic" / "seeds" / "one.txt").write_text("loss 1.875\n")
     page = pages / "topic.md"
     page.write_text(
-        "Errors 2.7%.\n<!-- recompute\necho 0.027\n-->\n## Details\nSeed 0: 2.73%, mean 0.03.\n"
-        "<!-- recompute\necho 0.03\n-->\nAnd 9.99.\n"
+        "Errors 2.7%.\n<!-- recompute\necho 0.027\n-->\n## Details\nSeed 0: 2.73% ([runs](topic/runs.csv)), "
+        "mean 0.03.\n<!-- recompute\necho 0.03\n-->\nAnd 9.99.\n### Losses\nIts loss 1.875 (`topic/seeds/`), "
+        "error 2.73% again.\n## Elsewhere\nLoss 1.875 (docs/results/topic/seeds/*.txt).\n"
     )
     monkeypatch.setattr(numbers, "PAGES", pages)
+    monkeypatch.setattr(numbers, "ROOT", tmp_path)
     assert numbers.commands(page) == ["echo 0.027", "echo 0.03"]
     assert numbers.unrecomputed(page, tmp_path) == []
-    assert numbers.unfound(page, tmp_path) == ["9.99"]
+    # 9.99 is nowhere; the second 2.73% is stored, but in a file its section does not name
+    assert numbers.unfound(page, tmp_path) == ["9.99", "2.73%"]
+    assert numbers.named("see [a](topic/runs.csv), `topic/seeds`", page) == sorted(
+        [(pages / "topic" / "runs.csv").resolve(), (pages / "topic" / "seeds" / "one.txt").resolve()]
+    )

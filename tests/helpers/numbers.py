@@ -11,9 +11,11 @@ in the page says which commands print them, run from the repository's root:
 (run by bash; {tmp}: a new empty folder; a page may have several such comments, one beside each section whose
 figures need one). Every decimal number of the opening (code, links and the comments left out) must equal a number
 the commands print, rounded to the decimals the page shows it with (a percentage also as a fraction). Every decimal
-number of the later sections must be printed by the commands or stored in a text file of the page's folder
-(docs/results/<topic>/), to the decimals shown: the later sections quote the stored values themselves, and the
-figures computed from them (means, ratios, differences) are printed by the commands."""
+number of a later section (from a `##` or deeper heading to the next) must be printed by the commands or stored in a
+text file that the section names, to the decimals shown: a link, or a path in code or text (docs/results/<topic>/...,
+or <topic>/... from the page; a folder stands for its files, `*` for any name). So a reader finds each quoted value in
+a file the text points to; the figures computed from stored values (means, ratios, differences) are printed by the
+commands."""
 
 from __future__ import annotations
 
@@ -81,11 +83,34 @@ def printed(page: Path, tmp: Path) -> str:
 STORED = (".csv", ".txt", ".json", ".md", ".log", ".tsv", ".yaml")
 
 
-def stored(page: Path) -> str:
-    """The text files of the page's folder, docs/results/<topic>/ (none: the page keeps no data)."""
-    folder = PAGES / page.stem
-    files = sorted(f for f in folder.rglob("*") if f.is_file() and f.suffix in STORED) if folder.is_dir() else []
-    return "\n".join(f.read_text(errors="replace") for f in files)
+# a file or folder a section names: a link's target, or a path with a slash standing alone or in code
+LINK = re.compile(r"\]\((?P<path>[^)#\s]+)")
+PATH = re.compile(r"(?:(?<=[\s`(])|^)(?P<path>[\w.*{}-]+(?:/[\w.*{}-]*)+)", re.M)
+
+
+def sections(text: str) -> list[str]:
+    """The text cut before each heading of level 2 or deeper."""
+    return re.split(r"^(?=#{2,} )", text, flags=re.M)
+
+
+def named(section: str, page: Path) -> list[Path]:
+    """The text files a section names (a folder: the files under it), from the page's folder or the repository's
+    root."""
+    found: set[Path] = set()
+    paths = [m.group("path") for m in LINK.finditer(section)] + [m.group("path") for m in PATH.finditer(section)]
+    for path in paths:
+        path = path.rstrip(".,;:")
+        if "{" in path or path.startswith(("http", "/")):
+            continue
+        for base in (page.parent, ROOT):
+            for hit in base.glob(path) if "*" in path else [base / path]:
+                if not hit.resolve().is_relative_to(ROOT):  # a page names nothing outside the checkout
+                    continue
+                if hit.is_file() and hit.suffix in STORED:
+                    found.add(hit.resolve())
+                elif hit.is_dir():
+                    found.update(f.resolve() for f in hit.rglob("*") if f.is_file() and f.suffix in STORED)
+    return sorted(found)
 
 
 def _env() -> dict:
@@ -143,7 +168,17 @@ def unrecomputed(page: Path, tmp: Path, printed_text: str | None = None) -> list
 
 
 def unfound(page: Path, tmp: Path, printed_text: str | None = None) -> list[str]:
-    """The numbers of the page's later sections that its commands do not print and its folder does not store."""
-    values = Values((printed(page, tmp) if printed_text is None else printed_text) + "\n" + stored(page))
-    rest = page.read_text()[len(opening(page)) :]
-    return [n + ("%" if p else "") for n, p in quoted(rest) if not values.has(n, p)]
+    """The numbers of the page's later sections that its commands do not print and no file their section names
+    stores."""
+    printed_values = Values(printed(page, tmp) if printed_text is None else printed_text)
+    out = []
+    for section in sections(page.read_text()[len(opening(page)) :]):
+        files: Values | None = None
+        for number, percent in quoted(section):
+            if printed_values.has(number, percent):
+                continue
+            if files is None:  # read once a section needs it
+                files = Values("\n".join(f.read_text(errors="replace") for f in named(section, page)))
+            if not files.has(number, percent):
+                out.append(number + ("%" if percent else ""))
+    return out
