@@ -48,3 +48,7 @@ def test_later_sections_may_quote_what_a_file_they_name_stores(tmp_path, monkeyp
     assert numbers.named("see [a](topic/runs.csv), `topic/seeds`", page) == sorted(
         [(pages / "topic" / "runs.csv").resolve(), (pages / "topic" / "seeds" / "one.txt").resolve()]
     )
+    outside = tmp_path.parent / f"{tmp_path.name}_outside.csv"  # beside the checkout, not in it
+    outside.write_text("1.875\n")
+    found = numbers.named(f"RESULTS=topic/runs.csv and ../../../{outside.name}", page)
+    assert found == [(pages / "topic" / "runs.csv").resolve()]

@@ -83,9 +83,9 @@ def printed(page: Path, tmp: Path) -> str:
 STORED = (".csv", ".txt", ".json", ".md", ".log", ".tsv", ".yaml")
 
 
-# a file or folder a section names: a link's target, or a path with a slash standing alone or in code
+# a file or folder a section names: a link's target, or a path with a slash standing alone, in code or after =
 LINK = re.compile(r"\]\((?P<path>[^)#\s]+)")
-PATH = re.compile(r"(?:(?<=[\s`(])|^)(?P<path>[\w.*{}-]+(?:/[\w.*{}-]*)+)", re.M)
+PATH = re.compile(r"(?:(?<=[\s`(=])|^)(?P<path>[\w.*{}-]+(?:/[\w.*{}-]*)+)", re.M)
 
 
 def sections(text: str) -> list[str]:
