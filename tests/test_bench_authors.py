@@ -51,12 +51,19 @@ def test_adrop_contenders_time_an_epoch_each(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_notebook_without_the_cells_it_reads_is_refused_in_one_line(tmp_path):
-    needs_mnist()
+def test_a_notebook_without_the_cells_it_reads_is_refused_in_one_line_before_any_data(tmp_path):
     svdo = tmp_path / "sparse-vd-pytorch"
     svdo.mkdir()
-    notebook(svdo / "svdo-solution.ipynb", "from logger import Logger\nfrom torch.nn import Parameter", "x = 1")
-    out = run("--data", str(DATA), "--svdo-dir", str(svdo), "--folder", str(tmp_path / "runs"), cwd=tmp_path)
+    cells = ["from logger import Logger\nfrom torch.nn import Parameter", "x = 1"]
+    notebook(svdo / "svdo-solution.ipynb", *cells)
+    out = run("--data", str(tmp_path / "no_data"), "--svdo-dir", str(svdo), cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     # the markdown cell holding the marker is not code
     assert out.stderr.strip().splitlines() == ["bench_authors: svdo-solution.ipynb has no cell with 'class LinearSVDO'"]
+    cells += ["class LinearSVDO: pass", "class SGVLB: pass", "logger = Logger('x')"]
+    notebook(svdo / "svdo-solution.ipynb", *cells, "def train():\n    for epoch in range(3):\n        pass")
+    out = run("--data", str(tmp_path / "no_data"), "--svdo-dir", str(svdo), cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "bench_authors: the epoch loop's cell holds no for loop at its top level"
+    ]

@@ -1,7 +1,8 @@
 """The documentation as a site and as files: mkdocs builds it strictly (a link to a missing page or anchor fails), and
 every relative link in README.md and docs/ (data folders too, which mkdocs does not check) and every path of the
 checkout that a user's page names (scripts/..., conf/..., examples/...) exists; no page names a file outside the
-checkout (a data root given to a command is the one path that may lie outside)."""
+checkout, relative (../) or absolute, but a data root, a checkout a command reads (--x-dir), scratch (/tmp) and the
+system's folders."""
 
 import re
 from pathlib import Path
@@ -14,6 +15,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 FOLDERS = "scripts|examples|conf|adrop|tests|hydra_plugins"
 CHECKOUT_PATH = re.compile(rf"(?<![\w/.])((?:{FOLDERS})/[\w./-]*\w\.(?:py|sh|yaml))")
 UP_PATH = re.compile(r"(?<![\w./])(?<!-dir )((?:\.\./)+[\w.-][\w./-]*)")  # ../x, ../../x/y; not a --*-dir checkout
+ABSOLUTE = re.compile(r"(?<![\w.:/~>}-])(/[a-z][\w.-]*/[\w.-][\w./-]*)")  # /x/y, not a URL's or a placeholder's tail
+SYSTEM = ("/tmp/", "/dev/", "/usr/", "/proc/", "/etc/", "/home/me/")  # scratch, the system's, a reader's home
 HISTORY = {"notebook.md"}  # the lab notebook names files as they were then
 
 
@@ -45,7 +48,7 @@ def outside(page: Path, text: str) -> list[str]:
     (where its commands run); data roots (a path ending in data) and checkouts a command reads (--x-dir) aside."""
     links = [t for t in LINK.findall(text) if t.startswith("../")]
     rest = UP_PATH.findall(re.sub(r"\[[^\]]*\]\([^)\s]*\)", "", text))  # a link, its text too
-    out = []
+    out = [p for p in ABSOLUTE.findall(text) if not p.startswith(SYSTEM)]
     for path, base in [(t, page.parent) for t in links] + [(t, ROOT) for t in rest]:
         path = path.split("#")[0].rstrip(".")
         if not re.search(r"(^|/)data/?$", path) and not (base / path).resolve().is_relative_to(ROOT):
@@ -53,8 +56,13 @@ def outside(page: Path, text: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.name not in HISTORY], ids=lambda p: str(p.relative_to(ROOT)))
+DATA_PAGES = ROOT / "docs" / "results"  # its folders: result data, reports among them
+WRITTEN = [p for p in PAGES if p.name not in HISTORY and DATA_PAGES not in p.parents[1:]]
+
+
+@pytest.mark.parametrize("page", WRITTEN, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_page_names_a_file_outside_the_checkout(page):
+    # the pages written, not the reports committed as result data (docs/results/<topic>/...)
     assert outside(page, page.read_text()) == []
 
 
@@ -62,6 +70,6 @@ def test_the_check_for_files_outside_finds_them():
     page = ROOT / "docs" / "howto" / "train.md"
     text = (
         "see [c](../cluster.md), data.root=../shared/data, ADROP_DATA=../shared/data/ and (../shared/REFERENCE.md), "
-        "--authors-dir ../third_party/x."
+        "--authors-dir ../third_party/x, hydra.sweep.dir=/tmp/a/b, DATA=/work/me/data, https://x.org/a/b."
     )
-    assert outside(page, text) == ["../shared/REFERENCE.md"]
+    assert outside(page, text) == ["/work/me/data", "../shared/REFERENCE.md"]

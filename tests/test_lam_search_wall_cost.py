@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test starts the script
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce" / "lam_search_wall_cost.py"
 
 

@@ -29,8 +29,9 @@ def rounded(lam: float) -> float:
 # (scripts/benchmarks/bench_lam_search.py); at 200 epochs 0.25 (eta-Trick), 0.39-0.45 (LogSum, AdaTikhonov, AdaProx,
 # adaptive dropout), 0.81 (HardConcrete) and 0.92 (VarDrop+LR+AR). Not one factor, so the first full round spreads its
 # lams over that range (0.8 for its top: HardConcrete's run there lands, VarDrop+LR+AR's keeps 0.0227), and the next
-# goes by the full runs' own slope. Replayed on those searches' curves (tests/test_lam_search_replay.py), each
-# lands in at most 4 rounds, eta-Trick's in 3, LogSum's and AdaTikhonov's in 4 (3 with 0.4 at the bottom, where
+# goes by the full runs' own slope. Replayed on those searches' curves (docs/results/lam_search.md; the test
+# tests/test_lam_search_replay.py replays each at the curves' secant slope beyond them), each lands in at most 4
+# rounds, eta-Trick's in 3, LogSum's and AdaTikhonov's in 4 (3 with 0.4 at the bottom, where
 # eta-Trick's misses); the middle four's round 4 then leans on their curves below the lams measured (it lands while the
 # slope there is 0.75-1.3 times the measured secant's).
 FULL_OVER_SHORT = (0.25, 0.8)

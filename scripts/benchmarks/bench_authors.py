@@ -60,6 +60,21 @@ SVDO_METHOD = "vardrop_lr_ar"
 AUTHORS_NOTEBOOK = Path("experiments") / "Sparse MNIST.ipynb"
 SVDO_NOTEBOOK = Path("svdo-solution.ipynb")
 FEEDS = {"notebook": "", "tensors": " (tensors)"}  # the feed: how its contenders' names end
+# the cells each notebook's code is read from, each by a line it holds; the last, a cell with the epoch loop
+AUTHORS_CELLS = (
+    "from skorch import",
+    "class AdaptiveCallback",
+    "class LinearDecay",
+    "nets_settings = [",
+    "def train_net",
+)
+SVDO_CELLS = (
+    "from logger import Logger\nfrom torch.nn",
+    "class LinearSVDO",
+    "class SGVLB",
+    "logger = Logger(",
+    "for epoch in range",
+)
 
 
 def notebook_mnist(root):
@@ -92,7 +107,9 @@ def notebook_cells(path: Path, *markers: str) -> list[str]:
 def split_at_loop(source: str):
     """A cell with a for loop: the statements before it and the loop's body, compiled."""
     tree = ast.parse(source)
-    at = next(i for i, node in enumerate(tree.body) if isinstance(node, ast.For))
+    at = next((i for i, node in enumerate(tree.body) if isinstance(node, ast.For)), None)
+    if at is None:
+        raise NotebookError("the epoch loop's cell holds no for loop at its top level")
     code = lambda body: compile(ast.Module(body=body, type_ignores=[]), "<notebook>", "exec")
     return code(tree.body[:at]), code(tree.body[at].body)
 
@@ -128,14 +145,7 @@ class AuthorsEpochs:
         import skorch.dataset
         from skorch.callbacks import Callback
 
-        setup, callbacks, helpers, settings, train_net = notebook_cells(
-            folder / AUTHORS_NOTEBOOK,
-            "from skorch import",
-            "class AdaptiveCallback",
-            "class LinearDecay",
-            "nets_settings = [",
-            "def train_net",
-        )
+        setup, callbacks, helpers, settings, train_net = notebook_cells(folder / AUTHORS_NOTEBOOK, *AUTHORS_CELLS)
         if not hasattr(skorch.dataset, "CVSplit"):  # the notebook's name; skorch now calls it ValidSplit
             skorch.dataset.CVSplit = skorch.dataset.ValidSplit
         sys.path.insert(0, str(folder))  # their package, dropout/
@@ -217,14 +227,7 @@ class SparseVDEpochs:
 
     def __init__(self, folder: Path, train, test, scratch: Path):
         """train and test: each a torch Dataset."""
-        imports, layer, loss, setup, loop = notebook_cells(
-            folder / SVDO_NOTEBOOK,
-            "from logger import Logger\nfrom torch.nn",
-            "class LinearSVDO",
-            "class SGVLB",
-            "logger = Logger(",
-            "for epoch in range",
-        )
+        imports, layer, loss, setup, loop = notebook_cells(folder / SVDO_NOTEBOOK, *SVDO_CELLS)
         sys.path.insert(0, str(folder))  # its logger.py
         ns = {"__name__": "svdo_notebook"}
         exec(imports, ns)
@@ -276,7 +279,7 @@ def refuse(message: str):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA") or "data")
     parser.add_argument("--authors-dir", type=Path, help="a checkout of dlej/adaptive-dropout")
     parser.add_argument("--svdo-dir", type=Path, help="a checkout of senya-ashukha/sparse-vd-pytorch")
     parser.add_argument("--threads", type=int, default=1)
@@ -300,6 +303,13 @@ def main():
     ):
         if folder is not None and not (folder / notebook).is_file():
             refuse(f"{folder} holds no {notebook}: give a checkout of {repository}")
+    try:  # the notebooks' cells, before any data is read or network built
+        if args.authors_dir:
+            notebook_cells(args.authors_dir / AUTHORS_NOTEBOOK, *AUTHORS_CELLS)
+        if args.svdo_dir:
+            split_at_loop(notebook_cells(args.svdo_dir / SVDO_NOTEBOOK, *SVDO_CELLS)[-1])
+    except (NotebookError, SyntaxError) as error:
+        refuse(str(error))
     from adrop.train.command import registry
 
     registry.register()

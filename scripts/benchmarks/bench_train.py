@@ -295,7 +295,7 @@ def main():
     from adrop import methods
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA") or "data")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     # fixed_mask is left out: it needs another run's weights (init_from), and its step is magnitude_pruning's masked one

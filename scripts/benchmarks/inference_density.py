@@ -31,7 +31,7 @@ from adrop.train.run_folder import run_files
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
+    p.add_argument("--data", default=os.environ.get("ADROP_DATA") or "data")
     p.add_argument("--densities", default="0.5,0.2,0.1,0.05,0.02,0.013")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--seconds", type=float, default=0.5)

@@ -24,7 +24,7 @@ from adrop.train.runtime import denormals_flushed
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("method", nargs="?", default="dense")
-    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"))
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA") or "data")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rows", type=int, default=15)
     args = parser.parse_args()

@@ -17,7 +17,7 @@
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 SEEDS=${SEEDS:-0,1,2}
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/authors_exact_e${EPOCHS}}
 STATUS=0
 COMMON=(experiment=paper_lenet300 evaluate_unmasked=true "epochs=${EPOCHS}" "data.root=${DATA}" progress=never

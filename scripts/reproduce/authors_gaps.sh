@@ -19,7 +19,7 @@
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 SEEDS=${SEEDS:-0,1,2}
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/authors_gaps_e${EPOCHS}}
 REPORT_DIR=${REPORT_DIR:-${SWEEP_DIR}/report}
 STATUS=0

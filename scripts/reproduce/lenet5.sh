@@ -13,7 +13,7 @@
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 SEED=${SEED:-0}
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 OUT=${OUT:-outputs/lenet5}
 CORES=$(nproc 2>/dev/null || echo 2)
 N_JOBS=${N_JOBS:-$(( CORES > 1 ? CORES - 1 : 1 ))}

@@ -23,7 +23,7 @@ EPOCHS=${EPOCHS:-200}
 TARGET=${TARGET:-0.02}
 MAX_VAL_ERROR=${MAX_VAL_ERROR:-0.5}  # a run within tolerance erring more failed at that sparsity: no seeds trained
 METHODS=${METHODS:-"logsum eta_trick adaprox adatikhonov adaptive_dropout vardrop vardrop_lr vardrop_lr_ar hard_concrete magnitude_pruning"}
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/matched_${TARGET}_e${EPOCHS}}
 STATUS=0
 COMMON=(experiment=paper_lenet300 "epochs=${EPOCHS}" "data.root=${DATA}" progress=never hydra/launcher=stacked "$@")

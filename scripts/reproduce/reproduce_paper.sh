@@ -30,7 +30,7 @@ EPOCHS=${EPOCHS:-200}
 SEEDS=${SEEDS:-0,1,2}
 LAUNCHER=${LAUNCHER:-stacked}
 STATUS=0
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 SWEEP_DIR=${SWEEP_DIR:-outputs/multirun/paper_lenet300_e${EPOCHS}}
 METHODS=${METHODS:-vardrop_lr_ar,vardrop_lr,vardrop,eta_trick,adaprox,adatikhonov,logsum,adaptive_dropout,magnitude_pruning,hard_concrete,dense}
 COMMON=("seed=${SEEDS}" "epochs=${EPOCHS}" "data.root=${DATA}" "hydra.sweep.subdir=\${hydra:job.override_dirname}")

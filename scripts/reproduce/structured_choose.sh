@@ -15,7 +15,7 @@
 # Writes ${OUT} (default outputs/structured_choose)/<method>/<overrides>/ and ${OUT}/results.csv (adrop report).
 set -euo pipefail
 EPOCHS=${EPOCHS:-30}
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 OUT=${OUT:-outputs/structured_choose}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 METHODS=${METHODS:-"adaprox logsum adatikhonov adaptive_dropout eta_trick hard_concrete vardrop_lr_ar vardrop_lr vardrop magnitude_pruning"}

@@ -15,7 +15,7 @@
 set -euo pipefail
 EPOCHS=${EPOCHS:-200}
 SEEDS=${SEEDS:-0}
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 MODEL=${MODEL:-lenet_300_100}
 if [ "${MODEL}" = lenet_300_100 ]; then DEFAULT_OUT=outputs/structured_lenet300; else DEFAULT_OUT=outputs/structured_${MODEL}_e${EPOCHS}; fi
 OUT=${OUT:-${DEFAULT_OUT}}

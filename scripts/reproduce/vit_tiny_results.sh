@@ -9,7 +9,7 @@
 #    by output rows, the patch embedding by filters, the head by output rows), the five methods at one matched sparsity
 #    (25% of the weights), as in 2; magnitude pruning, whose search is its one run (final_sparsity 0.75), seeds 1, 2.
 set -euo pipefail
-DATA=${DATA:-${ADROP_DATA:-data}}
+DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
 OUT=${OUT:-outputs/multirun/vit_tiny}
 COMMON=(experiment=vit_tiny_mnist data.train_limit=12000 "data.root=${DATA}" progress=never "$@")
 adrop train -m method=dense seed=0,1,2 "hydra.sweep.dir=${OUT}/dense" "${COMMON[@]}"

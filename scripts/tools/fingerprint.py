@@ -44,7 +44,7 @@ def digest(folder: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=os.environ.get("ADROP_DATA", "data"), help="the folder holding MNIST/raw/")
+    parser.add_argument("--data", default=os.environ.get("ADROP_DATA") or "data", help="the folder holding MNIST/raw/")
     args = parser.parse_args()
     torch.set_num_threads(1)
     registry.register()
