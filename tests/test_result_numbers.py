@@ -52,3 +52,21 @@ def test_later_sections_may_quote_what_a_file_they_name_stores(tmp_path, monkeyp
     outside.write_text("1.875\n")
     found = numbers.named(f"RESULTS=topic/runs.csv and ../../../{outside.name}", page)
     assert found == [(pages / "topic" / "runs.csv").resolve()]
+
+
+def test_a_named_folder_stands_for_its_data_not_its_per_epoch_logs_nor_other_pages(tmp_path, monkeypatch):
+    pages = tmp_path / "docs" / "results"
+    (pages / "topic" / "run").mkdir(parents=True)
+    (pages / "topic" / "run" / "histories.csv").write_text("epoch,loss\n1,0.4321\n")
+    (pages / "topic" / "run" / "results.csv").write_text("error\n0.0199\n")
+    (pages / "other.md").write_text("Elsewhere 0.777.\n")
+    page = pages / "topic.md"
+    page.write_text(
+        "Errors 2.0%.\n<!-- recompute\necho 0.0199 `topic/run/histories.csv`\n-->\n## Runs\n"
+        "In [run/](topic/run/): 1.99%, loss 0.4321, as [other.md](other.md)'s 0.777.\n"
+        "## The log\nLoss 0.4321 ([histories.csv](topic/run/histories.csv)).\n"
+    )
+    monkeypatch.setattr(numbers, "PAGES", pages)
+    monkeypatch.setattr(numbers, "ROOT", tmp_path)
+    # the per-epoch log counts where it is named itself, not through its folder nor through the recompute comment
+    assert numbers.unfound(page, tmp_path, printed_text="") == ["0.4321", "0.777"]

@@ -93,9 +93,14 @@ def sections(text: str) -> list[str]:
     return re.split(r"^(?=#{2,} )", text, flags=re.M)
 
 
+PER_EPOCH = ("histories", "metrics")  # per-epoch logs: thousands of values, named only by their own name
+PROSE = ("results.md",)  # the one markdown a folder stands for: a report's tables (`adrop report`)
+
+
 def named(section: str, page: Path) -> list[Path]:
-    """The text files a section names (a folder: the files under it), from the page's folder or the repository's
-    root."""
+    """The text files a section names where a reader sees it (not in its recompute comments): a file, or a folder's
+    data files but its per-epoch logs and prose (another page: docs/literature.md and reports' results.md only)."""
+    section = RECOMPUTE.sub("", section)
     found: set[Path] = set()
     paths = [m.group("path") for m in LINK.finditer(section)] + [m.group("path") for m in PATH.finditer(section)]
     for path in paths:
@@ -104,13 +109,24 @@ def named(section: str, page: Path) -> list[Path]:
             continue
         for base in (page.parent, ROOT):
             for hit in base.glob(path) if "*" in path else [base / path]:
-                if not hit.resolve().is_relative_to(ROOT):  # a page names nothing outside the checkout
+                hit = hit.resolve()
+                if not hit.is_relative_to(ROOT):  # a page names nothing outside the checkout
                     continue
-                if hit.is_file() and hit.suffix in STORED:
-                    found.add(hit.resolve())
+                if hit.is_file() and _data(hit):
+                    found.add(hit)
                 elif hit.is_dir():
-                    found.update(f.resolve() for f in hit.rglob("*") if f.is_file() and f.suffix in STORED)
+                    found.update(f for f in hit.rglob("*") if f.is_file() and _data(f) and not _per_epoch(f))
     return sorted(found)
+
+
+def _data(file: Path) -> bool:
+    if file.suffix != ".md":
+        return file.suffix in STORED
+    return file.name in PROSE or file == ROOT / "docs" / "literature.md"
+
+
+def _per_epoch(file: Path) -> bool:
+    return file.stem.startswith(PER_EPOCH)
 
 
 def _env() -> dict:
