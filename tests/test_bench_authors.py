@@ -67,3 +67,14 @@ def test_a_notebook_without_the_cells_it_reads_is_refused_in_one_line_before_any
     assert out.stderr.strip().splitlines() == [
         "bench_authors: the epoch loop's cell holds no for loop at its top level"
     ]
+    notebook(svdo / "svdo-solution.ipynb", *cells[:3], "class SGVLB(", cells[4], "for epoch in range(3):\n    pass")
+    out = run("--data", str(tmp_path / "no_data"), "--svdo-dir", str(svdo), cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "bench_authors: svdo-solution.ipynb, the cell with 'class SGVLB' does not compile: "
+        "'(' was never closed (line 1)"
+    ]
+    (svdo / "svdo-solution.ipynb").write_text("not json")
+    out = run("--data", str(tmp_path / "no_data"), "--svdo-dir", str(svdo), cwd=tmp_path)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("bench_authors: svdo-solution.ipynb is not a notebook this benchmark reads")

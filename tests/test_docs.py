@@ -1,8 +1,8 @@
 """The documentation as a site and as files: mkdocs builds it strictly (a link to a missing page or anchor fails), and
 every relative link in README.md and docs/ (data folders too, which mkdocs does not check) and every path of the
 checkout that a user's page names (scripts/..., conf/..., examples/...) exists; no page names a file outside the
-checkout, relative (../) or absolute, but a data root, a checkout a command reads (--x-dir), scratch (/tmp) and the
-system's folders."""
+checkout: no absolute path but scratch (/tmp) and the system's folders, and no relative one (../) but a data root or
+a checkout a command reads (--x-dir)."""
 
 import re
 from pathlib import Path
@@ -44,8 +44,9 @@ def test_every_relative_link_and_named_file_exists(page):
 
 
 def outside(page: Path, text: str) -> list[str]:
-    """The ../ paths that lead out of the checkout: a link's from the page's folder, any other from the checkout's root
-    (where its commands run); data roots (a path ending in data) and checkouts a command reads (--x-dir) aside."""
+    """The paths that lead out of the checkout: every absolute one but scratch and the system's; the ../ ones (a link's
+    from the page's folder, any other from the checkout's root, where commands run) but data roots (a path ending in
+    data) and checkouts a command reads (--x-dir)."""
     links = [t for t in LINK.findall(text) if t.startswith("../")]
     rest = UP_PATH.findall(re.sub(r"\[[^\]]*\]\([^)\s]*\)", "", text))  # a link, its text too
     out = [p for p in ABSOLUTE.findall(text) if not p.startswith(SYSTEM)]

@@ -58,15 +58,19 @@ def test_a_named_folder_stands_for_its_data_not_its_per_epoch_logs_nor_other_pag
     pages = tmp_path / "docs" / "results"
     (pages / "topic" / "run").mkdir(parents=True)
     (pages / "topic" / "run" / "histories.csv").write_text("epoch,loss\n1,0.4321\n")
+    (pages / "topic" / "run" / "single_metrics.csv").write_text("epoch,seconds\n1,1.424\n")
     (pages / "topic" / "run" / "results.csv").write_text("error\n0.0199\n")
     (pages / "other.md").write_text("Elsewhere 0.777.\n")
+    (tmp_path / "docs" / "literature.md").write_text("Published 1.64%.\n")
     page = pages / "topic.md"
     page.write_text(
-        "Errors 2.0%.\n<!-- recompute\necho 0.0199 `topic/run/histories.csv`\n-->\n## Runs\n"
-        "In [run/](topic/run/): 1.99%, loss 0.4321, as [other.md](other.md)'s 0.777.\n"
+        "Errors 2.0%.\n## Runs\n<!-- recompute\necho 0.0199\n-->\n<!-- topic/run/histories.csv -->\n"
+        "In [run/](topic/run/): 1.99%, loss 0.4321, epoch 1.424 s, as [other.md](other.md)'s 0.777 and the\n"
+        "[literature](../literature.md)'s 1.64%.\n"
         "## The log\nLoss 0.4321 ([histories.csv](topic/run/histories.csv)).\n"
     )
     monkeypatch.setattr(numbers, "PAGES", pages)
     monkeypatch.setattr(numbers, "ROOT", tmp_path)
-    # the per-epoch log counts where it is named itself, not through its folder nor through the recompute comment
-    assert numbers.unfound(page, tmp_path, printed_text="") == ["0.4321", "0.777"]
+    # a per-epoch log counts where it is named itself, not through its folder nor through a comment; another page's
+    # prose does not count, the published figures do
+    assert numbers.unfound(page, tmp_path, printed_text="") == ["0.4321", "1.424", "0.777"]

@@ -94,7 +94,10 @@ def notebook_cells(path: Path, *markers: str) -> list[str]:
     """The source of the first code cell holding each marker, read from the notebook at run time."""
     if not path.is_file():
         raise NotebookError(f"{path} not found")
-    cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    try:
+        cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    except (ValueError, KeyError, TypeError) as error:  # not JSON (UnicodeDecodeError is a ValueError), not cells
+        raise NotebookError(f"{path.name} is not a notebook this benchmark reads ({type(error).__name__}: {error})")
     found = []
     for marker in markers:
         cell = next((c for c in cells if marker in c), None)
@@ -303,12 +306,20 @@ def main():
     ):
         if folder is not None and not (folder / notebook).is_file():
             refuse(f"{folder} holds no {notebook}: give a checkout of {repository}")
-    try:  # the notebooks' cells, before any data is read or network built
-        if args.authors_dir:
-            notebook_cells(args.authors_dir / AUTHORS_NOTEBOOK, *AUTHORS_CELLS)
-        if args.svdo_dir:
-            split_at_loop(notebook_cells(args.svdo_dir / SVDO_NOTEBOOK, *SVDO_CELLS)[-1])
-    except (NotebookError, SyntaxError) as error:
+    try:  # the notebooks' cells, found and compiled before any data is read or network built
+        for folder, notebook, markers in (
+            (args.authors_dir, AUTHORS_NOTEBOOK, AUTHORS_CELLS),
+            (args.svdo_dir, SVDO_NOTEBOOK, SVDO_CELLS),
+        ):
+            if folder is not None:
+                cells = notebook_cells(folder / notebook, *markers)
+                for marker, cell in zip(markers, cells):
+                    compile(cell, f"{notebook.name}, the cell with {marker.splitlines()[0]!r}", "exec")
+                if notebook == SVDO_NOTEBOOK:  # its epoch loop runs one pass per call
+                    split_at_loop(cells[-1])
+    except SyntaxError as error:
+        refuse(f"{error.filename} does not compile: {error.msg} (line {error.lineno})")
+    except NotebookError as error:
         refuse(str(error))
     from adrop.train.command import registry
 

@@ -6,7 +6,7 @@
 # 2. LogSum, AdaProx and magnitude pruning at one matched sparsity (10% of the weights), lam searched on seed 0 (the
 #    validation perplexity bounded by max_val_error), then seeds 1 and 2 at its lam.
 set -euo pipefail
-DATA=${DATA:-${ADROP_DATA:-data}}  # MNIST's root (the folder holding MNIST/raw/): DATA, else $ADROP_DATA, else data/
+DATA=${DATA:-${ADROP_DATA:-data}}  # the folder holding the corpus, stdlib.txt: DATA, else $ADROP_DATA, else data/
 OUT=${OUT:-outputs/multirun/gpt_tiny}
 CORPUS=${CORPUS:-${DATA}/stdlib.txt}
 [ -e "${CORPUS}" ] || python scripts/reproduce/stdlib_corpus.py "${CORPUS}"

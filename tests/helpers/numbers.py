@@ -93,14 +93,14 @@ def sections(text: str) -> list[str]:
     return re.split(r"^(?=#{2,} )", text, flags=re.M)
 
 
-PER_EPOCH = ("histories", "metrics")  # per-epoch logs: thousands of values, named only by their own name
+PER_EPOCH = ("histories", "metrics")  # per-epoch logs (x_metrics.csv too): thousands of values, named by their own name
 PROSE = ("results.md",)  # the one markdown a folder stands for: a report's tables (`adrop report`)
 
 
 def named(section: str, page: Path) -> list[Path]:
     """The text files a section names where a reader sees it (not in its recompute comments): a file, or a folder's
     data files but its per-epoch logs and prose (another page: docs/literature.md and reports' results.md only)."""
-    section = RECOMPUTE.sub("", section)
+    section = re.sub(r"<!--.*?-->", "", section, flags=re.S)  # comments, the recompute ones among them
     found: set[Path] = set()
     paths = [m.group("path") for m in LINK.finditer(section)] + [m.group("path") for m in PATH.finditer(section)]
     for path in paths:
@@ -126,7 +126,7 @@ def _data(file: Path) -> bool:
 
 
 def _per_epoch(file: Path) -> bool:
-    return file.stem.startswith(PER_EPOCH)
+    return file.stem.startswith(PER_EPOCH) or file.stem.endswith(tuple("_" + p for p in PER_EPOCH))
 
 
 def _env() -> dict:
