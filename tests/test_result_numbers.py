@@ -67,10 +67,10 @@ def test_a_named_folder_stands_for_its_data_not_its_per_epoch_logs_nor_other_pag
         "Errors 2.0%.\n## Runs\n<!-- recompute\necho 0.0199\n-->\n<!-- topic/run/histories.csv -->\n"
         "In [run/](topic/run/): 1.99%, loss 0.4321, epoch 1.424 s, as [other.md](other.md)'s 0.777 and the\n"
         "[literature](../literature.md)'s 1.64%.\n"
-        "## The log\nLoss 0.4321 ([histories.csv](topic/run/histories.csv)).\n"
+        "## The log\nLoss 0.4321 ([histories.csv](topic/run/histories.csv)).\n\nAnd 0.4321 again.\n"
     )
     monkeypatch.setattr(numbers, "PAGES", pages)
     monkeypatch.setattr(numbers, "ROOT", tmp_path)
-    # a per-epoch log counts where it is named itself, not through its folder nor through a comment; another page's
-    # prose does not count, the published figures do
-    assert numbers.unfound(page, tmp_path, printed_text="") == ["0.4321", "1.424", "0.777"]
+    # a per-epoch log counts in the paragraph that names it itself, not through its folder nor through a comment;
+    # another page's prose does not count, the published figures do
+    assert numbers.unfound(page, tmp_path, printed_text="") == ["0.4321", "1.424", "0.777", "0.4321"]

@@ -12,10 +12,12 @@ in the page says which commands print them, run from the repository's root:
 figures need one). Every decimal number of the opening (code, links and the comments left out) must equal a number
 the commands print, rounded to the decimals the page shows it with (a percentage also as a fraction). Every decimal
 number of a later section (from a `##` or deeper heading to the next) must be printed by the commands or stored in a
-text file that the section names, to the decimals shown: a link, or a path in code or text (docs/results/<topic>/...,
-or <topic>/... from the page; a folder stands for its files, `*` for any name). So a reader finds each quoted value in
-a file the text points to; the figures computed from stored values (means, ratios, differences) are printed by the
-commands."""
+data file that the section names where a reader sees it, to the decimals shown: a link, or a path in code or text
+(docs/results/<topic>/..., or <topic>/... from the page; `*` for any name), not in a comment. A folder stands for its
+data files but its per-epoch logs (histories.csv, x_metrics.csv: thousands of values, which count only in the
+paragraph that names them); markdown counts only as a report's results.md and docs/literature.md (published figures),
+not as another page's prose. So a reader finds each quoted value in a file the text points to; the figures computed
+from stored values (means, ratios, differences) are printed by the commands."""
 
 from __future__ import annotations
 
@@ -185,16 +187,24 @@ def unrecomputed(page: Path, tmp: Path, printed_text: str | None = None) -> list
 
 def unfound(page: Path, tmp: Path, printed_text: str | None = None) -> list[str]:
     """The numbers of the page's later sections that its commands do not print and no file their section names
-    stores."""
+    stores; a per-epoch log named counts for its own paragraph only (thousands of values)."""
     printed_values = Values(printed(page, tmp) if printed_text is None else printed_text)
+    read = lambda files: Values("\n".join(f.read_text(errors="replace") for f in files))  # noqa: E731
     out = []
     for section in sections(page.read_text()[len(opening(page)) :]):
         files: Values | None = None
-        for number, percent in quoted(section):
-            if printed_values.has(number, percent):
-                continue
-            if files is None:  # read once a section needs it
-                files = Values("\n".join(f.read_text(errors="replace") for f in named(section, page)))
-            if not files.has(number, percent):
-                out.append(number + ("%" if percent else ""))
+        body = re.sub(r"```.*?```|<!--.*?-->", "", section, flags=re.S)  # no blank line of code or comment splits
+        for paragraph in re.split(r"\n\s*\n", body):
+            logs: Values | None = None
+            for number, percent in quoted(paragraph):
+                if printed_values.has(number, percent):
+                    continue
+                if files is None:  # read once a section needs it
+                    files = read(f for f in named(section, page) if not _per_epoch(f))
+                if files.has(number, percent):
+                    continue
+                if logs is None:
+                    logs = read(f for f in named(paragraph, page) if _per_epoch(f))
+                if not logs.has(number, percent):
+                    out.append(number + ("%" if percent else ""))
     return out
