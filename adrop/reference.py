@@ -91,6 +91,9 @@ def shown(value) -> str:
     return str(value)
 
 
+KEYS_HEADER = ["| key | type | default | meaning |", "|---|---|---|---|"]  # above keys_table's rows
+
+
 def keys_table(cls, prefix: str = "", composed: dict | None = None, skip: tuple = ()) -> list[str]:
     """Rows `| key | type | default | meaning |` of a schema dataclass (but the fields named in `skip`), nested ones
     after their parent; the default as `adrop train` composes it with no override (`composed`), else the schema's."""
@@ -145,7 +148,7 @@ def plugin_groups() -> list[str]:
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
-    out, keys, header = [], [], ["| key | type | default | meaning |", "|---|---|---|---|"]
+    out, keys = [], []
     for group in ("launcher", "sweeper"):
         options = ConfigStore.instance().repo["hydra"][group]
         out += [f"### `hydra/{group}` (adrop's)", "", "| option | what it is |", "|---|---|"]
@@ -153,7 +156,7 @@ def plugin_groups() -> list[str]:
             if getattr(options[name], "provider", None) == "adrop":  # (a dict: a nested group)
                 option, cls = name.removesuffix(".yaml"), OmegaConf.get_type(options[name].node)
                 out.append(f"| `hydra/{group}={option}` | {cell(' '.join((inspect.getdoc(cls) or '').split()))} |")
-                keys += [f"#### `hydra/{group}={option}`", "", *header]
+                keys += [f"#### `hydra/{group}={option}`", "", *KEYS_HEADER]
                 keys += [*keys_table(cls, f"hydra.{group}.", skip=("_target_",)), ""]
         out.append("")
     return out + keys
@@ -197,12 +200,11 @@ def dataset_keys() -> list[str]:
         for option in options:
             users.setdefault(OmegaConf.get_type(compose("config", [f"dataset={option}"]).dataset), []).append(option)
     common = tuple(f.name for f in dataclasses.fields(schemas.DatasetConfig))
-    header = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    out = ["### Every data set's", "", *header, *keys_table(schemas.DatasetConfig, "dataset."), ""]
+    out = ["### Every data set's", "", *KEYS_HEADER, *keys_table(schemas.DatasetConfig, "dataset."), ""]
     for cls in schemas.SCHEMAS.values():
         named = ", ".join(f"`dataset={o}`" for o in users.get(cls, [])) or "a user's class"
         out += [f"### {cls.__name__}: {named}", "", cell(inspect.getdoc(cls) or ""), "", "And:", ""]
-        out += [*header, *keys_table(cls, "dataset.", skip=common), ""]
+        out += [*KEYS_HEADER, *keys_table(cls, "dataset.", skip=common), ""]
     return out
 
 
@@ -230,8 +232,7 @@ def markdown() -> str:
         "",
         "## `adrop train` keys",
         "",
-        "| key | type | default | meaning |",
-        "|---|---|---|---|",
+        *KEYS_HEADER,
         *keys_table(Config, composed=composed_config()),
         "",
         "`model` is open: `_target_`, `name` and the constructor's arguments of the chosen network. `method` and",

@@ -21,6 +21,7 @@ from stored values (means, ratios, differences) are printed by the commands."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -35,6 +36,8 @@ NUMBER = re.compile(
 )
 RANGE_TO_PERCENT = re.compile(r"\s*[-–]\s*\d+(?:\.\d+)?\s*%")  # the rest of a range of percentages
 RECOMPUTE = re.compile(r"<!--\s*recompute\s*\n(?P<commands>.*?)-->", re.S)
+COMMENT = re.compile(r"<!--.*?-->", re.S)  # what a reader does not see, recompute comments among them
+CODE_BLOCK = re.compile(r"```.*?```", re.S)
 
 
 def opening(page: Path) -> str:
@@ -47,10 +50,10 @@ def quoted(text: str) -> list[tuple[str, bool]]:
     """The decimal numbers a reader sees in this markdown, each with whether it is a percentage (also the first of a
     range such as 4.39-4.56%)."""
     text = RECOMPUTE.sub("", text)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = CODE_BLOCK.sub("", text)
     text = re.sub(r"`[^`]*`", "", text)
     text = re.sub(r"\]\([^)]*\)", "]", text)  # a link's target
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = COMMENT.sub("", text)
     out = []
     for m in NUMBER.finditer(text):
         percent = bool(m.group("percent")) or bool(RANGE_TO_PERCENT.match(text, m.end()))
@@ -102,7 +105,7 @@ PROSE = ("results.md",)  # the one markdown a folder stands for: a report's tabl
 def named(section: str, page: Path) -> list[Path]:
     """The text files a section names where a reader sees it (not in its recompute comments): a file, or a folder's
     data files but its per-epoch logs and prose (another page: docs/literature.md and reports' results.md only)."""
-    section = re.sub(r"<!--.*?-->", "", section, flags=re.S)  # comments, the recompute ones among them
+    section = COMMENT.sub("", section)
     found: set[Path] = set()
     paths = [m.group("path") for m in LINK.finditer(section)] + [m.group("path") for m in PATH.finditer(section)]
     for path in paths:
@@ -132,8 +135,6 @@ def _per_epoch(file: Path) -> bool:
 
 
 def _env() -> dict:
-    import os
-
     bin_dir = str(Path(sys.executable).parent)
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
 
@@ -193,7 +194,7 @@ def unfound(page: Path, tmp: Path, printed_text: str | None = None) -> list[str]
     out = []
     for section in sections(page.read_text()[len(opening(page)) :]):
         files: Values | None = None
-        body = re.sub(r"```.*?```|<!--.*?-->", "", section, flags=re.S)  # no blank line of code or comment splits
+        body = CODE_BLOCK.sub("", COMMENT.sub("", section))  # no blank line of code or comment splits
         for paragraph in re.split(r"\n\s*\n", body):
             logs: Values | None = None
             for number, percent in quoted(paragraph):
