@@ -1,8 +1,8 @@
 """lam_search's rounds replayed against measured curves: where a search lands, round by round, under the sweeper's
 rules.
 
-Each folder holds a method's search tables (search.csv, search.2.csv, ...), or a file is one: one combination,
-searched with short and full runs. Its completed runs (reused ones too) are its curves: the short runs' nonzero
+Each folder holds a method's search tables (search.csv, search.2.csv, ...): one combination, searched with short
+and full runs. Its completed runs (reused ones too) are its curves: the short runs' nonzero
 fraction against lam, and the full runs'. The replay runs the sweeper's own `round_jobs` round after round; a proposed
 lam's nonzero fraction is read off the measured curve of its phase, linearly in log nonzero against log lam between
 measured points, and beyond them along the secant of all of them, its slope times `beyond` (a replay is as good as the
@@ -18,17 +18,10 @@ import pandas as pd
 from hydra_plugins.adrop_plugins.search_table import read_search_tables
 
 
-def table_of(path: Path) -> pd.DataFrame:
-    """A search table itself, or a folder's (search.csv, search.2.csv, ...) with each run once."""
-    if path.is_file():
-        return pd.read_csv(path)
-    return pd.DataFrame(read_search_tables(path)).astype({"epochs": int, "lam": float, "nonzero_fraction": float})
-
-
 def curves(path: Path) -> tuple[int, int, dict]:
-    """The full and short epochs of a search, and its measured curves: phase -> (log lam, log nonzero, the least lam
-    that kept nothing)."""
-    table = table_of(path)
+    """The full and short epochs of a search (a folder's search tables, each run once), and its measured curves:
+    phase -> (log lam, log nonzero, the least lam that kept nothing)."""
+    table = pd.DataFrame(read_search_tables(path)).astype({"epochs": int, "lam": float, "nonzero_fraction": float})
     table = table[table.status == "completed"]
     if table.combination.nunique() != 1 or table.epochs.nunique() != 2:
         raise ValueError(
