@@ -35,10 +35,14 @@ from typing import Callable, Iterable
 import torch
 from torch import nn
 
-from adrop import cost, methods
+from adrop import checkpoints, checks, collapse, cost, methods, optimizer_wiring
 from adrop.methods.base import Method, SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter, units_kept
 from adrop.selection import SparsifyError, select
+
+
+class SparsityWarning(UserWarning):
+    """A sparsified network that collapsed: its output no longer depends on its input."""
 
 
 def default_lam(name: str) -> float:
@@ -82,23 +86,20 @@ def overrides(method: Method, *hooks: str) -> bool:
     return any(getattr(type(method), hook) is not getattr(Method, hook) for hook in hooks)
 
 
-def step_size_of(optimizer: torch.optim.Optimizer) -> Callable[[torch.Tensor], torch.Tensor] | None:
-    """step_size(p): per coordinate, the step the optimizer just took for parameter p: Adam and AdamW lr / (sqrt(v_hat)
-    + eps) from their state (v_hat the bias-corrected second moment), SGD its lr; None for an optimizer adrop cannot
-    read."""
-    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]}
-    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+def unit_step(p: torch.Tensor) -> torch.Tensor:
+    return torch.ones_like(p)
 
-        def adam(p):
-            group, state = groups[id(p)], optimizer.state[p]
-            step = float(state["step"])
-            v_hat = state["exp_avg_sq"] / (1 - group["betas"][1] ** step)
-            return group["lr"] / (v_hat.sqrt() + group["eps"])
 
-        return adam
-    if isinstance(optimizer, torch.optim.SGD):
-        return lambda p: torch.full_like(p, groups[id(p)]["lr"])
-    return None
+class _Positions:
+    """A forward hook that records, once, how many times a layer's weights act per example (a conv's output
+    positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
+
+    def __init__(self, sparsifier: "Sparsifier", name: str):
+        self.sparsifier, self.name = sparsifier, name
+
+    def __call__(self, layer, inputs, out):
+        self.sparsifier.positions[self.name] = out[0].numel() // layer.weight.shape[0]
+        self.sparsifier._seen[self.name].remove()
 
 
 class Sparsifier:
@@ -109,14 +110,16 @@ class Sparsifier:
         self.model, self.method, self.lam, self.names, self.layers = model, method, float(lam), names, layers
         self.steps = 0  # optimizer steps taken (what the methods' schedules count)
         self.optimizer = None
-        self.step_size = None
+        self._reader = None  # the attached optimizer's step sizes (optimizer_wiring.reader)
         self._handles: list = []
+        self._stripped = False
         self._versions = None  # a weight's version after our last post-step: an untracked step changes it
         self.needs_steps = overrides(method, "before_update", "after_step", "end_epoch")
         self.positions: dict[str, int] = {}
+        self._last_batch = None  # the last training forward's inputs (args, kwargs): what collapsed() reruns
         for layer in layers:
             layer.eval_lam = self.lam  # eval mode: the effective weight (keep rule and gates folded in)
-        self._pre = model.register_forward_pre_hook(self._before_forward)
+        self._pre = model.register_forward_pre_hook(self._before_forward, with_kwargs=True)
         self._caching = []  # parametrize.cached() contexts open during the model's forward
         if any(isinstance(layer, SparseParameter) for layer in layers):  # one draw per forward, however often read
             self._cache_hooks = [
@@ -126,12 +129,27 @@ class Sparsifier:
         else:
             self._cache_hooks = []
         self._seen = {
-            name: layer.register_forward_hook(self._count_positions(name))  # a product's layers
+            name: layer.register_forward_hook(_Positions(self, name))  # a product's layers
             for name, layer in zip(names, layers)
             if not isinstance(layer, SparseParameter)
         }
+        self._checkpoint_hooks = checkpoints.install(layers)
         self.method.start(layers)
         self._versions = self.versions()
+
+    def __getstate__(self):
+        """torch.save(model) pickles the model's hooks and so this Sparsifier: without the optimizer (attach again
+        after loading) and the open caches."""
+        state = dict(self.__dict__)
+        state.update(optimizer=None, _reader=None, _handles=[], _caching=[], _last_batch=None)
+        return state
+
+    def _live(self) -> None:
+        if self._stripped:
+            raise SparsifyError(
+                "this Sparsifier's model was stripped (adrop.strip): its layers are plain again; sparsify the "
+                "model anew to train it"
+            )
 
     # -- the loop's pieces ------------------------------------------------------------------------------------------
     def penalty(self) -> torch.Tensor:
@@ -139,65 +157,103 @@ class Sparsifier:
         eps), for HardConcrete the expected number of nonzero weights, ...). `adrop train` adds exactly this to a data
         term that is a mean over the batch's examples, so lam is per example: add it to a per-example mean loss
         (with a summed loss, multiply it by the batch size)."""
+        self._live()
         return self.lam * self.method.penalty(self.layers, self.lam)
 
     def attach(self, optimizer: torch.optim.Optimizer, pre_step: bool = True) -> "Sparsifier":
-        """Register what runs around each of the optimizer's steps: before it, the method's gradient work (pruning's
-        masks); after it, its proximal steps, alpha updates and schedules, with the step size read from the optimizer
-        (Adam, AdamW: per coordinate from their state; SGD: lr). A method that needs nothing attaches nothing.
-        pre_step=False leaves before_update() to the caller: for a step that runs the backward pass in a closure
-        (Lightning's), whose pre-step hook comes before the gradients."""
-        self.detach()
-        self.optimizer = optimizer
-        if not self.needs_steps:
-            return self
-        self.step_size = step_size_of(optimizer)
-        if self.step_size is None and overrides(self.method, "after_step", "end_epoch"):
+        """Attach the optimizer that trains the model (required before training): it must hold every parameter of
+        the sparsified layers (make it after sparsify, from model.parameters()). Registers what runs around each of
+        its steps: before it, the method's gradient work (pruning's masks); after it, its proximal steps, alpha
+        updates and schedules, with the step size read from the optimizer at that step (Adam, AdamW: per
+        coordinate from their state; SGD: lr), so schedulers, optimizer.load_state_dict and a re-made optimizer
+        (attach it: it replaces the one before) all count. pre_step=False leaves before_update() to the caller: for
+        a step that runs the backward pass in a closure (Lightning's), whose pre-step hook comes before the
+        gradients."""
+        self._live()
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise SparsifyError(f"attach takes a torch.optim.Optimizer, not {type(optimizer).__name__}")
+        missing = optimizer_wiring.missing_from(optimizer, self.names, self.layers)
+        if missing:
+            raise SparsifyError(
+                f"the optimizer does not hold {missing[0]} ({len(missing)} of the sparsified layers' parameters "
+                "missing): make it after adrop.sparsify, from model.parameters(), and give it every parameter "
+                "of the sparsified layers (param groups for different learning rates)"
+            )
+        reader = optimizer_wiring.reader(optimizer)
+        if self.needs_steps and reader is None and overrides(self.method, "after_step", "end_epoch"):
             raise SparsifyError(
                 f"method {self.method.name!r} needs the step size of each optimizer step, which adrop "
                 f"reads from Adam, AdamW and SGD, not {type(optimizer).__name__}"
             )
-        self._handles = [optimizer.register_step_post_hook(lambda *_: self.step())]
-        if pre_step:
-            self._handles.append(optimizer.register_step_pre_hook(lambda *_: self.before_update()))
+        if self.method.name == "hard_concrete" and isinstance(optimizer, torch.optim.SGD):
+            raise SparsifyError(
+                "hard_concrete's gates (log_a) move by lr x lam x dP(open)/dlog_a per SGD step, lam being per "
+                "example: far too little for a gate to close; train it with Adam or AdamW (a per-coordinate step)"
+            )
+        self.detach()
+        self.optimizer, self._reader = optimizer, reader
+        if self.needs_steps:
+            self._handles = [optimizer.register_step_post_hook(self._after_optimizer_step)]
+            if pre_step:
+                self._handles.append(optimizer.register_step_pre_hook(self._before_optimizer_step))
         return self
 
+    def _after_optimizer_step(self, optimizer, args, kwargs):
+        self.step()
+
+    def _before_optimizer_step(self, optimizer, args, kwargs):
+        self.before_update()
+
     def detach(self) -> None:
+        """Take the hooks off the attached optimizer."""
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self.optimizer, self._reader = None, None
 
     def before_update(self) -> None:
         """Before the optimizer's step: the method's gradient work (magnitude pruning zeroes masked gradients)."""
+        self._live()
         self.method.before_update(self.layers)
+
+    def step_size(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """step_size(p): the step the attached optimizer takes now for each coordinate of p (1 without one)."""
+        return unit_step if self._reader is None else self._reader()
 
     def step(self) -> None:
         """After the optimizer's step: the method's post-step work (proximal steps, alpha updates, pruning
         schedules) and the step count. The attached post-step hook calls it; call it yourself only where no
         optimizer is attached (then call before_update() before each step)."""
+        self._live()
         self.steps += 1
-        step_size = self.step_size or (lambda p: torch.ones_like(p))
-        self.method.after_step(self.layers, self.steps, self.lam, step_size)
+        self.method.after_step(self.layers, self.steps, self.lam, self.step_size())
         self._versions = self.versions()
 
     def end_epoch(self, validation_batches: int = 0) -> None:
         """After an epoch's last step: what a method does between epochs (AdaProx's authors_validation_prox)."""
-        self.method.end_epoch(
-            self.layers, self.lam, self.step_size or (lambda p: torch.ones_like(p)), validation_batches
-        )
+        self._live()
+        self.method.end_epoch(self.layers, self.lam, self.step_size(), validation_batches)
 
     def versions(self) -> list[int]:
         return [layer.weight._version for layer in self.layers]
 
-    def _before_forward(self, module, args):
+    def _before_forward(self, module, args, kwargs):
         if not module.training:
             return
+        self._live()
+        if self.optimizer is None and self.steps == 0 and any(layer.weight.grad is not None for layer in self.layers):
+            raise SparsifyError(
+                "the model is training and no optimizer is attached: make the optimizer after adrop.sparsify, "
+                "from model.parameters() (one made before holds the replaced tensors and trains nothing), and "
+                "call sp.attach(optimizer) before training"
+            )
         # a method that works around each step, its weights changed by a step it did not see: not attached
         if self.needs_steps and not self._handles and self.versions() != self._versions:
             raise SparsifyError(
                 f"method {self.method.name!r} works around each optimizer step, and the weights "
                 "changed without it: call sp.attach(optimizer) before training"
             )
+        self._last_batch = (args, kwargs)
         self.method.before_step(self.steps, self.lam)
 
     def _open_cache(self, module, args):
@@ -213,20 +269,11 @@ class Sparsifier:
         if self._caching:
             self._caching.pop().__exit__(None, None, None)
 
-    def _count_positions(self, name: str):
-        """A forward hook that records, once, how many times the layer's weights act per example (a conv's output
-        positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
-
-        def hook(layer, inputs, out):
-            self.positions[name] = out[0].numel() // layer.weight.shape[0]
-            self._seen[name].remove()
-
-        return hook
-
     # -- what it did ------------------------------------------------------------------------------------------------
     @torch.no_grad()
     def effective(self) -> dict[str, torch.Tensor]:
         """Each sparse layer's effective weight (what eval mode and `strip` use), by module path."""
+        self._live()
         return {
             name: layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
             for name, layer in zip(self.names, self.layers)
@@ -238,7 +285,12 @@ class Sparsifier:
         each side (inputs: a Linear's columns, a conv's input channels, a tensor's second axis; outputs: rows,
         filters, an embedding's tokens; none for a tensor of one axis), and the cost (adrop.cost: compression, bytes
         dense and CSR, multiply-adds dense and sparse per example, the latter where a forward pass has shown how often
-        a Linear or Conv2d layer acts): the numbers layers.csv holds."""
+        a Linear or Conv2d layer acts): the numbers layers.csv holds. A collapse is flagged, never silent: the
+        column keeps_nothing marks a layer without a weight, and where the network collapsed (collapsed(): its
+        output no longer depends on its input) the frame's attrs["collapsed"] holds the line and a
+        SparsityWarning says it."""
+        import warnings
+
         import pandas as pd
 
         rows = []
@@ -254,24 +306,62 @@ class Sparsifier:
                 "nonzero": count,
                 "total": weight.numel(),
                 "nonzero_fraction": count / weight.numel(),
+                "keeps_nothing": count == 0,
                 **units,
                 **cost.layer_cost(shape, count, self.positions.get(name, 1), layer.bias is not None),
             }
             if name not in self.positions:
                 row["dense_macs"] = row["sparse_macs"] = None
             rows.append(row)
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        frame.attrs["collapsed"] = self.collapsed([r["layer"] for r in rows if r["keeps_nothing"]])
+        if frame.attrs["collapsed"]:
+            warnings.warn(frame.attrs["collapsed"], SparsityWarning, stacklevel=2)
+        return frame
+
+    @torch.no_grad()
+    def collapsed(self, empty: list[str] | None = None) -> str | None:
+        """Whether the network collapsed, in one line (adrop.collapse.message: the layers that keep no weight), or
+        None: the model in eval mode answers the examples of its last training batch alike (to 1e-6), as if it no
+        longer read its input. None too before a training batch or for a batch of one example."""
+        self._live()
+        if self._last_batch is None:
+            return None
+        if empty is None:
+            empty = [name for name, w in self.effective().items() if not w.any()]
+        modes = {m: m.training for m in self.model.modules()}
+        self.model.eval()
+        try:
+            out = collapse.first_tensor(self.model(*self._last_batch[0], **self._last_batch[1]))
+        finally:
+            for m, mode in modes.items():
+                m.training = mode
+        same = collapse.alike(out)
+        advice = "lower final_sparsity" if self.method.name == "magnitude_pruning" else "lower lam"
+        return None if same is None else collapse.message(empty, advice, depends=not same)
 
     def state_dict(self) -> dict:
         """What resumes the method exactly beside the model's and optimizer's own state_dicts: the step count, lam,
-        and the method's state (a pruning schedule's, say)."""
-        return {"steps": self.steps, "lam": self.lam, "method": self.method.state_dict()}
+        the method's state (a pruning schedule's, say), and torch's random number generators (CPU, and CUDA where
+        it is in use), which the noise methods draw from: loading it restores them, so that a resumed run draws what
+        the uninterrupted one would have."""
+        self._live()
+        rng = {"cpu": torch.get_rng_state()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        return {"steps": self.steps, "lam": self.lam, "method": self.method.state_dict(), "rng": rng}
 
     def load_state_dict(self, state: dict) -> None:
+        self._live()
         self.steps, self.lam = int(state["steps"]), float(state["lam"])
         for layer in self.layers:
             layer.eval_lam = self.lam
         self.method.load_state_dict(state["method"])
+        rng = state.get("rng") or {}
+        if "cpu" in rng:
+            torch.set_rng_state(rng["cpu"])
+        if rng.get("cuda") and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
         self._versions = self.versions()
 
     @torch.no_grad()
@@ -284,6 +374,8 @@ class Sparsifier:
         its attentions' dead heads and its Transformer layers' dead feed-forward units (adrop.heads.compact_heads:
         nn.MultiheadAttention with dead heads becomes a CompactAttention of the others)."""
         from adrop.compact import compact as compact_of
+
+        self._live()
 
         children = (
             [m for m in self.model.children() if not isinstance(m, nn.Dropout)]
@@ -330,9 +422,14 @@ class Sparsifier:
         import copy
 
         plain = copy.deepcopy(self.model, memo={id(self): self})  # the copy's hooks call this Sparsifier: removed
-        ours = {self._pre.id, *(h.id for h in self._cache_hooks), *(h.id for h in self._seen.values())}
+        ours = {h.id for h in self._hooks()}
         for module in plain.modules():
-            for hooks in (module._forward_pre_hooks, module._forward_hooks):
+            for hooks in (
+                module._forward_pre_hooks,
+                module._forward_hooks,
+                module._state_dict_hooks,
+                module._load_state_dict_pre_hooks,
+            ):
                 for key in ours & set(hooks):
                     del hooks[key]
         tensors: dict[int, tuple[nn.Module, dict]] = {}
@@ -349,11 +446,18 @@ class Sparsifier:
 
     def strip(self) -> nn.Module:
         """The model back as plain modules (see adrop.strip); the Sparsifier is done with it."""
-        self.detach()
-        self._pre.remove()
-        for handle in [*self._cache_hooks, *self._seen.values()]:
-            handle.remove()
+        self._live()
         return strip(self.model, self)
+
+    def _hooks(self) -> list:
+        return [self._pre, *self._cache_hooks, *self._seen.values(), *self._checkpoint_hooks]
+
+    def _release(self) -> None:
+        """Take every hook of this Sparsifier off the model and the optimizer: the model keeps no reference to it."""
+        self.detach()
+        for handle in self._hooks():
+            handle.remove()
+        self._stripped, self._last_batch = True, None
 
 
 class InputColumns(nn.Module):
@@ -394,6 +498,7 @@ def sparsify(
     if any(isinstance(m, SparseLayer) for m in model.modules()):
         raise SparsifyError(f"{type(model).__name__} is sparsified already (adrop.strip gives the plain model back)")
     runs = make_method(method, params, total_steps, steps_per_epoch, structure)
+    lam = lam_of(method, lam)
     if overrides(runs, "after_step") and method == "magnitude_pruning" and not total_steps:
         raise SparsifyError(
             "method 'magnitude_pruning' follows a schedule over training: give total_steps (the "
@@ -406,19 +511,40 @@ def sparsify(
         raise SparsifyError(
             f"lam_scale names {unknown[0]}, not a sparsified layer; they are: {', '.join(sorted(selection.names))}"
         )
+    problem = checks.lam_scale_problem(scales, lam, method)
+    if problem:
+        raise SparsifyError(problem)
     converted = selection.apply(model, runs)  # no partial conversion: every check above came first
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
     device = next((p.device for p in model.parameters()), None)
     if device is not None:
         model.to(device)
-    return Sparsifier(
-        model,
-        runs,
-        default_lam(method) if lam is None else lam,
-        [n for n, _ in converted],
-        [layer for _, layer in converted],
-    )
+    return Sparsifier(model, runs, lam, [n for n, _ in converted], [layer for _, layer in converted])
+
+
+def lam_of(method: str, lam) -> float:
+    """lam as given, checked (adrop.checks, as `adrop train` checks it). The library has no default lam for a method
+    with a penalty: the lam that sparsifies well depends on the model, the data, the steps and the learning rate
+    (the paper's MNIST values never let a small transformer learn, and empty small networks), so it is the user's
+    choice; methods without one (dense, magnitude pruning, a fixed mask) take 0."""
+    try:
+        methods.get(method)
+    except ValueError as err:
+        raise SparsifyError(str(err)) from None
+    if lam is None:
+        paper = default_lam(method)
+        if paper == 0:
+            return 0.0
+        raise SparsifyError(
+            f"method {method!r} needs lam, the penalty's weight per example: no default fits every model (it "
+            f"depends on the model, the data, the steps and the learning rate; adrop train's for LeNet on MNIST is "
+            f"{paper:.3g}); try a few values and read sp.stats()"
+        )
+    problem = checks.lam_problem(lam)
+    if problem:
+        raise SparsifyError(problem)
+    return float(lam)
 
 
 @torch.no_grad()
@@ -426,7 +552,14 @@ def strip(model: nn.Module, sparsifier: Sparsifier | None = None) -> nn.Module:
     """The model with each sparse layer replaced, in place, by a plain nn.Linear or nn.Conv2d holding its effective
     weight (the keep rule and deterministic gates folded in: the tensors `adrop train`'s weights.npz holds) and
     bias, and each parametrized tensor a plain parameter again holding its effective weight; the method's own
-    tensors go. Returns the model."""
+    tensors go; the Sparsifier that prepared the model takes its hooks off and refuses any further use. Returns the
+    model."""
+    for module in list(model.modules()):
+        for hooks in (module._forward_pre_hooks, module._forward_hooks):
+            for hook in list(hooks.values()):
+                owner = getattr(hook, "__self__", None)
+                if isinstance(owner, Sparsifier) and not owner._stripped:
+                    owner._release()
     for tensor in [m for m in model.modules() if isinstance(m, SparseParameter)]:
         lam = tensor.eval_lam if tensor.eval_lam is not None else (sparsifier.lam if sparsifier else 0.0)
         tensor.remove(tensor.method.effective_weight(tensor, lam).detach())

@@ -16,7 +16,7 @@ from user_nets import TinyGPT, TinyViT
 def test_structure_neuron_makes_a_head_one_group_of_its_q_k_and_v_rows():
     torch.manual_seed(0)
     model = TinyViT(dim=16, heads=4)
-    sp = adrop.sparsify(model, method="logsum", structure="neuron")
+    sp = adrop.sparsify(model, method="logsum", lam=1e-3, structure="neuron")
     layer = sp.layers[sp.names.index("encoder.layers.0.self_attn.in_proj_weight")]
     assert tuple(layer.weight.shape) == (3, 4, 4, 16) and layer.group_shape == (1, 4, 1, 1)
     assert layer.group_size == 3 * 4 * 16

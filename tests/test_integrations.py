@@ -162,7 +162,7 @@ def test_lightning_refuses_an_optimizer_made_before_the_conversion(pl):
         def configure_optimizers(self):
             return self.early
 
-    trainer = pl.Trainer(max_steps=1, callbacks=[sparsify_callback()(method="logsum")], **TRAINER)
+    trainer = pl.Trainer(max_steps=1, callbacks=[sparsify_callback()(method="logsum", lam=1e-3)], **TRAINER)
     with pytest.raises(
         SparsifyError,
         match=r"no optimizer of the Trainer holds net\.0\.weight: make it in "
@@ -181,7 +181,7 @@ def test_lightning_module_option_sparsifies_that_submodule_only(pl):
             return self.head(self.net(x))
 
     module = WithHead()
-    callback = sparsify_callback()(method="logsum", module="net")
+    callback = sparsify_callback()(method="logsum", lam=1e-3, module="net")
     pl.Trainer(max_steps=2, callbacks=[callback], **TRAINER).fit(module)
     assert callback.sparsifier.names == ["0", "2"] and type(module.head) is nn.Linear
     assert callback.sparsifier.model is module.net
@@ -423,7 +423,7 @@ def test_transformers_refuses_what_it_cannot_sparsify(hf, tmp_path):
     given = hf_trainer(hf, tmp_path, model, max_steps=1)
     given.optimizer = torch.optim.Adam(model.parameters())
     with pytest.raises(SparsifyError, match=r"the Trainer was given its optimizer \(optimizers=...\)"):
-        sparsify_trainer(given, method="logsum")
+        sparsify_trainer(given, method="logsum", lam=1e-3)
 
     tied = nn.Sequential(nn.Embedding(50, 16), nn.Linear(16, 50))
     tied[1].weight = tied[0].weight
@@ -431,5 +431,6 @@ def test_transformers_refuses_what_it_cannot_sparsify(hf, tmp_path):
         sparsify_trainer(
             hf.Trainer(model=tied, args=hf.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[])),
             method="logsum",
+            lam=1e-3,
         )
     assert type(tied[1]) is nn.Linear  # refused before any conversion

@@ -15,7 +15,7 @@ from torch.nn.utils import parametrize
 import adrop
 from adrop import methods
 from adrop.methods.base import SparseLayer
-from adrop.sparsifier import SparsifyError
+from adrop.sparsifier import SparsifyError, default_lam
 
 from user_nets import TinyGPT, TinyViT
 
@@ -51,7 +51,7 @@ def trained(Net, method, steps=20, **options):
     net = Net()
     if method == "magnitude_pruning":
         options.setdefault("total_steps", steps)
-    sp = adrop.sparsify(net, method, **options)
+    sp = adrop.sparsify(net, method, lam=options.pop("lam", default_lam(method)), **options)
     opt = torch.optim.Adam(net.parameters(), lr=1e-2)
     sp.attach(opt)
     for step in range(steps):
@@ -119,7 +119,7 @@ def test_linear_layers_inside_torchs_transformer_layers_are_parametrized_not_swa
 def test_include_and_exclude_by_path():
     torch.manual_seed(0)
     net = TinyViT()
-    sp = adrop.sparsify(net, "logsum", include=["pos"], exclude=["*.in_proj_weight", "head"])
+    sp = adrop.sparsify(net, "logsum", lam=1e-3, include=["pos"], exclude=["*.in_proj_weight", "head"])
     assert sp.names == [
         "pos",
         "patch",
@@ -131,13 +131,13 @@ def test_include_and_exclude_by_path():
     assert not parametrize.is_parametrized(attention, "in_proj_weight") and type(net.head) is nn.Linear
     assert isinstance(net.cls, nn.Parameter)  # not included: dense
     with pytest.raises(SparsifyError, match=r"^include='token' names no parameter of TinyViT; its parameters"):
-        adrop.sparsify(TinyViT(), "logsum", include=["token"])
+        adrop.sparsify(TinyViT(), "logsum", lam=1e-3, include=["token"])
     with pytest.raises(SparsifyError, match=r"^exclude='nope' names no module or tensor of TinyViT"):
-        adrop.sparsify(TinyViT(), "logsum", exclude=["nope"])
+        adrop.sparsify(TinyViT(), "logsum", lam=1e-3, exclude=["nope"])
     untouched = TinyViT()
     keys = untouched.state_dict().keys()
     with pytest.raises(SparsifyError, match="lam_scale names tok"):
-        adrop.sparsify(untouched, "logsum", lam_scale={"tok": 2.0})
+        adrop.sparsify(untouched, "logsum", lam=1e-3, lam_scale={"tok": 2.0})
     assert untouched.state_dict().keys() == keys  # refused before anything was converted
 
 
@@ -194,7 +194,7 @@ def test_a_tied_weight_is_refused_before_anything_is_converted():
         match=r"^1's weight is tied to 0's: converting it would untie them; "
         r"pass exclude=\['1', '0'\]",
     ):
-        adrop.sparsify(tied, "logsum")
+        adrop.sparsify(tied, "logsum", lam=1e-3)
     assert type(tied[1]) is nn.Linear and not parametrize.is_parametrized(tied[0])
 
 
@@ -230,21 +230,21 @@ def test_a_sparsified_vit_stripped_exports_to_onnx_with_its_logits():
 def test_exclude_by_tensor_path_include_inside_a_layer_and_a_module_at_two_paths():
     torch.manual_seed(0)
     net = TinyGPT()
-    sp = adrop.sparsify(net, "logsum", exclude=["head.weight", "tok.weight"])
+    sp = adrop.sparsify(net, "logsum", lam=1e-3, exclude=["head.weight", "tok.weight"])
     assert "head" not in sp.names and "tok" not in sp.names and type(net.head) is nn.Linear
     with pytest.raises(SparsifyError, match=r"^include='head.bias': head \(Linear\) becomes a sparse layer of its own"):
-        adrop.sparsify(TinyGPT(), "logsum", include=["head.bias"])
+        adrop.sparsify(TinyGPT(), "logsum", lam=1e-3, include=["head.bias"])
     shared = nn.Linear(4, 4)
     twice = nn.ModuleDict({"a": shared, "seq": nn.Sequential(shared, nn.ReLU())})
     with pytest.raises(SparsifyError, match=r"^seq.0's weight is tied to a's: converting it would untie them"):
-        adrop.sparsify(twice, "logsum", exclude=["a"])
+        adrop.sparsify(twice, "logsum", lam=1e-3, exclude=["a"])
     assert twice["seq"][0] is twice["a"] and type(shared) is nn.Linear  # nothing converted
 
 
 def test_one_draw_of_noise_per_forward_however_often_attention_reads_its_weights(monkeypatch):
     torch.manual_seed(0)
     net = TinyViT()
-    sp = adrop.sparsify(net, "hard_concrete")
+    sp = adrop.sparsify(net, "hard_concrete", lam=1 / 60000)
     draws = []
     sample = type(sp.method).weight_sample
     monkeypatch.setattr(

@@ -96,7 +96,7 @@ def test_strip_gives_exactly_the_tensors_of_weights_npz(method, config, tmp_path
         **OmegaConf.to_container(cfg.method.params, resolve=True),
     )
     with torch.no_grad():
-        for name, tensor in model.state_dict().items():
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
             tensor.copy_(engine.model.state_dict()[name][0])  # row 0 of the stack of one
     sp.method.load_state_dict(engine.method.state_dict())
     adrop.strip(model)

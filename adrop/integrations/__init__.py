@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from adrop import optimizer_wiring
 from adrop.sparsifier import Sparsifier, SparsifyError
 
 
@@ -30,28 +31,10 @@ def inner_optimizer(optimizer) -> torch.optim.Optimizer:
     return optimizer
 
 
-def trained_parameters(sp: Sparsifier) -> list[torch.nn.Parameter]:
-    """The sparse layers' trainable parameters: weights, biases and the method's own (a parametrized tensor's
-    weight is its module's, not the SparseParameter's: added here)."""
-    from adrop.methods.sparse_parameter import SparseParameter
-
-    return [
-        p
-        for layer in sp.layers
-        for p in ([layer.weight] if isinstance(layer, SparseParameter) else []) + list(layer.parameters())
-        if p.requires_grad
-    ]
-
-
 def check_optimizer_holds(sp: Sparsifier, optimizer: torch.optim.Optimizer, advice: str) -> None:
-    """Refuse an optimizer made before the conversion: it would train tensors the model no longer uses."""
-    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
-    names = {
-        id(p): f"{layer_name}.{name}"
-        for layer_name, layer in zip(sp.names, sp.layers)
-        for name, p in [("weight", layer.weight), *layer.named_parameters()]
-    }
-    missing = [names[id(p)] for p in trained_parameters(sp) if id(p) not in held]
+    """Refuse an optimizer made before the conversion (it would train tensors the model no longer uses), with the
+    framework's advice (sp.attach refuses it too, in the words of a plain loop)."""
+    missing = optimizer_wiring.missing_from(optimizer, sp.names, sp.layers)
     if missing:
         raise SparsifyError(
             f"the optimizer does not hold {missing[0]} ({len(missing)} of the sparsified layers' "
@@ -62,7 +45,7 @@ def check_optimizer_holds(sp: Sparsifier, optimizer: torch.optim.Optimizer, advi
 def add_penalty_gradient(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> None:
     """Add the gradient of sp.penalty() to the gradients the loss left. autograd.grad, not backward: no gradient
     hook of the model's (DDP's reduction) fires for a term every process computes alike."""
-    params = trained_parameters(sp)
+    params = [p for _, p in optimizer_wiring.trained_parameters(sp.names, sp.layers)]
     with torch.enable_grad():
         penalty = sp.penalty()
     if not penalty.requires_grad:  # a method without a penalty (dense, magnitude pruning)
@@ -89,10 +72,14 @@ def before_step(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> None:
 
 
 def sparsity_metrics(sp: Sparsifier, per_layer: bool) -> dict[str, float]:
-    """sparsity/nonzero_fraction: the nonzero weights of all sparsified layers over their weights; with per_layer,
-    sparsity/<module path> each layer's fraction."""
+    """sparsity/nonzero_fraction: the nonzero weights of all sparsified layers over their weights;
+    sparsity/collapsed: 1 where the network collapsed (sp.stats() warns with the line, a SparsityWarning); with
+    per_layer, sparsity/<module path> each layer's fraction."""
     stats = sp.stats()
-    metrics = {"sparsity/nonzero_fraction": float(stats.nonzero.sum() / stats.total.sum())}
+    metrics = {
+        "sparsity/nonzero_fraction": float(stats.nonzero.sum() / stats.total.sum()),
+        "sparsity/collapsed": float(stats.attrs["collapsed"] is not None),
+    }
     if per_layer:
         metrics.update(
             {f"sparsity/{name}": float(fraction) for name, fraction in zip(stats.layer, stats.nonzero_fraction)}

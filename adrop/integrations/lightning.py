@@ -15,9 +15,11 @@ What it does, hook by hook:
 - on_before_optimizer_step (the gradients complete, unscaled under 16-mixed, before gradient clipping): adds the
   penalty's gradient, so the step is that of loss + sp.penalty() with the module's loss a per-example mean; then the
   method's gradient work. After the step, the method's post-step work (the optimizer's step hook).
-- on_train_epoch_end: the method's end of epoch, then logs sparsity/nonzero_fraction (all sparsified layers) and,
-  with per_layer, sparsity/<module path>, through pl_module.log_dict to the Trainer's loggers.
-- state_dict / load_state_dict: the Sparsifier's (step count, lam), which Lightning keeps in its checkpoints.
+- on_train_epoch_end: the method's end of epoch, then logs sparsity/nonzero_fraction (all sparsified layers),
+  sparsity/collapsed (1 where the network collapsed: sp.stats() warns with its line) and, with per_layer,
+  sparsity/<module path>, through pl_module.log_dict to the Trainer's loggers.
+- state_dict / load_state_dict: the Sparsifier's (step count, lam, the random generators' state), which Lightning
+  keeps in its checkpoints.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import lightning.pytorch as pl
 
 import adrop
 from adrop.integrations import before_step, check_optimizer_holds, inner_optimizer, sparsity_metrics
-from adrop.sparsifier import Sparsifier, SparsifyError
+from adrop.sparsifier import Sparsifier, SparsifyError, lam_of
 
 
 class Sparsify(pl.Callback):
@@ -41,6 +43,7 @@ class Sparsify(pl.Callback):
         per_layer: bool = True,
         **options,
     ):
+        lam = lam_of(method, lam)  # a missing or bad lam refused here, not at fit
         self.method, self.lam, self.module, self.per_layer, self.options = method, lam, module, per_layer, options
         self.sparsifier: Sparsifier | None = None
         self.optimizer = None

@@ -18,8 +18,9 @@ train() will take, from max_steps or the epochs and the training set's size), an
   method's post-step work. The model's loss is a mean (per example for a classifier, per token for a language
   model), which is what lam is per. max_grad_norm (default 1.0) clips the loss's gradient only: the penalty's joins
   after, as a regulariser's proximal step would;
-- on_epoch_end: the method's end of epoch; on_log: sparsity/nonzero_fraction (with per_layer, sparsity/<module path>)
-  joins every log (the Trainer's log_history, the reporters, the console).
+- on_epoch_end: the method's end of epoch; on_log: sparsity/nonzero_fraction, sparsity/collapsed (1 where the
+  network collapsed: sp.stats() warns with its line) and, with per_layer, sparsity/<module path> join every log
+  (the Trainer's log_history, the reporters, the console).
 
 What adrop converts: every nn.Linear (and nn.Conv2d): BERT's query, key, value and dense projections, its pooler and
 classifier; LLaMA's q/k/v/o_proj, gate/up/down_proj and lm_head; GPT-2's attention and feed-forward layers

@@ -40,7 +40,7 @@ def lenet(seed: int = 0) -> nn.Sequential:
 
 def with_layers(method: str) -> tuple[nn.Module, Sparsifier]:
     model = lenet()
-    return model, adrop.sparsify(model, method)
+    return model, adrop.sparsify(model, method, lam=default_lam(method))
 
 
 def parametrized(method: str) -> tuple[nn.Module, Sparsifier]:

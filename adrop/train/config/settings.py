@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from adrop import methods
+from adrop import checks, methods
 from adrop.train import current_paths, tasks
 from adrop.train.config import schema
 from adrop.train.config.differences import NOT_A_RESULT
@@ -157,12 +157,13 @@ def lam_and_lr(cfg) -> tuple[float, float]:
     """The effective lam and lr (null = the method's default), with every other value checked."""
     lam = cfg.method.lam if cfg.lam is None else cfg.lam
     lr = cfg.method.lr if cfg.lr is None else cfg.lr
-    checks = [
+    scale_problem = checks.lam_scale_problem(dict(cfg.lam_scale), lam, cfg.method.name)
+    tests = [
         (
             cfg.structure in methods.STRUCTURES,
             f"structure must be one of {', '.join(methods.STRUCTURES)}, got {cfg.structure!r}",
         ),
-        (lam >= 0 and math.isfinite(lam), f"lam must be >= 0, got {lam}"),
+        (checks.lam_problem(lam) is None, checks.lam_problem(lam)),
         (lr > 0 and math.isfinite(lr), f"lr must be > 0, got {lr}"),
         (cfg.epochs >= 1, f"epochs must be >= 1, got {cfg.epochs}"),
         (cfg.batch_size >= 1, f"batch_size must be >= 1, got {cfg.batch_size}"),
@@ -174,14 +175,7 @@ def lam_and_lr(cfg) -> tuple[float, float]:
         ),
         (str(cfg.progress).lower() in PROGRESS, "progress must be auto, always or never (or true, false)"),
         (cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}"),
-        (
-            all(math.isfinite(v) and v > 0 for v in cfg.lam_scale.values()),
-            f"lam_scale's multipliers must be positive, got {dict(cfg.lam_scale)}",
-        ),
-        (
-            not cfg.lam_scale or lam > 0,
-            f"lam_scale multiplies lam, and method={cfg.method.name} trains with lam 0 here: it would change nothing",
-        ),
+        (scale_problem is None, scale_problem),
         (cfg.lam_cost in LAM_COSTS, f"lam_cost must be one of {', '.join(LAM_COSTS)}, got {cfg.lam_cost!r}"),
         (
             cfg.lam_cost == "weights" or lam > 0,
@@ -194,7 +188,7 @@ def lam_and_lr(cfg) -> tuple[float, float]:
             f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}",
         ),
     ]
-    for ok, message in checks:
+    for ok, message in tests:
         if not ok:
             raise TrainError(message)
     return float(lam), float(lr)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import torch
 
-TOLERANCE = 1e-6
+from adrop import collapse as library
+from adrop.collapse import TOLERANCE
+
 BATCH = 256  # validation examples compared: enough that an input-dependent network differs on one
 # the message's advice: what makes the method sparser (lam for the rest)
 ADVICE = {
@@ -30,20 +32,13 @@ ADVICE = {
 @torch.no_grad()
 def collapsed(network, state: dict, x: torch.Tensor, method: str) -> str | None:
     """Why the network (adrop.train.nets.network's, unstacked) with these tensors (one configuration's effective
-    weights) collapsed, in one line, or None where its output depends on the inputs x."""
+    weights) collapsed, in one line, or None where its output depends on the inputs x (adrop.collapse.message)."""
     x = x[:BATCH]
-    if not torch.allclose(
+    depends = not torch.allclose(
         network.predict(x, state), network.predict(torch.zeros_like(x), state), rtol=0, atol=TOLERANCE
-    ):
-        return None
-    empty = [name for name in network.names if not state[network.key[name]].any()]
-    where = (
-        "its output does not depend on its input"
-        if not empty
-        else f"{'layer' if len(empty) == 1 else 'layers'} {', '.join(empty)} "
-        f"{'keeps' if len(empty) == 1 else 'keep'} no weight (no path from input to output)"
     )
-    return f"the network collapsed: {where}; {ADVICE.get(method, 'lower lam')}"
+    empty = [] if depends else [name for name in network.names if not state[network.key[name]].any()]
+    return library.message(empty, ADVICE.get(method, "lower lam"), depends)
 
 
 def searched(sweeper) -> bool:
