@@ -358,6 +358,13 @@ def onnx_of_module(module, shape: tuple, tokens: bool = False):
                 f"torch.onnx could not export {type(module).__name__} ({type(err).__name__}: "
                 f"{' '.join(str(err).split())[:200]})"
             ) from None
+    batch = program.model_proto.graph.input[0].type.tensor_type.shape.dim[0]
+    if not batch.dim_param:  # torch.export kept the example's batch: the forward read it as a Python number
+        raise ExportError(
+            f"torch.onnx fixed the batch dimension of {type(module).__name__} at {batch.dim_value}: its forward "
+            "reads the batch size as a Python number (len(x), or x.shape[0] passed to reshape or view); write "
+            "x.flatten(1) or x.reshape(-1, ...) there, or export --format csr"
+        )
     return program.model_proto
 
 

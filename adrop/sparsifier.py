@@ -333,6 +333,8 @@ class Sparsifier:
         self.model.eval()
         try:
             out = collapse.first_tensor(self.model(*self._last_batch[0], **self._last_batch[1]))
+        except Exception:  # a forward that eval mode cannot run on that batch: nothing to tell from it
+            out = None
         finally:
             for m, mode in modes.items():
                 m.training = mode

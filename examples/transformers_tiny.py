@@ -4,8 +4,10 @@ save_pretrained and read back with from_pretrained.
 
     python examples/transformers_tiny.py --steps 60 --method logsum --lam 0.01 --out tiny_bert
 
-adrop converts BERT's nn.Linear layers: the attention's query, key, value and output projections, the feed-forward
-layers, the pooler and the classifier; the embeddings and layer norms stay dense.
+adrop sparsifies every weight matrix of BERT: it converts the nn.Linear layers (the attention's query, key, value
+and output projections, the feed-forward layers, the pooler and the classifier) and parametrizes the word, position
+and token-type embeddings (nn.Embedding); only the layer norms and the biases stay dense. To keep the embeddings
+dense, pass exclude=["*embeddings*"] to sparsify_trainer.
 """
 
 import argparse

@@ -38,6 +38,21 @@ def test_plain_loop_trains_prints_the_sparsity_and_saves_a_plain_model(tmp_path)
 
 
 @pytest.mark.slow
+def test_resume_stopped_and_resumed_in_new_processes_ends_bitwise_as_the_straight_run(tmp_path):
+    """The your-loop page's checkpoint recipe: adaptive dropout (noise, alphas, a step size) with a StepLR schedule."""
+    steps = ("--steps", "120")
+    stopped = run("resume.py", *steps, "--stop", "50", "--checkpoint", "ckpt.pt", cwd=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr
+    resumed = run("resume.py", *steps, "--checkpoint", "ckpt.pt", "--out", "resumed.pt", cwd=tmp_path)
+    assert resumed.returncode == 0 and "resumed at step 50" in resumed.stdout, resumed.stderr
+    straight = run("resume.py", *steps, "--out", "straight.pt", cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr
+    a, b = (torch.load(tmp_path / name, weights_only=True) for name in ("resumed.pt", "straight.pt"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert nonzero_printed(resumed.stdout) == nonzero_printed(straight.stdout) != {}
+
+
+@pytest.mark.slow
 def test_plain_loop_refuses_an_unknown_method_in_one_line(tmp_path):
     done = run("plain_loop.py", "--method", "logsun", cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1

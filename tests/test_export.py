@@ -196,3 +196,24 @@ def test_check_counts_a_run_it_cannot_read_and_refuses_a_missing_folder(pruned_9
     assert any(line.startswith(f"{sweep / 'good'}: exported (csr") for line in out)  # the others checked all the same
     assert export_command.main(["--check", str(sweep), str(tmp_path / "typo")]) == 2
     assert capsys.readouterr().err.strip() == f"adrop export: error: {tmp_path / 'typo'} is not a folder"
+
+
+def test_a_module_whose_forward_fixes_the_batch_is_refused_in_one_line():
+    pytest.importorskip("onnxscript")
+    from torch import nn
+
+    from adrop.export import ExportError, onnx_of_module
+
+    class ReadsLen(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(12, 3)
+
+        def forward(self, x):
+            return self.fc(x.reshape(len(x), -1))
+
+    with pytest.raises(ExportError, match=r"fixed the batch dimension of ReadsLen at 2: .*len\(x\)"):
+        onnx_of_module(ReadsLen(), (3, 4))
+    flat = ReadsLen()
+    flat.forward = lambda x: flat.fc(x.flatten(1))
+    assert onnx_of_module(flat, (3, 4)).graph.input[0].type.tensor_type.shape.dim[0].dim_param

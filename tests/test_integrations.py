@@ -98,6 +98,7 @@ def test_lightning_trains_logs_the_sparsity_and_strips_to_a_plain_module(pl, tmp
     assert list(per_epoch.epoch) == [0, 1, 2]
     assert per_epoch["sparsity/nonzero_fraction"].iloc[-1] == pytest.approx(fraction)
     assert per_epoch["sparsity/net.0"].iloc[-1] == pytest.approx(stats.nonzero_fraction[0])
+    assert (per_epoch["sparsity/collapsed"] == 0).all()  # a collapse would be logged as 1
 
     x, _ = digits()
     module.eval()
@@ -274,6 +275,7 @@ def test_transformers_trains_logs_the_sparsity_and_saves_a_plain_model(hf, tmp_p
     assert 0 < fraction < 1
     logged = [log["sparsity/nonzero_fraction"] for log in trainer.state.log_history]
     assert len(logged) == len(trainer.state.log_history) == 5 and logged[-1] == pytest.approx(fraction)
+    assert all(log["sparsity/collapsed"] == 0 for log in trainer.state.log_history)
 
     x = Tokens().ids
     model.eval()

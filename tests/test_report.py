@@ -460,6 +460,35 @@ def test_report_table_shows_compression_and_multiply_adds(tmp_path):
     assert md.splitlines()[2].endswith("| 0.020 ± 0.000 | 50x | 5.3 |")
 
 
+def test_report_table_compression_is_total_over_nonzero_with_a_decimal_below_ten():
+    """A run that keeps 0.73 of its weights compresses them 1/0.73 = 1.37x: the table says 1.4x, not 1x."""
+    from adrop import cost
+    from adrop.report import tables
+
+    kept = cost.network_cost([("fc", (100, 100), 7300, 10000)], [1])["compression"]
+    assert kept == pytest.approx(1 / 0.73)
+    table = pd.DataFrame(
+        {
+            "run": ["a"],
+            "method": ["logsum"],
+            "lam": [1e-3],
+            "lr": [1e-4],
+            "seed": [0],
+            "epochs": [2],
+            "status": ["completed"],
+            "setting": [""],
+            "test_error": [0.03],
+            "val_error": [0.03],
+            "nonzero_fraction": [0.73],
+            "compression": [kept],
+            "sparse_macs": [7300.0],
+            "error": [None],
+        }
+    )
+    assert "| 0.730 | 1.4x | 7.3 |" in tables.markdown_table(table)
+    assert [tables.compression_cell(v) for v in (1.0, 9.96, 68.4, float("nan"))] == ["1.0x", "10x", "68x", "-"]
+
+
 def _finished(folder, model, architecture, error):
     (folder / ".hydra").mkdir(parents=True)
     (folder / ".hydra" / "overrides.yaml").write_text("- method=logsum\n- seed=0\n")
@@ -806,6 +835,26 @@ def test_mixed_runs_draw_one_section_per_network(tmp_path):
         heat = fig.subfigs[2].axes[0]
         assert [t.get_text() for t in heat.get_yticklabels()] == RESNET18_LAYERS
         plt.close(fig)
+
+
+def test_units_lines_are_fractions_of_each_layers_units_on_a_linear_axis():
+    """units.png's lines: each layer's units kept as a fraction of its own units (0 to 1, a linear axis), so that a
+    layer of 10 units reads as well as one of 300."""
+    import matplotlib.pyplot as plt
+
+    from adrop.report import layer_figures
+
+    table, histories = _runs([("a", "logsum", "lenet_300_100", "", ["fc1", "fc2", "fc3"], 0)])
+    rows = histories["a"][1]
+    rows.loc[rows.layer == "fc3", "units_out"] = 10  # a small layer: its kept units are at most 10
+    rows.loc[rows.layer == "fc3", "units_out_kept"] = [10, 9, 7, 5, 3, 2]
+    fig = layer_figures.draw(table, histories, layer_figures.UNITS, "label", "colour", "title")
+    ax = _panels(fig)[0]
+    assert ax.get_yscale() == "linear" and ax.get_ylim() == pytest.approx((0, 1.05))
+    lines = {line.get_label(): line.get_ydata() for line in ax.lines}
+    assert list(lines["fc3"]) == pytest.approx([1.0, 0.9, 0.7, 0.5, 0.3, 0.2])
+    assert all(0 <= v <= 1 for values in lines.values() for v in values)
+    plt.close(fig)
 
 
 def test_layer_figures_without_histories_say_so_in_place_of_empty_panels():

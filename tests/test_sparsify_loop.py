@@ -185,7 +185,7 @@ def trained(method="logsum", lam=1e-2, steps=60):
     return model, sp
 
 
-def test_a_state_dict_holds_the_effective_weights_under_the_plain_keys():
+def test_a_state_dict_holds_the_effective_weights_under_the_plain_keys(tmp_path):
     model, sp = trained()
     effective = sp.effective()
     state = model.state_dict()
@@ -200,6 +200,11 @@ def test_a_state_dict_holds_the_effective_weights_under_the_plain_keys():
     assert zeros == int(sp.stats().eval("total - nonzero")[:2].sum()) > 0  # sparse, never the dense weights
     plain.load_state_dict(plain_state_dict(model))  # the plain keys alone: strictly
     assert all(torch.equal(plain.state_dict()[k], v) for k, v in plain_state_dict(model).items())
+    safetensors = pytest.importorskip("safetensors.torch")
+    safetensors.save_file(state, tmp_path / "model.safetensors")
+    again = WithEmbedding()
+    again.load_state_dict(safetensors.load_file(tmp_path / "model.safetensors"), strict=False)
+    assert torch.equal(again.embed.weight, effective["embed"])
 
 
 def test_an_hf_model_saved_before_strip_loads_its_effective_weights(tmp_path):

@@ -3,9 +3,9 @@
 - figure2: validation error against fraction of nonzero weights over training, one trajectory per run, coloured
   by method (the paper's Figure 2); the last point of each run is marked.
 - pareto: final test error against fraction nonzero, one point per completed run (mean over seeds as a larger mark).
-- layers: per-layer fraction of nonzero weights over epochs; units: the units (filters) each layer keeps, the same
-  way: one section per network, one panel per method and setting, lines up to 8 layers, a heat map past them
-  (layer_figures).
+- layers: per-layer fraction of nonzero weights over epochs; units: the fraction of its units (filters) each layer
+  keeps (0 to 1, a linear axis), the same way: one section per network, one panel per method and setting, lines up to
+  8 layers, a heat map past them (layer_figures).
 A method that ran under several settings (other overrides) gets one colour and one panel per setting; runs that
 differ only in a path (init_from=...) share their setting's colour, legend entry and panel (collect.groups).
 Log axes are labelled at any range (a narrow one gets plain ticks), epochs are integers, and the paper's points
@@ -198,7 +198,7 @@ def units(table, histories, path):
             table,
             histories,
             layer_figures.UNITS,
-            "units kept (conv: filters)",
+            "fraction of units kept (conv: filters)",
             "fraction of the layer's units kept",
             "units kept per layer (conv: filters)",
         ),

@@ -4,9 +4,10 @@
   a panel. In a section, one panel per method and setting (collect.groups), in a grid sized to the panels.
 - A network of up to MAX_LINES layers is drawn as lines, one colour per layer, the same in every panel of its section,
   with one legend beside the section; a deeper one as a heat map, layers (module paths, top to bottom in forward order)
-  by epochs, the mean over the panel's runs, with one colour bar beside the section. Fraction nonzero is coloured on a
-  log scale; units kept as a fraction of the layer's units (units_out where layers.csv has it; histories read back
-  from a report have none: the most the run's history shows).
+  by epochs, the mean over the panel's runs, with one colour bar beside the section. Fraction nonzero is drawn on a
+  log scale; units kept as a fraction of the layer's units, on a linear scale from 0 to 1, so that a layer of 10 units
+  reads as well as one of 300 (units_out where layers.csv has it; histories read back from a report have none: the
+  most the run's history shows).
 - Modules trained densely (layers.csv's trained=dense: BatchNorm and the like) are left out: no method sparsifies them.
 - Titles are wrapped and shortened to their panel's width, without the model their section names; matplotlib's
   constrained layout gives titles, legends and colour bars their own room.
@@ -130,13 +131,18 @@ def draw_heat(ax, matrix: pd.DataFrame, norm):
 
 
 def draw_lines(ax, runs: list[pd.DataFrame], column: str, colors: dict):
+    """One line per layer and run: fraction nonzero on a log axis, units kept as a fraction (0 to 1) on a linear one."""
     for rows in runs:
-        for name, layer in rows.groupby("layer", sort=False):
+        for name, layer in rows.assign(value=fractions(rows, column)).groupby("layer", sort=False):
             ax.plot(
-                layer.epoch, layer[column], color=colors[name], lw=1.2, alpha=0.85 if len(runs) > 1 else 1.0, label=name
+                layer.epoch, layer.value, color=colors[name], lw=1.2, alpha=0.85 if len(runs) > 1 else 1.0, label=name
             )
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
+    if column == UNITS:
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+    else:
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
 
 
 def draw_section(subfig, model: str, order, panels: dict, column: str, label: str, heat_label: str):
@@ -181,7 +187,8 @@ def draw_section(subfig, model: str, order, panels: dict, column: str, label: st
             draw_lines(ax, runs, column, colors)
         handles = [plt.Line2D([], [], color=colors[name], lw=1.5) for name in order]
         subfig.legend(handles, list(order), loc="outside right upper", fontsize=7, title="layer", title_fontsize=7)
-        log_ticks(used[0].yaxis, *used[0].get_ylim())  # shared by the section's panels
+        if column != UNITS:
+            log_ticks(used[0].yaxis, *used[0].get_ylim())  # shared by the section's panels
     for i, (ax, (group, runs)) in enumerate(zip(used, panels.items())):
         ax.set_title(panel_title(group, model, len(runs), heat), fontsize=TITLE_SIZE)
         ax.set_xlabel("epoch", fontsize=8)
