@@ -1,7 +1,7 @@
 """adrop as a library: any method of adrop's in your own training loop, with your loss and your optimizer.
 
     sp = adrop.sparsify(model, method="logsum", lam=1e-4)     # every weight of the model, in place
-    sp.attach(optimizer)                                       # what runs around each optimizer step
+    sp.attach(optimizer)                                       # required: what runs around each optimizer step
     for x, y in loader:
         loss = F.cross_entropy(model(x), y) + sp.penalty()     # the regulariser, scaled as adrop train scales it
         optimizer.zero_grad(); loss.backward(); optimizer.step()
@@ -20,10 +20,13 @@ sparse layer runs the method's forward (noise, gates); in eval mode the weight e
 deterministic gates folded in). The method's elementwise math, its penalty and its hooks are adrop.methods', the same
 code `adrop train` runs: the runner converts its networks through adrop.selection.convert, as this does.
 
-The step size a method needs around a step (AdaProx's proximal step, adaptive dropout's alpha update) comes from the
-attached optimizer: Adam and AdamW per coordinate, lr / (sqrt(v_hat) + eps), from their state (as the authors'
-`update_alphas_Adam` reads it); SGD, with or without momentum, its lr. Another optimizer is refused when attached, for
-a method that needs a step size.
+The step size a method needs around a step (AdaProx's proximal step, adaptive dropout's alpha update) is read from
+the attached optimizer at each step (adrop.optimizer_wiring): Adam and AdamW per coordinate, lr / (sqrt(v_hat) + eps),
+from their state (as the authors' `update_alphas_Adam` reads it); SGD, with or without momentum, its lr. What makes a
+loop silently wrong is refused instead: an optimizer that does not hold the sparsified layers' parameters, training
+with none attached, a step the hooks did not see, a lam that is missing, negative or not finite (adrop.checks, as
+`adrop train` checks it), a stripped Sparsifier used again. Checkpoints: adrop.checkpoints; a collapse:
+adrop.collapse.
 """
 
 from __future__ import annotations

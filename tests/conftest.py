@@ -26,6 +26,13 @@ settings.register_profile(
 settings.load_profile("adrop")
 registry.register()
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one of pytest-xdist's workers (-n): one thread each, its commands too,
+    # so that the workers share the cores instead of oversubscribing them
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ADROP_DATA") or ROOT / "data").resolve()  # data.root's default, as adrop train has it
 NEEDED = []  # the tests that needed MNIST and did not find it

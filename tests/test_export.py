@@ -198,6 +198,7 @@ def test_check_counts_a_run_it_cannot_read_and_refuses_a_missing_folder(pruned_9
     assert capsys.readouterr().err.strip() == f"adrop export: error: {tmp_path / 'typo'} is not a folder"
 
 
+@pytest.mark.slow
 def test_a_module_whose_forward_fixes_the_batch_is_refused_in_one_line():
     pytest.importorskip("onnxscript")
     from torch import nn

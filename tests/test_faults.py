@@ -223,6 +223,7 @@ def test_a_failed_write_keeps_the_file_as_it_was(tmp_path, monkeypatch):
     assert run_files.read_summary(tmp_path) == {"status": "running"} and not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_exit_2_seed_train_limit_and_device_are_wrong_commands(adrop, tmp_path):
     """Refused at start, before any folder exists: exit 2, as every wrong command."""
     import torch
@@ -236,6 +237,7 @@ def test_exit_2_seed_train_limit_and_device_are_wrong_commands(adrop, tmp_path):
         assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_every_command_says_where_its_files_are(adrop, tmp_path):
     out = adrop("train", *SMALL, "epochs=1", "hydra.run.dir=run")
     folder = tmp_path / "run"

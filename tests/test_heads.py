@@ -119,6 +119,7 @@ def test_sparsifier_compact_drops_the_heads_training_killed_and_the_model_still_
         assert torch.equal(model(x), before)  # the sparsified model works on after its copy lost its parametrizations
 
 
+@pytest.mark.slow
 def test_a_compact_vit_exports_to_onnx_and_runs_in_onnxruntime():
     pytest.importorskip("onnxscript")
     import warnings

@@ -53,6 +53,7 @@ def test_the_params_read_are_typed_and_closed_as_the_methods_own(wrong):
     assert added[0].returncode == added[1].returncode and added[0].stdout == added[1].stdout  # as Hydra has it
 
 
+@pytest.mark.slow
 def test_a_wrong_override_in_the_help_is_one_line(adrop):
     out = adrop("train", "metod=logsum", "--help")
     assert out.returncode == 2 and out.stdout == ""

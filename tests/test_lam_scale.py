@@ -76,6 +76,7 @@ def test_lam_cost_macs_prices_each_layer_by_its_output_positions(mnist, tmp_path
     assert "lam_cost" not in resolve(mnist("model=conv_small", "method=logsum")).identity
 
 
+@pytest.mark.slow
 def test_lam_cost_macs_prunes_a_conv_layers_filters_harder(mnist, tmp_path):
     """Priced per multiply-add, conv1's filters go first, even at a tenth of the lam."""
     common = ("model=conv_small", "method=adaprox", "structure=neuron", "lr=1e-2", "epochs=2", "batch_size=64")
@@ -85,6 +86,7 @@ def test_lam_cost_macs_prunes_a_conv_layers_filters_harder(mnist, tmp_path):
     assert kept["macs"] < kept["plain"] == 4, kept
 
 
+@pytest.mark.slow
 def test_a_stack_priced_in_multiply_adds_follows_its_single_runs(mnist, tmp_path):
     cfgs = [
         mnist(

@@ -708,6 +708,7 @@ def test_a_search_whose_full_runs_all_collapsed_says_so_in_its_last_line(adrop, 
     )
 
 
+@pytest.mark.slow
 def test_then_seeds_trains_each_answer_again_with_its_lam(adrop, tmp_path):
     out = adrop(
         "train",

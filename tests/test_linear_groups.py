@@ -61,6 +61,7 @@ def test_group_dropout_is_group_tikhonov_exactly(grouped):
 
 
 # numba's note that a product would be faster on contiguous arrays
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:'@' is faster on contiguous arrays")
 def test_the_group_lasso_agrees_with_skglm(grouped):
     """Omega = |.| makes the group penalty the group lasso, lam sum_g sqrt(|g|) ||w_g||: IRLS on the eta-trick and

@@ -4,6 +4,7 @@ replayed when finished, and exports."""
 
 import json
 
+import pytest
 import torch
 
 from adrop.train.run_folder import run_files
@@ -34,6 +35,7 @@ def as_made_before(folder):
         torch.save(state, checkpoint)
 
 
+@pytest.mark.slow
 def test_a_run_made_before_the_rooms_resumes_replays_and_exports(adrop, synthetic, tmp_path):
     from helpers.engines import train
 

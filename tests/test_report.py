@@ -184,6 +184,7 @@ def test_two_sweeps_in_one_report(sweep, tmp_path):
     assert table.run.str.contains(f"{sweep.parent.name}/{sweep.name}/").sum() == 4
 
 
+@pytest.mark.slow
 def test_an_earlier_reports_runs_join_new_ones_and_read_back_as_written(sweep, tmp_path):
     import shutil
 
@@ -249,6 +250,7 @@ def _another_run(job, folder, later=1.0):
     (folder / "summary.json").write_text(json.dumps({**summary, "wall_time_s": summary["wall_time_s"] + later}))
 
 
+@pytest.mark.slow
 def test_a_run_in_an_earlier_report_and_in_its_folder_is_counted_once(sweep, tmp_path, capsys):
     import shutil
 
@@ -757,6 +759,7 @@ def _assert_readable(fig, panels: int):
         assert extent.width <= ax.get_window_extent(renderer).width * 1.02, ax.get_title()
 
 
+@pytest.mark.slow
 def test_a_deep_networks_layer_figures_are_heat_maps_of_module_paths(tmp_path):
     """21 layers (a ResNet-18): a heat map per method, layers by epochs, labelled by module path, the mean of the
     method's runs, without BatchNorm's dense rows; four panels in a grid of four, no legend."""
@@ -898,6 +901,7 @@ def _run_folder(folder, method, model, layers, seed, error, setting=""):
     history.to_csv(folder / "layers.csv", index=False)
 
 
+@pytest.mark.slow
 def test_results_md_keeps_a_readers_columns_and_results_csv_every_layer(tmp_path):
     """A ResNet-18 beside LeNet-300-100 runs: results.csv has each of the 24 layers' fraction nonzero, results.md
     the columns rows are compared by and a line saying where the layers are; LeNet-300-100 alone keeps its layers."""

@@ -265,3 +265,31 @@ def test_a_collapsed_network_is_flagged_by_stats():
     assert stats.keeps_nothing.any()
     healthy, sp = trained(lam=1e-3, steps=20)
     assert sp.stats().attrs["collapsed"] is None and not sp.stats().keeps_nothing.any()
+
+
+def test_eval_computes_the_effective_weights_once_until_a_step_or_a_load():
+    x, y = data()
+    model, sp = trained(method="adaptive_dropout", steps=5)
+    model.eval()
+    layer = model.body[0]
+    with torch.no_grad():
+        first = model(x)
+        cached = layer.eval_weight()
+        assert layer.eval_weight() is cached and sp.layers[-1].eval_weight() is sp.layers[-1].eval_weight()
+        assert torch.equal(model(x), first) and torch.equal(cached, sp.effective()["body.0"])
+    model.train()
+    loss = F.cross_entropy(model(x), y) + sp.penalty()
+    sp.optimizer.zero_grad()
+    loss.backward()
+    sp.optimizer.step()  # the weights and the alphas move: eval follows
+    model.eval()
+    other = trained(method="adaptive_dropout", steps=9)[0].state_dict()
+    with torch.no_grad():
+        assert layer.eval_weight() is not cached and torch.equal(layer.eval_weight(), sp.effective()["body.0"])
+        moved = layer.eval_weight()
+        model.load_state_dict(other)
+        assert torch.equal(layer.eval_weight(), sp.effective()["body.0"]) and not torch.equal(
+            moved, sp.effective()["body.0"]
+        )
+    model(x).sum().backward()  # eval with gradients: they reach the weights
+    assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0

@@ -239,6 +239,7 @@ def test_a_sweep_splits_into_even_stacks_that_keep_every_worker_busy(jobs, size,
     assert [len(s) for s in stacks] == sizes and sum(stacks, []) == list(range(jobs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["max_stack=0", "max_stack=-1", "n_jobs=0"])
 def test_the_stacked_launcher_refuses_sizes_below_one_in_one_line(adrop, tmp_path, setting):
     """max_stack=-1 used to train nothing and exit 0; 0 meant the default. Both are refused, before any folder."""

@@ -183,6 +183,7 @@ def test_a_unit_of_zeros_has_a_finite_gradient(method):
     assert torch.isfinite(layer.weight.grad).all()
 
 
+@pytest.mark.slow
 def test_a_per_weight_switch_is_refused_with_units(synthetic, adrop, tmp_path):
     result = adrop(
         "train",

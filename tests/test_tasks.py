@@ -165,6 +165,7 @@ def test_a_users_dataset_by_target_trains(config, tmp_path):
     assert line["status"] == "completed" and line["test_r2"] > 0.5
 
 
+@pytest.mark.slow
 def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text, tmp_path):
     out = adrop("train", *REGRESSION[:5], "method=logsum", "epochs=3", "hydra.run.dir=reg")
     assert out.returncode == 0, out.stderr
@@ -202,6 +203,7 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
         assert arrays["input_mean"].tolist() == pytest.approx(summary["input_normalisation"]["mean"])
 
 
+@pytest.mark.slow
 def test_lam_search_records_a_regressions_rmse(adrop, tmp_path):
     out = adrop(
         "train",
@@ -222,6 +224,7 @@ def test_lam_search_records_a_regressions_rmse(adrop, tmp_path):
     assert "val rmse" in out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "overrides, message",
     [

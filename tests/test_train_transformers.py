@@ -122,6 +122,7 @@ def test_a_stack_of_vits_follows_each_single_run(method, structure, config, held
         assert stacked[i]["stacked"] == 2 and abs(stacked[i]["test_error"] - singles[i]["test_error"]) <= 2 / 360
 
 
+@pytest.mark.slow
 def test_heads_train_as_groups_and_the_onnx_export_goes_without_the_dead_ones(config, adrop, tmp_path):
     out = adrop(
         "train",
@@ -155,6 +156,7 @@ def test_include_trains_a_class_token_and_exclude_leaves_a_layer_dense(config, t
     assert np.isnan(rows.loc["cls", "dense_macs"])  # added, not multiplied: no product to count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "setting, message",
     [
@@ -173,6 +175,7 @@ def test_a_bad_selection_is_refused_in_one_line_before_any_folder(setting, messa
     assert message in out.stderr and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_vit_run_exports_to_onnx_with_its_test_error(config, adrop, tmp_path):
     out = adrop("train", *VIT, "method=hard_concrete", "epochs=3", "lr=0.01", "hydra.run.dir=run", env=ENV)
     assert out.returncode == 0, out.stderr
@@ -183,6 +186,7 @@ def test_a_vit_run_exports_to_onnx_with_its_test_error(config, adrop, tmp_path):
     assert summary["layers"]["encoder.layers.0.self_attn.in_proj_weight"]["shape"] == [48, 16]
 
 
+@pytest.mark.slow
 def test_the_stacked_launcher_stacks_a_vit_and_runs_a_model_fed_positions_in_stacks_of_one(adrop, tmp_path):
     out = adrop(
         "train",
@@ -265,6 +269,7 @@ def test_every_method_trains_a_gpt_on_token_ids(method, config, tokens, tmp_path
     assert wrong == pytest.approx(summary["test_error"], abs=1 / 200)
 
 
+@pytest.mark.slow
 def test_a_gpt_on_token_ids_learns_and_exports_to_onnx(config, adrop, tokens, tmp_path):
     out = adrop(
         "train",

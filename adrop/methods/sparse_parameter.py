@@ -124,7 +124,7 @@ class SparseParameter(SparseLayer):
     def forward(self, original):
         if self.training:
             return self.as_module(self.method.weight_sample(self))
-        return self.as_module(original if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam))
+        return self.as_module(original if self.eval_lam is None else self.eval_weight())
 
     @torch.no_grad()
     def remove(self, weight: torch.Tensor) -> None:
