@@ -41,3 +41,15 @@ def alike(out: torch.Tensor) -> bool | None:
     if out is None or out.dim() == 0 or out.shape[0] < 2 or not out.is_floating_point():
         return None
     return bool(torch.allclose(out[1:], out[:1].expand_as(out[1:]), rtol=0, atol=TOLERANCE))
+
+
+def zeroed(inputs):
+    """A model's inputs with every floating-point tensor zeros (token ids and masks as they are), in a tuple, list or
+    dict as given."""
+    if isinstance(inputs, torch.Tensor):
+        return torch.zeros_like(inputs) if inputs.is_floating_point() else inputs
+    if isinstance(inputs, dict):
+        return {k: zeroed(v) for k, v in inputs.items()}
+    if isinstance(inputs, (tuple, list)):
+        return type(inputs)(zeroed(v) for v in inputs)
+    return inputs

@@ -20,8 +20,10 @@ def trained_parameters(names, layers) -> list[tuple[str, torch.nn.Parameter]]:
 
     out = []
     for layer_name, layer in zip(names, layers):
-        own = [("weight", layer.weight)] if isinstance(layer, SparseParameter) else []
-        out += [(f"{layer_name}.{n}", p) for n, p in own + list(layer.named_parameters()) if p.requires_grad]
+        if isinstance(layer, SparseParameter):  # named by the module's path, or by its own for another tensor
+            tensor = f"{layer_name}.weight" if layer.tensor_name == "weight" else layer_name
+            out += [(tensor, layer.weight)] if layer.weight.requires_grad else []
+        out += [(f"{layer_name}.{n}", p) for n, p in layer.named_parameters() if p.requires_grad]
     return out
 
 
@@ -40,8 +42,11 @@ def reader(optimizer: torch.optim.Optimizer) -> Callable[[], Callable[[torch.Ten
     if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)):
 
         def adam(p, group):
-            state = optimizer.state[p]
-            v_hat = state["exp_avg_sq"] / (1 - group["betas"][1] ** float(state["step"]))
+            state = optimizer.state.get(p, {})
+            if "exp_avg_sq" not in state:  # a parameter without a gradient yet (a branch not taken): not stepped
+                return torch.zeros_like(p)
+            second = state["max_exp_avg_sq"] if group.get("amsgrad") else state["exp_avg_sq"]
+            v_hat = second / (1 - group["betas"][1] ** float(state["step"]))
             return float(group["lr"]) / (v_hat.sqrt() + group["eps"])
 
         kind = adam

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from typing import Callable, Iterable
 
 import torch
@@ -40,7 +41,7 @@ from torch import nn
 
 from adrop import checkpoints, checks, collapse, cost, methods, optimizer_wiring
 from adrop.methods.base import Method, SparseLayer
-from adrop.methods.sparse_parameter import SparseParameter, units_kept
+from adrop.methods.sparse_parameter import SparseParameter, units_kept, unparametrize
 from adrop.selection import SparsifyError, select
 
 
@@ -93,6 +94,25 @@ def unit_step(p: torch.Tensor) -> torch.Tensor:
     return torch.ones_like(p)
 
 
+_LIVE: "weakref.WeakSet[Sparsifier]" = weakref.WeakSet()  # every Sparsifier in use, for the global step hook
+_WATCH = []  # the handle of torch's global optimizer post-step hook, registered once
+
+
+def _watch(sparsifier: "Sparsifier") -> None:
+    """Let every optimizer step in the process be seen: a step of an optimizer that is not the attached one, over
+    the model's sparsified parameters or the tensors sparsify replaced, is refused (Sparsifier._foreign_step)."""
+    _LIVE.add(sparsifier)
+    if not _WATCH:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        _WATCH.append(register_optimizer_step_post_hook(_any_step))
+
+
+def _any_step(optimizer, args, kwargs) -> None:
+    for sparsifier in list(_LIVE):
+        sparsifier._foreign_step(optimizer)
+
+
 class _Positions:
     """A forward hook that records, once, how many times a layer's weights act per example (a conv's output
     positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
@@ -109,8 +129,19 @@ class Sparsifier:
     """A model prepared by `sparsify`: its sparse layers (`names`, `layers`), the method, lam; the penalty, the hooks
     around the optimizer's step, the statistics, and a state_dict for checkpoints."""
 
-    def __init__(self, model: nn.Module, method: Method, lam: float, names: list[str], layers: list[SparseLayer]):
-        self.model, self.method, self.lam, self.names, self.layers = model, method, float(lam), names, layers
+    def __init__(
+        self,
+        model: nn.Module,
+        method: Method,
+        lam: float,
+        names: list[str],
+        layers: list[SparseLayer],
+        replaced: Iterable[torch.Tensor] = (),
+    ):
+        self.model, self.method, self.names, self.layers = model, method, names, layers
+        self._lam = float(lam)
+        self._replaced = weakref.WeakSet(replaced)  # the tensors sparsify replaced: an optimizer made before holds them
+        self._verdicts = weakref.WeakKeyDictionary()  # an optimizer that is not attached: why its step is refused
         self.steps = 0  # optimizer steps taken (what the methods' schedules count)
         self.optimizer = None
         self._reader = None  # the attached optimizer's step sizes (optimizer_wiring.reader)
@@ -121,7 +152,7 @@ class Sparsifier:
         self.positions: dict[str, int] = {}
         self._last_batch = None  # the last training forward's inputs (args, kwargs): what collapsed() reruns
         for layer in layers:
-            layer.eval_lam = self.lam  # eval mode: the effective weight (keep rule and gates folded in)
+            layer.eval_lam = self._lam  # eval mode: the effective weight (keep rule and gates folded in)
         self._pre = model.register_forward_pre_hook(self._before_forward, with_kwargs=True)
         self._caching = []  # parametrize.cached() contexts open during the model's forward
         if any(isinstance(layer, SparseParameter) for layer in layers):  # one draw per forward, however often read
@@ -139,13 +170,57 @@ class Sparsifier:
         self._checkpoint_hooks = checkpoints.install(layers)
         self.method.start(layers)
         self._versions = self.versions()
+        _watch(self)
+
+    @property
+    def lam(self) -> float:
+        """The penalty's weight per example; setting it (a warm-up, a schedule) sets the keep rule eval mode uses."""
+        return self._lam
+
+    @lam.setter
+    def lam(self, value: float) -> None:
+        self._lam = lam_of(self.method.name, value)
+        for layer in self.layers:
+            layer.eval_lam = self._lam  # eval mode: the effective weight (keep rule and gates folded in)
 
     def __getstate__(self):
         """torch.save(model) pickles the model's hooks and so this Sparsifier: without the optimizer (attach again
         after loading) and the open caches."""
         state = dict(self.__dict__)
         state.update(optimizer=None, _reader=None, _handles=[], _caching=[], _last_batch=None)
+        state.update(_replaced=None, _verdicts=None)
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._replaced, self._verdicts = weakref.WeakSet(), weakref.WeakKeyDictionary()
+        _watch(self)
+
+    def _foreign_step(self, optimizer) -> None:
+        """Refuse a step of an optimizer that is not the attached one where it trains the model's sparsified
+        parameters (not attached: the method's work around it would be missed) or holds the tensors sparsify
+        replaced (made before sparsify: it trains nothing of the model)."""
+        if self._stripped or optimizer is self.optimizer:
+            return
+        if optimizer not in self._verdicts:
+            held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+            ours = [n for n, p in optimizer_wiring.trained_parameters(self.names, self.layers) if id(p) in held]
+            if ours:
+                why = (
+                    f"an optimizer that is not attached stepped {ours[0]}: the method works around the attached "
+                    "optimizer's steps; call sp.attach(optimizer) before training (it replaces the one before)"
+                )
+            elif any(id(p) in held for p in self._replaced):
+                why = (
+                    "an optimizer made before adrop.sparsify stepped: it holds the tensors sparsify replaced and "
+                    "trains nothing of the model; make it after sparsify, from model.parameters(), and call "
+                    "sp.attach(optimizer)"
+                )
+            else:
+                why = None
+            self._verdicts[optimizer] = why
+        if self._verdicts[optimizer]:
+            raise SparsifyError(self._verdicts[optimizer])
 
     def _live(self) -> None:
         if self._stripped:
@@ -183,7 +258,7 @@ class Sparsifier:
                 "of the sparsified layers (param groups for different learning rates)"
             )
         reader = optimizer_wiring.reader(optimizer)
-        if self.needs_steps and reader is None and overrides(self.method, "after_step", "end_epoch"):
+        if reader is None and self.method.needs_step_size:
             raise SparsifyError(
                 f"method {self.method.name!r} needs the step size of each optimizer step, which adrop "
                 f"reads from Adam, AdamW and SGD, not {type(optimizer).__name__}"
@@ -220,13 +295,20 @@ class Sparsifier:
         self.method.before_update(self.layers)
 
     def step_size(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        """step_size(p): the step the attached optimizer takes now for each coordinate of p (1 without one)."""
-        return unit_step if self._reader is None else self._reader()
+        """step_size(p): the step the attached optimizer takes now for each coordinate of p (1 for a method that
+        reads none)."""
+        if self._reader is not None:
+            return self._reader()
+        if self.method.needs_step_size:
+            raise SparsifyError(
+                f"method {self.method.name!r} needs the step size of each optimizer step: call "
+                "sp.attach(optimizer), whose hooks do this work"
+            )
+        return unit_step
 
     def step(self) -> None:
         """After the optimizer's step: the method's post-step work (proximal steps, alpha updates, pruning
-        schedules) and the step count. The attached post-step hook calls it; call it yourself only where no
-        optimizer is attached (then call before_update() before each step)."""
+        schedules) and the step count. The attached optimizer's post-step hook calls it."""
         self._live()
         self.steps += 1
         self.method.after_step(self.layers, self.steps, self.lam, self.step_size())
@@ -244,12 +326,6 @@ class Sparsifier:
         if not module.training:
             return
         self._live()
-        if self.optimizer is None and self.steps == 0 and any(layer.weight.grad is not None for layer in self.layers):
-            raise SparsifyError(
-                "the model is training and no optimizer is attached: make the optimizer after adrop.sparsify, "
-                "from model.parameters() (one made before holds the replaced tensors and trains nothing), and "
-                "call sp.attach(optimizer) before training"
-            )
         # a method that works around each step, its weights changed by a step it did not see: not attached
         if self.needs_steps and not self._handles and self.versions() != self._versions:
             raise SparsifyError(
@@ -325,25 +401,32 @@ class Sparsifier:
     @torch.no_grad()
     def collapsed(self, empty: list[str] | None = None) -> str | None:
         """Whether the network collapsed, in one line (adrop.collapse.message: the layers that keep no weight), or
-        None: the model in eval mode answers the examples of its last training batch alike (to 1e-6), as if it no
-        longer read its input. None too before a training batch or for a batch of one example."""
+        None: the model in eval mode answers the examples of its last training batch alike (to 1e-6), and an input
+        whose floating-point tensors are zeros alike too, as `adrop train` checks it: its output no longer depends on
+        its input. None before a training batch and for a batch of one example."""
         self._live()
         if self._last_batch is None:
             return None
         if empty is None:
             empty = [name for name, w in self.effective().items() if not w.any()]
+        args, kwargs = self._last_batch
         modes = {m: m.training for m in self.model.modules()}
         self.model.eval()
         try:
-            out = collapse.first_tensor(self.model(*self._last_batch[0], **self._last_batch[1]))
-        except Exception:  # a forward that eval mode cannot run on that batch: nothing to tell from it
-            out = None
+            out = collapse.first_tensor(self.model(*args, **kwargs))
+            if collapse.alike(out):  # every example answered alike: and an input of zeros (its floats), too?
+                zeros = collapse.first_tensor(self.model(*collapse.zeroed(args), **collapse.zeroed(kwargs)))
+                same = zeros is not None and zeros.shape == out.shape
+                same = same and bool(torch.allclose(zeros, out, rtol=0, atol=collapse.TOLERANCE))
+            else:
+                same = False
+        except RuntimeError:  # a forward that eval mode cannot run on that batch: nothing to tell from it
+            same = False
         finally:
             for m, mode in modes.items():
                 m.training = mode
-        same = collapse.alike(out)
         advice = "lower final_sparsity" if self.method.name == "magnitude_pruning" else "lower lam"
-        return None if same is None else collapse.message(empty, advice, depends=not same)
+        return collapse.message(empty, advice, depends=not same)
 
     def state_dict(self) -> dict:
         """What resumes the method exactly beside the model's and optimizer's own state_dicts: the step count, lam,
@@ -356,17 +439,19 @@ class Sparsifier:
             rng["cuda"] = torch.cuda.get_rng_state_all()
         return {"steps": self.steps, "lam": self.lam, "method": self.method.state_dict(), "rng": rng}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, rng: bool = True) -> None:
+        """Resume from sp.state_dict(): rng=False keeps torch's generators as they are (a new seed from a shared
+        checkpoint)."""
         self._live()
         self.steps, self.lam = int(state["steps"]), float(state["lam"])
-        for layer in self.layers:
-            layer.eval_lam = self.lam
         self.method.load_state_dict(state["method"])
-        rng = state.get("rng") or {}
-        if "cpu" in rng:
-            torch.set_rng_state(rng["cpu"])
-        if rng.get("cuda") and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
+        saved = (state.get("rng") or {}) if rng else {}
+        if "cpu" in saved:
+            torch.set_rng_state(saved["cpu"])
+        if saved.get("cuda") and torch.cuda.is_available():
+            devices = min(len(saved["cuda"]), torch.cuda.device_count())
+            for device, generator in enumerate(saved["cuda"][:devices]):
+                torch.cuda.set_rng_state(generator, device)
         self._versions = self.versions()
 
     @torch.no_grad()
@@ -437,16 +522,6 @@ class Sparsifier:
             ):
                 for key in ours & set(hooks):
                     del hooks[key]
-        tensors: dict[int, tuple[nn.Module, dict]] = {}
-        for tensor in [m for m in plain.modules() if isinstance(m, SparseParameter)]:
-            host = tensor._host[0]
-            weight = tensor.as_module(tensor.method.effective_weight(tensor, self.lam)).detach().clone()
-            tensors.setdefault(id(host), (host, {}))[1][tensor.tensor_name] = weight
-        for host, weights in tensors.values():
-            del host._modules["parametrizations"]
-            host.__class__ = type(host).__bases__[0]  # the class parametrize made for it, undone
-            for name, weight in weights.items():
-                host.register_parameter(name, nn.Parameter(weight))
         return strip(plain, self)
 
     def strip(self) -> nn.Module:
@@ -492,7 +567,8 @@ def sparsify(
 
     method: adrop's methods by name (logsum, adaprox, adatikhonov, adaptive_dropout, eta_trick, vardrop, vardrop_lr,
     vardrop_lr_ar, hard_concrete, magnitude_pruning, dense); its parameters as keywords (`method.params` of
-    `adrop train`). lam: default the method's in `adrop train` (the paper's). structure: "weight", or "neuron" (whole
+    `adrop train`). lam: the penalty's weight per example, required for a method with a penalty (lam_of says why).
+    structure: "weight", or "neuron" (whole
     units: a Linear layer's inputs, a conv's filters, another tensor's rows). exclude: module or tensor paths or shell
     patterns ("head", "*.proj", "*.in_proj_weight") left dense. include: parameter paths or patterns trained by the
     method beside the model's weights ("cls", "pos_embed"). lam_scale: a multiplier of lam per sparsified name.
@@ -519,13 +595,16 @@ def sparsify(
     problem = checks.lam_scale_problem(scales, lam, method)
     if problem:
         raise SparsifyError(problem)
+    before = list(model.parameters())
     converted = selection.apply(model, runs)  # no partial conversion: every check above came first
+    kept = {id(p) for p in model.parameters()}
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
     device = next((p.device for p in model.parameters()), None)
     if device is not None:
         model.to(device)
-    return Sparsifier(model, runs, lam, [n for n, _ in converted], [layer for _, layer in converted])
+    replaced = [p for p in before if id(p) not in kept]
+    return Sparsifier(model, runs, lam, [n for n, _ in converted], [layer for _, layer in converted], replaced)
 
 
 def lam_of(method: str, lam) -> float:
@@ -565,9 +644,13 @@ def strip(model: nn.Module, sparsifier: Sparsifier | None = None) -> nn.Module:
                 owner = getattr(hook, "__self__", None)
                 if isinstance(owner, Sparsifier) and not owner._stripped:
                     owner._release()
+    tensors: dict[int, tuple[nn.Module, dict]] = {}
     for tensor in [m for m in model.modules() if isinstance(m, SparseParameter)]:
         lam = tensor.eval_lam if tensor.eval_lam is not None else (sparsifier.lam if sparsifier else 0.0)
-        tensor.remove(tensor.method.effective_weight(tensor, lam).detach())
+        weight = tensor.as_module(tensor.method.effective_weight(tensor, lam)).detach().clone()
+        tensors.setdefault(id(tensor._host[0]), (tensor._host[0], {}))[1][tensor.tensor_name] = weight
+    for host, weights in tensors.values():
+        unparametrize(host, weights)
     for name, module in list(model.named_modules()):
         for child_name, child in list(module.named_children()):
             if not isinstance(child, SparseLayer):
@@ -579,8 +662,8 @@ def strip(model: nn.Module, sparsifier: Sparsifier | None = None) -> nn.Module:
             )
             weight = child.method.effective_weight(child, lam).detach()
             plain = child.plain()
-            plain.weight.copy_(weight)
-            if child.bias is not None:
-                plain.bias.copy_(child.bias.detach())
-            setattr(module, child_name, plain.to(weight.device))
+            child.weight.copy_(weight)
+            plain.weight = child.weight  # the same Parameter: an optimizer that holds it goes on training it
+            plain.bias = child.bias
+            setattr(module, child_name, plain)
     return model

@@ -50,7 +50,7 @@ if args.checkpoint and os.path.exists(args.checkpoint) and args.stop is None:
     start = saved["step"]
     print(f"resumed at step {start}")
 
-for step in range(start, args.stop or args.steps):
+for step in range(start, args.steps if args.stop is None else args.stop):
     batch = torch.randint(0, len(y), (64,))  # torch's generator: sp.state_dict() holds its state
     loss = F.cross_entropy(model(x[batch]), y[batch]) + sp.penalty()
     optimizer.zero_grad()

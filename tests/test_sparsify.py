@@ -197,11 +197,15 @@ def test_a_method_that_works_around_steps_refuses_a_step_it_did_not_see():
     sp = adrop.sparsify(model, method="adaprox", lam=1e-2)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)  # not attached
     F.cross_entropy(model(x[:8]), y[:8]).backward()
-    opt.step()
     with pytest.raises(SparsifyError, match=r"call sp.attach\(optimizer\) before training"):
-        model(x[:8])
+        opt.step()
     sp.attach(opt)
     model(x[:8])  # attached: fine from now on
+    with torch.no_grad():
+        model[0].weight.add_(1.0)  # a change no step of the attached optimizer made
+    sp.detach()
+    with pytest.raises(SparsifyError, match=r"changed without it: call sp.attach\(optimizer\) before training"):
+        model(x[:8])
 
 
 def test_an_optimizer_adrop_cannot_read_is_refused_when_attached():

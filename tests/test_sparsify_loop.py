@@ -116,9 +116,72 @@ def test_an_optimizer_made_before_sparsify_is_refused_attached_or_not():
     with pytest.raises(SparsifyError, match=r"does not hold 0\.weight .*make it after adrop\.sparsify"):
         sp.attach(stale)
     F.cross_entropy(model(x), y).backward()
-    stale.step()
-    with pytest.raises(SparsifyError, match=r"no optimizer is attached.*sp\.attach\(optimizer\) before training"):
-        model(x)
+    with pytest.raises(SparsifyError, match=r"made before adrop\.sparsify stepped: .* trains nothing of the model"):
+        stale.step()
+    model(x)  # a forward, a backward and a look at the gradients before any optimizer: nothing to refuse
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with pytest.raises(SparsifyError, match=r"not attached stepped 0\.weight: .*sp\.attach\(optimizer\)"):
+        optimizer.step()  # attach is required
+
+
+def test_a_second_optimizer_that_is_not_attached_is_refused_at_its_step():
+    x, y = data()
+    model = mlp()
+    sp = adrop.sparsify(model, method="adaprox", lam=1e-2)
+    sp.attach(torch.optim.Adam(model.parameters(), lr=1e-2))
+    second = torch.optim.SGD(model.parameters(), lr=0.1)  # a second phase's optimizer, not attached
+    F.cross_entropy(model(x), y).backward()
+    with pytest.raises(SparsifyError, match="not attached stepped 0.weight"):
+        second.step()
+    other = nn.Linear(3, 3)  # an optimizer of something else entirely is none of adrop's business
+    torch.optim.SGD(other.parameters(), lr=0.1).step()
+
+
+def test_a_method_with_a_proximal_step_refuses_a_manual_step_without_the_optimizers_step_size():
+    model = mlp()
+    sp = adrop.sparsify(model, method="adaprox", lam=1e-2)
+    with pytest.raises(SparsifyError, match=r"needs the step size of each optimizer step: call sp\.attach"):
+        sp.step()
+    pruning = adrop.sparsify(mlp(), method="magnitude_pruning", total_steps=4)
+    pruning.step()  # a schedule reads no step size
+
+
+def test_strip_keeps_the_parameters_an_optimizer_holds_and_a_copy_strips_alone():
+    import copy
+
+    model, sp = trained(steps=5)
+    twin = copy.deepcopy(model)
+    optimizer = sp.optimizer
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    adrop.strip(model)
+    assert all(id(p) in held for p in model.parameters())  # fine-tuning the plain model goes on with the optimizer
+    adrop.strip(twin)  # the copy shares the parametrized class with the original: stripping it leaves that alone
+    assert type(twin.embed) is nn.Embedding and torch.equal(twin.embed.weight, model.embed.weight)
+
+
+def test_distributed_checkpointing_reads_and_writes_a_sparsified_model():
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+    model, sp = trained(steps=5)
+    state = get_model_state_dict(model)
+    assert torch.equal(state["body.0.weight_orig"], model.body[0].weight)
+    fresh, _ = trained(steps=1)
+    set_model_state_dict(fresh, state)
+    assert torch.equal(fresh.body[0].weight, model.body[0].weight)
+
+
+def test_lam_set_later_is_the_one_eval_uses_and_a_load_can_keep_the_generators():
+    model, sp = trained(steps=5)
+    sp.lam = 0.5
+    assert all(layer.eval_lam == 0.5 for layer in sp.layers)
+    with pytest.raises(SparsifyError, match="lam must be >= 0"):
+        sp.lam = -1.0
+    saved = sp.state_dict()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    sp.load_state_dict(saved, rng=False)
+    assert torch.equal(torch.rand(3), expected)
 
 
 def test_an_optimizer_holding_part_of_the_model_is_refused_and_a_remade_one_replaces_the_first():
@@ -267,29 +330,13 @@ def test_a_collapsed_network_is_flagged_by_stats():
     assert sp.stats().attrs["collapsed"] is None and not sp.stats().keeps_nothing.any()
 
 
-def test_eval_computes_the_effective_weights_once_until_a_step_or_a_load():
-    x, y = data()
-    model, sp = trained(method="adaptive_dropout", steps=5)
-    model.eval()
-    layer = model.body[0]
+def test_a_confident_network_is_not_taken_for_a_collapsed_one():
+    model = nn.Sequential(nn.Linear(20, 1), nn.Sigmoid())
+    sp = adrop.sparsify(model, method="logsum", lam=1e-3)
+    sp.attach(torch.optim.Adam(model.parameters()))
     with torch.no_grad():
-        first = model(x)
-        cached = layer.eval_weight()
-        assert layer.eval_weight() is cached and sp.layers[-1].eval_weight() is sp.layers[-1].eval_weight()
-        assert torch.equal(model(x), first) and torch.equal(cached, sp.effective()["body.0"])
-    model.train()
-    loss = F.cross_entropy(model(x), y) + sp.penalty()
-    sp.optimizer.zero_grad()
-    loss.backward()
-    sp.optimizer.step()  # the weights and the alphas move: eval follows
-    model.eval()
-    other = trained(method="adaptive_dropout", steps=9)[0].state_dict()
-    with torch.no_grad():
-        assert layer.eval_weight() is not cached and torch.equal(layer.eval_weight(), sp.effective()["body.0"])
-        moved = layer.eval_weight()
-        model.load_state_dict(other)
-        assert torch.equal(layer.eval_weight(), sp.effective()["body.0"]) and not torch.equal(
-            moved, sp.effective()["body.0"]
-        )
-    model(x).sum().backward()  # eval with gradients: they reach the weights
-    assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
+        model[0].weight.fill_(50.0)
+    batch = torch.rand(8, 20) + 0.5
+    model(batch)  # the last training batch: every answer 1.0 in float32
+    assert torch.equal(model.eval()(batch), torch.ones(8, 1))
+    assert sp.stats().attrs["collapsed"] is None  # an input of zeros answers 0.5: it reads its input

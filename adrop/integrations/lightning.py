@@ -54,7 +54,7 @@ class Sparsify(pl.Callback):
         if stage != "fit":
             return
         target = pl_module if self.module is None else pl_module.get_submodule(self.module)
-        if self.sparsifier is not None and self.sparsifier.model is target:
+        if self.sparsifier is not None and self.sparsifier.model is target and not self.sparsifier._stripped:
             return  # a second fit of the same module goes on with its Sparsifier
         options = dict(self.options)
         if "total_steps" not in options:

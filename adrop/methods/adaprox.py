@@ -39,6 +39,7 @@ class AdaProxParams(PenaltyParams):
 @register
 class AdaProx(EtaHatMethod):
     name = "adaprox"
+    needs_step_size = True  # its proximal step is the optimizer's step size
     Params = AdaProxParams
 
     def __init__(self, params, steps_per_epoch, epochs, structure="weight"):

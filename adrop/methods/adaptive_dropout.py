@@ -51,6 +51,7 @@ class AdaptiveDropoutParams(PenaltyParams):
 @register
 class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, keep rule and prox
     name = "adaptive_dropout"
+    needs_step_size = True  # its proximal step is the optimizer's step size
     Params = AdaptiveDropoutParams
 
     def __init__(self, params, steps_per_epoch, epochs, structure="weight"):

@@ -148,29 +148,15 @@ class SparseLayer(nn.Module):
         """Sum over one run's weights: a scalar, or one per configuration (K,) for a stack."""
         return t.sum() if self.configs is None else t.flatten(1).sum(1)
 
-    def eval_weight(self) -> torch.Tensor:
-        """The library's eval-mode weight: the effective weight at eval_lam, computed once and reused until a tensor
-        of the layer changes (an optimizer step, a method's post-step work, a load: each bumps the tensor's version or
-        replaces it) or the layer trains again, so that evaluation costs what the plain model's does. Computed afresh
-        where gradients flow (an eval-mode backward pass reaches the weights) and under torch.compile (which traces
-        the computation instead)."""
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
-            return self.method.effective_weight(self, self.eval_lam)
-        tensors = [self.weight, *self._parameters.values(), *self._buffers.values()]
-        key = (self.eval_lam, self.lam_scale, *((t.data_ptr(), t._version) for t in tensors if t is not None))
-        cached = self.__dict__.get("_eval_cache")
-        if cached is None or cached[0] != key:
-            cached = (key, self.method.effective_weight(self, self.eval_lam))
-            self.__dict__["_eval_cache"] = cached
-        return cached[1]
-
-    def train(self, mode: bool = True):
-        self.__dict__.pop("_eval_cache", None)  # a layer that trains drops its eval weight (memory)
-        return super().train(mode)
+    @property
+    def weight_orig(self) -> torch.Tensor:
+        """The trained weight under the key the library's checkpoints save it by (adrop.checkpoints): what torch's
+        distributed checkpointing (get_model_state_dict, FSDP) finds by that key."""
+        return self.weight
 
     def forward(self, x):
         if not self.training:
-            weight = self.weight if self.eval_lam is None else self.eval_weight()
+            weight = self.weight if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam)
             return self.product(x, weight, self.bias)
         return self.method.forward(self, x)
 
@@ -320,6 +306,7 @@ class Method:
 
     name: ClassVar[str] = ""
     Params: ClassVar[type] = NoParams
+    needs_step_size: ClassVar[bool] = False  # after_step or end_epoch reads step_size (a proximal step)
 
     def __init__(self, params, steps_per_epoch: int, epochs: int, structure: str = "weight"):
         if structure not in STRUCTURES:

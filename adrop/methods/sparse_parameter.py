@@ -124,20 +124,25 @@ class SparseParameter(SparseLayer):
     def forward(self, original):
         if self.training:
             return self.as_module(self.method.weight_sample(self))
-        return self.as_module(original if self.eval_lam is None else self.eval_weight())
-
-    @torch.no_grad()
-    def remove(self, weight: torch.Tensor) -> None:
-        """Take the parametrization off, the host's tensor a plain parameter again holding `weight`."""
-        from torch.nn.utils import parametrize
-
-        host = self._host[0]
-        parametrize.remove_parametrizations(host, self.tensor_name, leave_parametrized=False)
-        tensor = getattr(host, self.tensor_name)
-        if tuple(tensor.shape) != self.shape:  # stored in the head layout: the module's shape again
-            tensor.data = self.as_module(weight).clone()
-        else:
-            tensor.copy_(self.as_module(weight))
+        return self.as_module(original if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam))
 
     def extra_repr(self) -> str:
         return f"{self.method.name}, {self.tensor_name} {tuple(self.weight.shape)}"
+
+
+@torch.no_grad()
+def unparametrize(host: nn.Module, weights: dict[str, torch.Tensor]) -> None:
+    """Take adrop's parametrizations off `host`, each tensor a plain parameter again holding its weight in `weights`
+    (by tensor name, in the module's shape): the same nn.Parameter the parametrization trained (an optimizer that
+    holds it goes on training it). Not through parametrize.remove_parametrizations, which takes the tensor's property
+    off the class that a copy of the module (copy.deepcopy) shares with it."""
+    originals = {name: chain.original for name, chain in host.parametrizations.items()}
+    del host._modules["parametrizations"]
+    host.__class__ = type(host).__bases__[0]  # the class parametrize made for it, undone
+    for name, weight in weights.items():
+        original = originals[name]
+        if original.shape == weight.shape:
+            original.copy_(weight)
+        else:  # stored in the head layout: the module's shape again
+            original.data = weight.clone()
+        host.register_parameter(name, original)
