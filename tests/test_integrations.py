@@ -281,6 +281,10 @@ def test_transformers_trains_logs_the_sparsity_and_saves_a_plain_model(hf, tmp_p
     model.eval()
     with torch.no_grad():
         before = model(input_ids=x).logits
+    trainer.save_model(tmp_path / "sparsified")  # before strip: the effective weights under the plain keys
+    saved = hf.BertForSequenceClassification.from_pretrained(tmp_path / "sparsified").eval()
+    with torch.no_grad():
+        assert torch.allclose(saved(input_ids=x).logits, before, atol=1e-6)
     sp.strip().save_pretrained(tmp_path / "plain")
     assert not any(isinstance(m, SparseLayer) for m in model.modules())
     loaded = hf.BertForSequenceClassification.from_pretrained(tmp_path / "plain").eval()
