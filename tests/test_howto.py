@@ -1,7 +1,8 @@
 """Every how-to page (docs/howto/) starts with commands that run as written: its first bash block, line by line, in
 a fresh folder beside the checkout's examples/ and scripts/, with the page's file blocks (a python block whose first
 line is `# <name>.py`) written there first and its other python blocks run after. Trainings are shortened to
-EPOCHS epochs (and a lam search's rounds with them); everything else is the page's text."""
+EPOCHS epochs (and a lam search's rounds with them), an example's to STEPS steps (its --stop scaled with them);
+everything else is the page's text."""
 
 import os
 import re
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOWTO = ROOT / "docs" / "howto"
 PAGES = sorted(p.name for p in HOWTO.glob("*.md") if p.name != "README.md")
 EPOCHS = 3
+STEPS = 120  # past StepLR's first 100 steps with the stop scaled to 60, as the page's 300 and 150 are past theirs
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -23,8 +25,14 @@ def blocks(text: str, language: str) -> list[str]:
 
 
 def shortened(line: str) -> str:
-    """The command with every `epochs=N` at most EPOCHS (a lam search's rounds follow the runs' epochs)."""
-    return re.sub(r"(?<![\w.])epochs=(\d+)", lambda m: f"epochs={min(int(m[1]), EPOCHS)}", line)
+    """The command with every `epochs=N` at most EPOCHS (a lam search's rounds follow the runs' epochs), and an
+    example's `--steps N` at most STEPS, its `--stop M` scaled as its steps are (a stop before the end stays one)."""
+    line = re.sub(r"(?<![\w.])epochs=(\d+)", lambda m: f"epochs={min(int(m[1]), EPOCHS)}", line)
+    steps = re.search(r"(?<!\S)--steps (\d+)(?!\S)", line)
+    if steps is None or int(steps[1]) <= STEPS:
+        return line
+    line = re.sub(r"(?<!\S)--stop (\d+)(?!\S)", lambda m: f"--stop {int(m[1]) * STEPS // int(steps[1])}", line)
+    return line.replace(steps[0], f"--steps {STEPS}", 1)
 
 
 def test_every_page_is_listed_in_the_index_and_opens_with_commands():
