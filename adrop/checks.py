@@ -25,7 +25,3 @@ def lam_scale_problem(scales: dict, lam: float, method: str) -> str | None:
     if scales and not lam > 0:
         return f"lam_scale multiplies lam, and method={method} trains with lam 0 here: it would change nothing"
     return None
-
-
-def first_problem(*problems: str | None) -> str | None:
-    return next((p for p in problems if p is not None), None)
