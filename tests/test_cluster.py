@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import DATA
+from conftest import DATA, compose_config
 from conftest import needs_mnist as mnist_or_skip
+from helpers.engines import stack, train
 
 SMALL = [f"data.root={DATA}", "data.download=false", "data.train_limit=256", "progress=never", "device=cpu"]
 
@@ -134,19 +135,15 @@ def test_stacked_submitit_local_trains_a_stack_as_one_job_with_the_folder_contra
     assert not list((tmp_path / "cluster").rglob("%j"))  # no literal %j folder
     ran = summaries(tmp_path / "cluster")
     assert len(ran) == 2 and all(s["status"] == "completed" and s["stacked"] == 2 for s in ran.values())
-    # the same stack trained by the stacked launcher in this process: the same files, bit for bit
-    reference = adrop(
-        "train",
-        "-m",
-        *common,
-        "hydra/launcher=stacked",
-        "hydra.launcher.max_stack=2",
-        "hydra.launcher.n_jobs=1",
-        f"hydra.sweep.dir={tmp_path / 'here'}",
-    )
-    assert reference.returncode == 0, reference.stderr
+    # the same stack trained in this process by the engine that the stacked launcher runs (one Engine over the stack's
+    # configurations, in the sweep's order): the same weights, bit for bit
+    lams = ["1e-4", "3e-4"]
+    here = [tmp_path / "here" / lam for lam in lams]
+    stack([compose_config(*common[:1], f"lam={lam}", *common[2:]) for lam in lams], here).fit()
     for name in ran:
-        a, b = weights(tmp_path / "cluster" / name), weights(tmp_path / "here" / name)
+        lam = OmegaConf.load(tmp_path / "cluster" / name / ".hydra" / "config.yaml").lam
+        (reference,) = [folder for folder, given in zip(here, lams) if float(given) == lam]
+        a, b = weights(tmp_path / "cluster" / name), weights(reference)
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     # a second command into the same folder: nothing to train, its record kept beside the first
     again = adrop(
@@ -177,24 +174,37 @@ def task_processes(folder):
     return found
 
 
+# long enough (8 epochs of 8,192 examples) that a job still runs when the signals come: 4 epochs of 4,096 finished
+# within the half second between them on an idle machine
+PREEMPTED = [
+    "method=logsum",
+    "lam=1e-4",
+    "epochs=8",
+    f"data.root={DATA}",
+    "data.download=false",
+    "data.train_limit=8192",
+    "progress=never",
+    "device=cpu",
+]
+
+
+@pytest.fixture(scope="module")
+def never_stopped(tmp_path_factory):
+    """The preempted run trained without a stop, once for the launchers here: in this process, by the engine that
+    `adrop train` runs (the same configuration, composed from the same files; its seeds are the run's own)."""
+    mnist_or_skip()
+    folder = tmp_path_factory.mktemp("never_stopped")
+    assert train(compose_config(*PREEMPTED), folder)["status"] == "completed"
+    return folder
+
+
 @pytest.mark.slow
 @needs_mnist
 @needs_submitit
 @pytest.mark.skipif(not Path("/proc").exists(), reason="finds the job's process through /proc")
 @pytest.mark.parametrize("launcher", ["stacked_submitit_local", "submitit_local"])
-def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, launcher):
-    # long enough (8 epochs of 8,192 examples) that the job still runs when the signals come: 4 epochs of 4,096
-    # finished within the half second between them on an idle machine
-    common = [
-        "method=logsum",
-        "lam=1e-4",
-        "epochs=8",
-        f"data.root={DATA}",
-        "data.download=false",
-        "data.train_limit=8192",
-        "progress=never",
-        "device=cpu",
-    ]
+def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, launcher, never_stopped):
+    common = PREEMPTED
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     sweep = tmp_path / "sweep"
     command = subprocess.Popen(
@@ -237,16 +247,7 @@ def test_a_preempted_job_is_requeued_and_resumes_from_its_checkpoint(tmp_path, l
     logs = "".join(p.read_text() for p in [*(sweep / ".submitit").glob("*_log.*"), *folder.glob("*.log")])
     assert "Requeued job" in logs and "resumed" in logs
     # the resumed run lands where one that was never stopped does, bit for bit
-    reference = subprocess.run(
-        [sys.executable, "-m", "adrop", "train", *common, f"hydra.run.dir={tmp_path / 'reference'}"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert reference.returncode == 0, reference.stderr
-    a, b = weights(folder), weights(tmp_path / "reference")
+    a, b = weights(folder), weights(never_stopped)
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 

@@ -16,7 +16,7 @@ from adrop.train.errors import TrainError
 from helpers.engines import one, stack, train
 from helpers.stacks import assert_follows
 
-SMALL = ("model=conv_small", "epochs=1", "batch_size=64", "data.train_limit=512")
+SMALL = ("model=conv_small", "epochs=1", "batch_size=64", "data.train_limit=512", "dataset.val_size=500")
 
 
 @pytest.fixture(scope="module")

@@ -10,46 +10,84 @@ import pytest
 
 from adrop.train.command import help_page
 
-HYDRAS_HELP = "import sys; from adrop.train.command import app; sys.exit(app.main(sys.argv[1:]))"
 NO_TORCH = (
     "import sys; from adrop.commands import train; code = train.main(sys.argv[1:]); "
     "assert not [m for m in sys.modules if m.split('.')[0] == 'torch'], 'torch imported'; sys.exit(code)"
 )
+# Hydra's own help (the app, torch and all) for each of a JSON list of argument lists, one after another in one
+# process (app.main starts each command afresh): each one's exit status and what it wrote to stdout and stderr
+HYDRAS_HELPS = """
+import json, os, sys, tempfile
+from adrop.train.command import app
+
+said = []
+for args in json.loads(sys.argv[1]):
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        kept = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            code = app.main(args)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(kept[0], 1)
+            os.dup2(kept[1], 2)
+        texts = [os.pread(f.fileno(), os.fstat(f.fileno()).st_size, 0).decode() for f in (out, err)]
+        said.append([code, *texts])
+print(json.dumps(said))
+"""
+HELPS = [
+    [],
+    ["method=adaptive_dropout", "method.params.mask=gaussian", "model=lenet5", "dataset=digits", "lam=3e-4"],
+    ["method=hard_concrete", "method.params.beta=1"],  # an int into a float field
+]
+WRONG = {"method.params.beta=abc": "hard_concrete", "method.params.final_sparsity=x": "magnitude_pruning"}
+HYDRAS = [
+    *([*overrides, "--help"] for overrides in HELPS),
+    *([f"method={method}", wrong, "--help"] for wrong, method in WRONG.items()),
+    *([f"method={method}", "+method.params.typo=1", "--help"] for method in WRONG.values()),
+]
 
 
 def python(code: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.fixture(scope="module")
+def hydras_help():
+    """hydras_help(*args): Hydra's help for `adrop train <args>` (one of HYDRAS), as a finished process. Torch's import,
+    the cost of each, is paid once: every one of HYDRAS in one process."""
+    import json
+
+    done = python(HYDRAS_HELPS, json.dumps(HYDRAS))
+    assert done.returncode == 0 and len(json.loads(done.stdout)) == len(HYDRAS), done.stderr
+    said = {tuple(args): subprocess.CompletedProcess(args, *s) for args, s in zip(HYDRAS, json.loads(done.stdout))}
+    return lambda *args: said[args]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        [],
-        ["method=adaptive_dropout", "method.params.mask=gaussian", "model=lenet5", "dataset=digits", "lam=3e-4"],
-        ["method=hard_concrete", "method.params.beta=1"],
-    ],
-)  # an int into a float field
-def test_the_help_is_hydras_and_imports_no_torch(overrides):
-    hydras = python(HYDRAS_HELP, *overrides, "--help")
+@pytest.mark.parametrize("overrides", HELPS)
+def test_the_help_is_hydras_and_imports_no_torch(overrides, hydras_help):
+    hydras = hydras_help(*overrides, "--help")
     warm = python(NO_TORCH, *overrides, "--help")  # the first help of all: there is nothing to warm
     assert hydras.returncode == 0 and warm.returncode == 0, warm.stderr
     assert warm.stdout == hydras.stdout
-    assert (
-        "== Configuration groups ==" in warm.stdout
-        and "penalty_params: {}" in python(NO_TORCH, "method=logsum", "--help").stdout
-    )
+    assert "== Configuration groups ==" in warm.stdout
+    if overrides == HELPS[0]:  # the same command whatever the overrides: once
+        assert "penalty_params: {}" in python(NO_TORCH, "method=logsum", "--help").stdout
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("wrong", ["method.params.beta=abc", "method.params.final_sparsity=x"])
-def test_the_params_read_are_typed_and_closed_as_the_methods_own(wrong):
-    method = "hard_concrete" if "beta" in wrong else "magnitude_pruning"
-    hydras = python(HYDRAS_HELP, f"method={method}", wrong, "--help")
+@pytest.mark.parametrize("wrong", WRONG)
+def test_the_params_read_are_typed_and_closed_as_the_methods_own(wrong, hydras_help):
+    method = WRONG[wrong]
+    hydras = hydras_help(f"method={method}", wrong, "--help")
     warm = python(NO_TORCH, f"method={method}", wrong, "--help")
     assert hydras.returncode == warm.returncode == 2 and warm.stdout == "" and warm.stderr.count("\n") == 1
     assert "could not be converted" in warm.stderr, warm.stderr
-    added = [python(code, f"method={method}", "+method.params.typo=1", "--help") for code in (HYDRAS_HELP, NO_TORCH)]
+    added = [hydras_help(f"method={method}", "+method.params.typo=1", "--help")]
+    added.append(python(NO_TORCH, f"method={method}", "+method.params.typo=1", "--help"))
     assert added[0].returncode == added[1].returncode and added[0].stdout == added[1].stdout  # as Hydra has it
 
 
@@ -129,17 +167,17 @@ def test_tab_completion_as_hydras_bash_script_installs_and_runs_it(tmp_path):
         pytest.skip("no bash")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
-    def completed(line: str, word: int) -> subprocess.CompletedProcess:
-        script = (
-            f'eval "$(adrop train -sc install=bash)"; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
-            f'COMP_WORDS=({line}); COMP_CWORD={word}; hydra_bash_completion; echo "${{COMPREPLY[@]}}"'
+    lines = [("adrop train method=lo", 2), ("adrop tr", 1), ("adrop report ru", 2)]
+    script = 'eval "$(adrop train -sc install=bash)"'  # installed once, then each line completed in turn
+    for i, (line, word) in enumerate(lines):  # each with its own COMPREPLY, and its stderr in a file of its own
+        script += (
+            f'; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; COMP_WORDS=({line}); COMP_CWORD={word}; '
+            f'COMPREPLY=(); hydra_bash_completion 2>err{i}; echo "${{COMPREPLY[@]}}"'
         )
-        return subprocess.run(
-            ["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
-        )
-
-    out = completed("adrop train method=lo", 2)
-    assert out.stdout.split() == ["method=logsum"], out.stderr
-    assert completed("adrop tr", 1).stdout.split() == ["train"]  # the command's name
-    other = completed("adrop report ru", 2)  # another command's arguments: nothing offered, nothing said
-    assert other.stdout.split() == [] and other.stderr == ""
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    said = done.stdout.splitlines()
+    assert len(said) == len(lines) and done.stderr == "", done.stdout + done.stderr
+    assert said[0].split() == ["method=logsum"], (tmp_path / "err0").read_text()
+    assert said[1].split() == ["train"]  # the command's name
+    # another command's arguments: nothing offered, nothing said
+    assert said[2].split() == [] and (tmp_path / "err2").read_text() == ""

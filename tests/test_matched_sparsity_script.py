@@ -16,6 +16,10 @@ from hydra_plugins.adrop_plugins.search_table import closest_full_run, read_sear
 from conftest import DATA, needs_mnist
 
 ROOT = Path(__file__).resolve().parents[1]
+EPOCHS = 5
+# what every adrop train of the script is given (its arguments): 1,024 MNIST examples, 2,000 of them to validate on;
+# the stacked launcher in this process (n_jobs=1: no worker processes to start, each importing torch and MNIST)
+SMALL = ("data.train_limit=1024", "dataset.val_size=2000", "data.download=false", "hydra.launcher.n_jobs=1")
 
 
 def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -23,7 +27,7 @@ def matched(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "DATA": str(DATA),
-        "EPOCHS": "10",
+        "EPOCHS": str(EPOCHS),
         "TARGET": "0.3",
         "SWEEP_DIR": str(tmp_path / "sweep"),
         "RESULTS": str(tmp_path / "results"),
@@ -47,24 +51,23 @@ def test_search_overrides_other_than_the_sweepers_are_refused(tmp_path):
 @pytest.mark.slow
 def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path):
     needs_mnist()
-    # 1,024 examples: 10 epochs of 8 steps, a network that barely learns (MAX_VAL_ERROR=1 takes it); a wide tolerance
+    # 1,024 examples: 5 epochs of 8 steps, a network that barely learns (MAX_VAL_ERROR=1 takes it); a wide tolerance
     # so that the search lands
     done = matched(
         tmp_path,
-        "data.train_limit=1024",
-        "data.download=false",
+        *SMALL,
         MAX_VAL_ERROR="1",
         METHODS="logsum magnitude_pruning",
         SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5",
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    answer = closest_full_run(read_search_tables(tmp_path / "sweep" / "logsum" / "search"), 0.3, 10)
+    answer = closest_full_run(read_search_tables(tmp_path / "sweep" / "logsum" / "search"), 0.3, EPOCHS)
     assert abs(float(answer["nonzero_fraction"]) - 0.3) <= 0.5 * 0.3
     for method in ("logsum", "magnitude_pruning"):
         results = pd.read_csv(tmp_path / "results" / method / "results.csv")
         seeds = results[results["run"].str.startswith("search/") & (results["seed"] != 0)]
         assert sorted(seeds["seed"]) == [1, 2] and (seeds["status"] == "completed").all()
-        assert (seeds["epochs"] == 10).all()
+        assert (seeds["epochs"] == EPOCHS).all()
         with open(tmp_path / "results" / method / "search.csv") as fh:
             assert len(list(csv.DictReader(fh))) >= 1
     logsum = pd.read_csv(tmp_path / "results" / "logsum" / "results.csv")
@@ -78,8 +81,7 @@ def test_seeds_train_at_the_searchs_answer_and_the_results_are_reported(tmp_path
     runs = sorted(p for p in search.iterdir() if p.is_dir())
     strict = matched(
         tmp_path,
-        "data.train_limit=1024",
-        "data.download=false",
+        *SMALL,
         METHODS="logsum",
         SEARCH_OVERRIDES="hydra.sweeper.tolerance=0.5",
         RESULTS=str(tmp_path / "strict_results"),

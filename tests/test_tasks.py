@@ -166,15 +166,27 @@ def test_a_users_dataset_by_target_trains(config, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text, tmp_path):
+def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text, tmp_path, capsys, monkeypatch):
+    """`adrop train` in a subprocess (its line is the command's); `adrop report` and `adrop export` by their main()
+    in this process (the command line, less a process start each), in the same folder."""
+    from adrop.commands import export as export_command
+    from adrop.commands import report as report_command
+
+    def command(main, *args):
+        capsys.readouterr()
+        code = main(list(args))
+        said = capsys.readouterr()
+        assert code == 0, said.err
+        return said.out
+
     out = adrop("train", *REGRESSION[:5], "method=logsum", "epochs=3", "hydra.run.dir=reg")
     assert out.returncode == 0, out.stderr
     assert "logsum: test RMSE " in out.stdout and "test R^2 " in out.stdout and "val RMSE " in out.stdout
     out = adrop("train", *GPT[:8], f"dataset.path={text}", "method=logsum", "epochs=1", "hydra.run.dir=lm")
     assert out.returncode == 0, out.stderr
     assert "test perplexity " in out.stdout
-    out = adrop("report", "reg", "lm", "--out", "report")
-    assert out.returncode == 0, out.stderr
+    monkeypatch.chdir(tmp_path)
+    command(report_command.main, "reg", "lm", "--out", "report")
     results = pd.read_csv(tmp_path / "report" / "results.csv").set_index("run")
     summary = json.loads((tmp_path / "reg" / "summary.json").read_text())
     assert results.loc["reg", "test_rmse"] == pytest.approx(summary["test_rmse"])
@@ -182,9 +194,8 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
     page = next((tmp_path / "report").glob("*.md")).read_text()
     assert "test RMSE" in page and "test perplexity" in page
     for run in ("reg", "lm"):
-        out = adrop("export", run, "--format", "onnx")
-        assert out.returncode == 0, out.stderr
-        assert ("test RMSE" if run == "reg" else "test perplexity") in out.stdout and "as the run's" in out.stdout
+        said = command(export_command.main, run, "--format", "onnx")
+        assert ("test RMSE" if run == "reg" else "test perplexity") in said and "as the run's" in said
     # what the outputs mean travels with them: a regression's target units, a language model's vocabulary
     import onnx
 
@@ -197,7 +208,7 @@ def test_the_command_line_report_and_export_speak_the_tasks_metrics(adrop, text,
         meta = {p.key: json.loads(p.value) for p in model.metadata_props}
         assert meta[key] == value
     for form in ("csr", "compact"):
-        assert adrop("export", "reg", "--format", form).returncode == 0
+        command(export_command.main, "reg", "--format", form)
         arrays = np.load(tmp_path / "reg" / "export" / f"network.{form}.npz")
         assert arrays["target_std"].tolist() == pytest.approx(summary["target_normalisation"]["std"])
         assert arrays["input_mean"].tolist() == pytest.approx(summary["input_normalisation"]["mean"])

@@ -13,6 +13,8 @@ import pytest
 import torch
 
 from adrop import methods
+from adrop.train.config.settings import resolve
+from adrop.train.run_folder import run_files
 
 import user_nets
 from helpers.engines import one, stack, train
@@ -48,6 +50,14 @@ def reloaded_error(folder: Path, data) -> float:
     model.load_state_dict({k: torch.from_numpy(saved[k]) for k in saved.files})
     with torch.no_grad():
         return (model.eval()(data.test.x.view(-1, 1, 8, 8)).argmax(1) != data.test.y).float().mean().item()
+
+
+def trained(cfg, folder: Path) -> dict:
+    """A run trained in this process (the engine `adrop train` runs), its .hydra/config.yaml written as the command
+    writes it (what `adrop export` reads to rebuild the user's network): its summary."""
+    summary = train(cfg, folder)
+    run_files.write_config(folder, resolve(cfg).cfg, {}, [])
+    return summary
 
 
 @pytest.fixture(scope="module")
@@ -124,19 +134,8 @@ def test_a_stack_of_vits_follows_each_single_run(method, structure, config, held
 
 @pytest.mark.slow
 def test_heads_train_as_groups_and_the_onnx_export_goes_without_the_dead_ones(config, adrop, tmp_path):
-    out = adrop(
-        "train",
-        *VIT,
-        "+model.heads=4",
-        "method=logsum",
-        "structure=neuron",
-        "lam=3e-2",
-        "lr=0.01",
-        "epochs=20",
-        "hydra.run.dir=run",
-        env=ENV,
-    )
-    assert out.returncode == 0, out.stderr
+    cfg = config(*VIT, "+model.heads=4", "method=logsum", "structure=neuron", "lam=3e-2", "lr=0.01", "epochs=20")
+    assert trained(cfg, tmp_path / "run")["status"] == "completed"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     kept, heads = summary["heads"]["encoder.layers.0.self_attn"]
     assert heads == 4 and 0 < kept < 4, summary["heads"]
@@ -177,8 +176,8 @@ def test_a_bad_selection_is_refused_in_one_line_before_any_folder(setting, messa
 
 @pytest.mark.slow
 def test_a_vit_run_exports_to_onnx_with_its_test_error(config, adrop, tmp_path):
-    out = adrop("train", *VIT, "method=hard_concrete", "epochs=3", "lr=0.01", "hydra.run.dir=run", env=ENV)
-    assert out.returncode == 0, out.stderr
+    summary = trained(config(*VIT, "method=hard_concrete", "epochs=3", "lr=0.01"), tmp_path / "run")
+    assert summary["status"] == "completed", summary
     check = adrop("export", "--check", "run", env=ENV)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "each export reproduces its run's test error" in check.stdout
@@ -271,20 +270,18 @@ def test_every_method_trains_a_gpt_on_token_ids(method, config, tokens, tmp_path
 
 @pytest.mark.slow
 def test_a_gpt_on_token_ids_learns_and_exports_to_onnx(config, adrop, tokens, tmp_path):
-    out = adrop(
-        "train",
+    cfg = config(
         "dataset=npz",
         f"dataset.path={tokens}",
         "model=custom",
         "model._target_=user_nets.TokenClassifier",
         "device=cpu",
+        "progress=never",
         "method=logsum",
         "epochs=30",
         "lr=0.01",
-        "hydra.run.dir=run",
-        env=ENV,
     )
-    assert out.returncode == 0, out.stderr
+    assert trained(cfg, tmp_path / "run")["status"] == "completed"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["test_error"] < 0.5  # chance: 2/3
     check = adrop("export", "--check", "run", env=ENV)
