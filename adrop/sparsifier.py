@@ -39,7 +39,7 @@ from typing import Callable, Iterable
 import torch
 from torch import nn
 
-from adrop import checkpoints, checks, collapse, cost, methods, optimizer_wiring
+from adrop import checkpoints, checks, collapse, cost, distributed, methods, optimizer_wiring
 from adrop.methods.base import Method, SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter, units_kept, unparametrize
 from adrop.selection import SparsifyError, select
@@ -326,6 +326,11 @@ class Sparsifier:
         if not module.training:
             return
         self._live()
+        problem = distributed.ddp_problem(
+            lambda: [p for _, p in optimizer_wiring.trained_parameters(self.names, self.layers)]
+        )
+        if problem:
+            raise SparsifyError(problem)
         # a method that works around each step, its weights changed by a step it did not see: not attached
         if self.needs_steps and not self._handles and self.versions() != self._versions:
             raise SparsifyError(
@@ -576,6 +581,9 @@ def sparsify(
     training."""
     if not isinstance(model, nn.Module):
         raise SparsifyError(f"sparsify takes a torch.nn.Module, not {type(model).__name__}")
+    problem = distributed.wrapper_problem(model)
+    if problem:
+        raise SparsifyError(problem)
     if any(isinstance(m, SparseLayer) for m in model.modules()):
         raise SparsifyError(f"{type(model).__name__} is sparsified already (adrop.strip gives the plain model back)")
     runs = make_method(method, params, total_steps, steps_per_epoch, structure)
@@ -600,9 +608,6 @@ def sparsify(
     kept = {id(p) for p in model.parameters()}
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
-    device = next((p.device for p in model.parameters()), None)
-    if device is not None:
-        model.to(device)
     replaced = [p for p in before if id(p) not in kept]
     return Sparsifier(model, runs, lam, [n for n, _ in converted], [layer for _, layer in converted], replaced)
 

@@ -119,7 +119,9 @@ class SparseLayer(nn.Module):
         return mean + std * noise.gaussian_like(rows)
 
     def copy_from(self, module: nn.Module) -> "SparseLayer":
-        """The weights of the module this layer replaces (a stack: the same in every row)."""
+        """The weights of the module this layer replaces (a stack: the same in every row), on its device and in its
+        dtype: the method's own tensors too (a bfloat16 model's gates and noise parameters are bfloat16)."""
+        self.to(device=module.weight.device, dtype=module.weight.dtype)
         with torch.no_grad():
             self.weight.copy_(module.weight)
             if self.bias is not None:

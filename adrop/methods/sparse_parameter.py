@@ -96,6 +96,8 @@ class SparseParameter(SparseLayer):
                 group_shape[axis] = 1
         self.group_shape = tuple(group_shape)
         method.add_parameters(self)
+        tensor = getattr(host, tensor_name)
+        self.to(device=tensor.device, dtype=tensor.dtype)  # the method's tensors where the host's tensor lives
 
     @property
     def weight(self) -> torch.Tensor:

@@ -86,6 +86,9 @@ class AdditiveKL(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, mu, log_sigma2, lo, hi, per_config):
+        ctx.dtypes = mu.dtype, log_sigma2.dtype
+        wide = torch.promote_types(mu.dtype, torch.float32)  # half precision holds neither 1e-16 nor a small mu's mu^2
+        mu, log_sigma2 = mu.to(wide), log_sigma2.to(wide)
         q = (mu * mu).add_(1e-16)
         d_mu = torch.div(mu, q).mul_(-2.0)
         value, slope = kl_and_slope(torch.sub(log_sigma2, q.log_(), out=q), lo, hi, per_config)
@@ -96,7 +99,7 @@ class AdditiveKL(torch.autograd.Function):
     def backward(ctx, grad_value):
         slope, d_mu = ctx.saved_tensors
         grad = slope * per_element(grad_value, slope)
-        return grad * d_mu, grad, None, None, None
+        return (grad * d_mu).to(ctx.dtypes[0]), grad.to(ctx.dtypes[1]), None, None, None
 
 
 @dataclass
@@ -156,7 +159,9 @@ class VarDrop(Method):
     def local_reparameterisation(self, layer, x, variance_weight):
         mean = layer.product(x, layer.weight, layer.bias)
         var = layer.product(x * x, variance_weight)
-        return mean + torch.sqrt(var + 1e-8) * noise.gaussian_like(mean)
+        wide = torch.promote_types(var.dtype, torch.float32)  # half precision rounds 1e-8 to 0
+        std = torch.sqrt(var.to(wide) + 1e-8).to(mean.dtype)
+        return mean + std * noise.gaussian_like(mean)
 
 
 @register
