@@ -110,6 +110,7 @@ def _watch(sparsifier: "Sparsifier") -> None:
 
 def _any_step(optimizer, args, kwargs) -> None:
     for sparsifier in list(_LIVE):
+        sparsifier._forget_eval_weights()
         sparsifier._foreign_step(optimizer)
 
 
@@ -222,6 +223,12 @@ class Sparsifier:
         if self._verdicts[optimizer]:
             raise SparsifyError(self._verdicts[optimizer])
 
+    def _forget_eval_weights(self) -> None:
+        """Drop the effective weights eval mode cached (SparseLayer.eval_weight): a step changed what they are made
+        of, or training needs their memory."""
+        for layer in self.layers:
+            layer._eval_cache = None
+
     def _live(self) -> None:
         if self._stripped:
             raise SparsifyError(
@@ -326,6 +333,7 @@ class Sparsifier:
         if not module.training:
             return
         self._live()
+        self._forget_eval_weights()
         problem = distributed.ddp_problem(
             lambda: [p for _, p in optimizer_wiring.trained_parameters(self.names, self.layers)]
         )

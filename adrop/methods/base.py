@@ -91,6 +91,7 @@ class SparseLayer(nn.Module):
     # the library's eval mode (adrop.sparsify): the product with the effective weight at this lam; None, the engine's:
     # the plain product with `weight`, which its evaluation sets to the effective one
     eval_lam: float | None = None
+    _eval_cache: tuple | None = None  # (what it was computed from, the effective weight): eval_weight's
 
     def __init__(self, weight_shape: tuple, has_bias: bool, method: "Method", configs: int | None = None):
         super().__init__()
@@ -156,10 +157,37 @@ class SparseLayer(nn.Module):
         distributed checkpointing (get_model_state_dict, FSDP) finds by that key."""
         return self.weight
 
+    def eval_weight(self, weight: torch.Tensor | None = None) -> torch.Tensor:
+        """The weight eval mode uses: `weight` where eval_lam is None (the engine's evaluation sets it), else the
+        effective weight at eval_lam. Without autograd (torch.no_grad, inference_mode) it is computed once and reused
+        while what it is computed from stays: eval_lam and each of the layer's tensors (by version and storage:
+        load_state_dict, an in-place edit under no_grad change it). The library's Sparsifier forgets it at every
+        optimizer step (a fused optimizer bumps no version) and training forward (its memory back). A write through
+        `.data`, which torch does not count, is the one change it cannot see. `weight`: the layer's weight where the
+        caller holds it already (a parametrization's original)."""
+        if self.eval_lam is None:
+            return self.weight if weight is None else weight
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return self.method.effective_weight(self, self.eval_lam)
+        key = (self.eval_lam, *((t._version, t.data_ptr()) for t in self.tensors(weight)))
+        if self._eval_cache is None or self._eval_cache[0] != key:
+            self._eval_cache = None  # its memory free before the new one is made
+            self._eval_cache = (key, self.method.effective_weight(self, self.eval_lam))
+        return self._eval_cache[1]
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state["_eval_cache"] = None  # a pickled model carries no cached weight
+        return state
+
+    def tensors(self, weight: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """What the layer's weights are computed from: its weight, and its own parameters and buffers."""
+        own = [t for t in (*self._parameters.values(), *self._buffers.values()) if t is not None]
+        return [self.weight if weight is None else weight, *own]
+
     def forward(self, x):
         if not self.training:
-            weight = self.weight if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam)
-            return self.product(x, weight, self.bias)
+            return self.product(x, self.eval_weight(), self.bias)
         return self.method.forward(self, x)
 
 

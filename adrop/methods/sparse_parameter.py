@@ -126,7 +126,7 @@ class SparseParameter(SparseLayer):
     def forward(self, original):
         if self.training:
             return self.as_module(self.method.weight_sample(self))
-        return self.as_module(original if self.eval_lam is None else self.method.effective_weight(self, self.eval_lam))
+        return self.as_module(self.eval_weight(original))
 
     def extra_repr(self) -> str:
         return f"{self.method.name}, {self.tensor_name} {tuple(self.weight.shape)}"
