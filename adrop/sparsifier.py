@@ -149,7 +149,7 @@ class Sparsifier:
         self._handles: list = []
         self._stripped = False
         self._versions = None  # a weight's version after our last post-step: an untracked step changes it
-        self.needs_steps = overrides(method, "before_update", "after_step", "end_epoch")
+        self.needs_steps = overrides(method, "before_step", "before_update", "after_step", "end_epoch")
         self.positions: dict[str, int] = {}
         self._last_batch = None  # the last training forward's inputs (args, kwargs): what collapsed() reruns
         for layer in layers:
@@ -170,6 +170,7 @@ class Sparsifier:
         }
         self._checkpoint_hooks = checkpoints.install(layers)
         self.method.start(layers)
+        self.method.before_step(self.steps, self._lam)  # and after each step: a submodule called alone is ready
         self._versions = self.versions()
         _watch(self)
 
@@ -183,6 +184,7 @@ class Sparsifier:
         self._lam = lam_of(self.method.name, value)
         for layer in self.layers:
             layer.eval_lam = self._lam  # eval mode: the effective weight (keep rule and gates folded in)
+        self.method.before_step(self.steps, self._lam)
 
     def __getstate__(self):
         """torch.save(model) pickles the model's hooks and so this Sparsifier: without the optimizer (attach again
@@ -319,6 +321,7 @@ class Sparsifier:
         self._live()
         self.steps += 1
         self.method.after_step(self.layers, self.steps, self.lam, self.step_size())
+        self.method.before_step(self.steps, self.lam)  # the next step's, whichever module its forward calls first
         self._versions = self.versions()
 
     def end_epoch(self, validation_batches: int = 0) -> None:

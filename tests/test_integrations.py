@@ -188,6 +188,30 @@ def test_lightning_module_option_sparsifies_that_submodule_only(pl):
     assert callback.sparsifier.model is module.net
 
 
+def test_lightning_training_step_that_calls_a_submodule_trains_adaptive_dropout(pl):
+    class CallsTheNet(digits_module()):
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return F.cross_entropy(self.net(x), y)  # not self(x): the LightningModule's forward never runs
+
+    module = CallsTheNet()
+    callback = sparsify_callback()(method="adaptive_dropout", lam=1e-2)
+    pl.Trainer(max_steps=6, callbacks=[callback], **TRAINER).fit(module)
+    sp = callback.sparsifier
+    assert sp.steps == 6 and sp.names == ["net.0", "net.2"]
+    assert any(not bool((layer.alpha == 1).all()) for layer in sp.layers)  # the alphas follow the weights
+
+
+@pytest.mark.parametrize("strategy", ["ddp_spawn", "ddp_notebook"])
+def test_lightning_refuses_a_strategy_that_hands_back_only_the_weights(pl, strategy):
+    from adrop.sparsifier import SparsifyError
+
+    trainer = pl.Trainer(**{**TRAINER, "strategy": strategy, "devices": 2})
+    callback = sparsify_callback()(method="logsum", lam=1e-3)
+    with pytest.raises(SparsifyError, match="use strategy='ddp'"):
+        callback.setup(trainer, digits_module()(), "fit")  # where the Trainer's processes call it
+
+
 def test_lightning_pruning_schedule_spans_the_estimated_stepping_batches(pl):
     callback = sparsify_callback()(method="magnitude_pruning", final_sparsity=0.5, scope="layer")
     trainer = pl.Trainer(max_epochs=2, callbacks=[callback], **TRAINER)

@@ -340,3 +340,19 @@ def test_a_confident_network_is_not_taken_for_a_collapsed_one():
     model(batch)  # the last training batch: every answer 1.0 in float32
     assert torch.equal(model.eval()(batch), torch.ones(8, 1))
     assert sp.stats().attrs["collapsed"] is None  # an input of zeros answers 0.5: it reads its input
+
+
+def test_a_method_that_only_counts_steps_counts_them_in_a_users_loop():
+    """AdaTikhonov's authors' form has no penalty at the first step only: the library counts every step for it."""
+    model = mlp()
+    sp = adrop.sparsify(model, method="adatikhonov", lam=1e-2, authors_alpha_clamp=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    sp.attach(optimizer)
+    x, y = data()
+    assert float(sp.penalty()) == 0.0  # the first step's
+    for _ in range(2):
+        loss = F.cross_entropy(model(x), y) + sp.penalty()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert sp.steps == 2 and float(sp.penalty()) > 0

@@ -7,10 +7,13 @@
     plain = sparsify.strip()     # the module with plain nn.Linear / nn.Conv2d, masks folded in
 
 What it does, hook by hook:
-- setup (fit): converts the module's nn.Linear and nn.Conv2d (of `pl_module`, or of its submodule named by
-  `module=`) with adrop.sparsify, total_steps = trainer.estimated_stepping_batches (the training data must be ready
-  then: a DataModule or the module's *_dataloader methods, as for that property). Lightning calls configure_optimizers
-  after the setup hooks, so an optimizer made there from self.parameters() holds the method's new parameters.
+- setup (fit): refuses strategies that start processes by spawn or fork (ddp_spawn, ddp_notebook: the main process
+  would get the weights back, not the sparsified module); converts the module's nn.Linear and nn.Conv2d (of
+  `pl_module`, or of its submodule named by `module=`) with adrop.sparsify, total_steps =
+  trainer.estimated_stepping_batches (the training data must be ready then: a DataModule or the module's
+  *_dataloader methods, as for that property). Lightning calls configure_optimizers after the setup hooks, so an
+  optimizer made there from self.parameters() holds the method's new parameters. training_step may call the module
+  or any submodule: the method is ready for each step after the one before.
 - on_train_start: checks that the optimizer holds every parameter of the sparsified layers and attaches to it.
 - on_before_optimizer_step (the gradients complete, unscaled under 16-mixed, before gradient clipping): adds the
   penalty's gradient, so the step is that of loss + sp.penalty() with the module's loss a per-example mean; then the
@@ -53,6 +56,14 @@ class Sparsify(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage != "fit":
             return
+        launcher = type(getattr(trainer.strategy, "launcher", None)).__name__
+        if launcher == "_MultiProcessingLauncher":
+            method = getattr(trainer.strategy, "_start_method", "spawn")
+            raise SparsifyError(
+                f"Sparsify cannot train under a strategy that starts its processes by {method} (ddp_spawn, "
+                "ddp_notebook): they hand the main process only the weights, not the sparsified module and its "
+                "Sparsifier; use strategy='ddp' (each process runs your script)"
+            )
         target = pl_module if self.module is None else pl_module.get_submodule(self.module)
         if self.sparsifier is not None and self.sparsifier.model is target and not self.sparsifier._stripped:
             return  # a second fit of the same module goes on with its Sparsifier
