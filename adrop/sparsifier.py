@@ -43,6 +43,7 @@ from adrop import checkpoints, checks, collapse, cost, distributed, methods, opt
 from adrop.methods.base import Method, SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter, units_kept, unparametrize
 from adrop.selection import SparsifyError, select
+from adrop.target import LamController
 
 
 class SparsityWarning(UserWarning):
@@ -138,8 +139,10 @@ class Sparsifier:
         names: list[str],
         layers: list[SparseLayer],
         replaced: Iterable[torch.Tensor] = (),
+        target: LamController | None = None,
     ):
         self.model, self.method, self.names, self.layers = model, method, names, layers
+        self.target = target  # lam steered to a kept fraction (adrop.target), or None: lam as set
         self._lam = float(lam)
         self._replaced = weakref.WeakSet(replaced)  # the tensors sparsify replaced: an optimizer made before holds them
         self._verdicts = weakref.WeakKeyDictionary()  # an optimizer that is not attached: why its step is refused
@@ -149,7 +152,9 @@ class Sparsifier:
         self._handles: list = []
         self._stripped = False
         self._versions = None  # a weight's version after our last post-step: an untracked step changes it
-        self.needs_steps = overrides(method, "before_step", "before_update", "after_step", "end_epoch")
+        self.needs_steps = target is not None or overrides(
+            method, "before_step", "before_update", "after_step", "end_epoch"
+        )
         self.positions: dict[str, int] = {}
         self._last_batch = None  # the last training forward's inputs (args, kwargs): what collapsed() reruns
         for layer in layers:
@@ -320,9 +325,53 @@ class Sparsifier:
         schedules) and the step count. The attached optimizer's post-step hook calls it."""
         self._live()
         self.steps += 1
+        if self.target is not None:
+            self._steer()  # the price for the stepped weights: the lam of the post-step work (alphas, a prox)
         self.method.after_step(self.layers, self.steps, self.lam, self.step_size())
+        if self.target is not None:
+            self._steer()  # and for the weights that work left (a prox shrinks them): what eval and stats read
+            self.target.record(self.steps, self.lam, self.kept_fraction(self.target.cost))
+            if self.steps == self.target.total_steps:
+                self._ended()
         self.method.before_step(self.steps, self.lam)  # the next step's, whichever module its forward calls first
         self._versions = self.versions()
+
+    def _steer(self) -> None:
+        """Set lam to the target's price for the weights as this step left them (adrop.target)."""
+        critical = [self.method.critical_lam(layer) for layer in self.layers]
+        counts = [self._counts_for(name, layer) for name, layer in zip(self.names, self.layers)]
+        self.lam = self.target.bind(self.steps, self.lam, list(zip(critical, counts)))
+
+    def _ended(self) -> None:
+        """The last step of a run with a target: where it ended is recorded, and said where it missed."""
+        import warnings
+
+        missed = self.target.missed(self.target.path[-1][2])
+        if missed:
+            warnings.warn(missed, SparsityWarning, stacklevel=3)
+
+    def _counts_for(self, name: str, layer: SparseLayer) -> float:
+        """What one group of the layer counts for in the target: its weights, times the layer's positions for
+        multiply-adds (0 for a layer that does no product then)."""
+        if self.target.cost == "macs" and self.positions:
+            return layer.group_size * self.positions.get(name, 0)
+        return layer.group_size
+
+    @torch.no_grad()
+    def kept_fraction(self, of: str = "weights") -> float:
+        """The fraction of the sparse layers' weights the keep rule keeps now (what stats() counts), or with
+        of="macs" of their multiply-adds per example (the layers a forward pass has shown acting; by weights before
+        the first)."""
+        kept = total = 0
+        for name, layer in zip(self.names, self.layers):
+            weight = self.method.effective_weight(layer, self.lam)
+            nonzero, size = int((weight != 0).sum()), weight.numel()
+            if of == "macs" and self.positions:
+                if name not in self.positions:
+                    continue
+                nonzero, size = nonzero * self.positions[name], size * self.positions[name]
+            kept, total = kept + nonzero, total + size
+        return kept / total if total else 1.0
 
     def end_epoch(self, validation_batches: int = 0) -> None:
         """After an epoch's last step: what a method does between epochs (AdaProx's authors_validation_prox)."""
@@ -409,6 +458,7 @@ class Sparsifier:
                 row["dense_macs"] = row["sparse_macs"] = None
             rows.append(row)
         frame = pd.DataFrame(rows)
+        frame.attrs["lam"] = self.lam  # a target steers it: its path is sp.target.path
         frame.attrs["collapsed"] = self.collapsed([r["layer"] for r in rows if r["keeps_nothing"]])
         if frame.attrs["collapsed"]:
             warnings.warn(frame.attrs["collapsed"], SparsityWarning, stacklevel=2)
@@ -453,7 +503,10 @@ class Sparsifier:
         rng = {"cpu": torch.get_rng_state()}
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             rng["cuda"] = torch.cuda.get_rng_state_all()
-        return {"steps": self.steps, "lam": self.lam, "method": self.method.state_dict(), "rng": rng}
+        state = {"steps": self.steps, "lam": self.lam, "method": self.method.state_dict(), "rng": rng}
+        if self.target is not None:
+            state["target"] = self.target.state_dict()
+        return state
 
     def load_state_dict(self, state: dict, rng: bool = True) -> None:
         """Resume from sp.state_dict(): rng=False keeps torch's generators as they are (a new seed from a shared
@@ -461,6 +514,8 @@ class Sparsifier:
         self._live()
         self.steps, self.lam = int(state["steps"]), float(state["lam"])
         self.method.load_state_dict(state["method"])
+        if self.target is not None and "target" in state:
+            self.target.load_state_dict(state["target"])
         saved = (state.get("rng") or {}) if rng else {}
         if "cpu" in saved:
             torch.set_rng_state(saved["cpu"])
@@ -577,6 +632,8 @@ def sparsify(
     lam_scale: dict | None = None,
     total_steps: int | None = None,
     steps_per_epoch: int | None = None,
+    target: float | None = None,
+    target_cost: str = "weights",
     **params,
 ) -> Sparsifier:
     """Prepare `model` in place for `method` and return its Sparsifier.
@@ -589,7 +646,9 @@ def sparsify(
     patterns ("head", "*.proj", "*.in_proj_weight") left dense. include: parameter paths or patterns trained by the
     method beside the model's weights ("cls", "pos_embed"). lam_scale: a multiplier of lam per sparsified name.
     total_steps (and steps_per_epoch): what a schedule counts (magnitude pruning's), the optimizer's steps over
-    training."""
+    training. target: the fraction of the weights (target_cost="weights") or of the multiply-adds ("macs") the run
+    ends at, lam steered to it during training (adrop.target; lam, if given, where it starts; total_steps needed;
+    magnitude pruning takes it as its final_sparsity)."""
     if not isinstance(model, nn.Module):
         raise SparsifyError(f"sparsify takes a torch.nn.Module, not {type(model).__name__}")
     problem = distributed.wrapper_problem(model)
@@ -597,6 +656,9 @@ def sparsify(
         raise SparsifyError(problem)
     if any(isinstance(m, SparseLayer) for m in model.modules()):
         raise SparsifyError(f"{type(model).__name__} is sparsified already (adrop.strip gives the plain model back)")
+    controller = None
+    if target is not None:
+        params, lam, controller = steered(method, params, lam, target, target_cost, total_steps)
     runs = make_method(method, params, total_steps, steps_per_epoch, structure)
     lam = lam_of(method, lam)
     if overrides(runs, "after_step") and method == "magnitude_pruning" and not total_steps:
@@ -620,7 +682,36 @@ def sparsify(
     for name, layer in converted:
         layer.lam_scale = float(scales.get(name, 1.0))
     replaced = [p for p in before if id(p) not in kept]
-    return Sparsifier(model, runs, lam, [n for n, _ in converted], [layer for _, layer in converted], replaced)
+    names, layers = [n for n, _ in converted], [layer for _, layer in converted]
+    return Sparsifier(model, runs, lam, names, layers, replaced, controller)
+
+
+START_LAM = 1e-6  # where a steered lam starts unless given: a penalty too weak to matter at the first steps
+
+
+def steered(method: str, params: dict, lam, target, cost: str, total_steps) -> tuple[dict, float, LamController]:
+    """The method's parameters, its starting lam and the controller for a target (a pruning schedule takes the
+    target as its final sparsity, and needs no controller)."""
+    try:
+        controller = LamController(target, total_steps, cost)
+    except ValueError as err:
+        raise SparsifyError(str(err)) from None
+    if method == "magnitude_pruning":
+        if cost != "weights" or "final_sparsity" in params:
+            raise SparsifyError(
+                "magnitude_pruning prunes to its own schedule: give target (of the weights) or final_sparsity, "
+                "not both, and not target_cost='macs'"
+            )
+        return {**params, "final_sparsity": 1.0 - target}, lam, None
+    if default_lam(method) == 0:
+        raise SparsifyError(f"method {method!r} has no lam to steer to a target")
+    if methods.get(method).critical_lam is Method.critical_lam:
+        raise SparsifyError(
+            f"method {method!r} cannot be given a target: its sparsity follows lam only through training (its "
+            "gates, log alpha or eta are trained parameters), and a lam steered by the kept fraction runs away "
+            "before they answer; set lam (adrop train's lam_search finds the lam for a sparsity)"
+        )
+    return params, START_LAM if lam is None else lam, controller
 
 
 def lam_of(method: str, lam) -> float:

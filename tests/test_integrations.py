@@ -212,6 +212,19 @@ def test_lightning_refuses_a_strategy_that_hands_back_only_the_weights(pl, strat
         callback.setup(trainer, digits_module()(), "fit")  # where the Trainer's processes call it
 
 
+def test_lightning_ends_at_a_target_over_the_estimated_stepping_batches(pl, tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+
+    callback = sparsify_callback()(method="adaprox", target=0.3)
+    trainer = pl.Trainer(max_epochs=3, callbacks=[callback], **{**TRAINER, "logger": CSVLogger(tmp_path, name="run")})
+    trainer.fit(digits_module()())
+    stats = callback.stats()
+    assert stats.nonzero.sum() / stats.total.sum() == pytest.approx(0.3, rel=0.05)
+    assert callback.sparsifier.target.total_steps == 24  # 512 digits in batches of 64, three epochs
+    logged = pd.read_csv(next(tmp_path.glob("run/*/metrics.csv"))).dropna(subset=["sparsity/lam"])
+    assert logged["sparsity/lam"].iloc[-1] == pytest.approx(callback.sparsifier.lam)
+
+
 def test_lightning_pruning_schedule_spans_the_estimated_stepping_batches(pl):
     callback = sparsify_callback()(method="magnitude_pruning", final_sparsity=0.5, scope="layer")
     trainer = pl.Trainer(max_epochs=2, callbacks=[callback], **TRAINER)
@@ -316,6 +329,17 @@ def test_transformers_trains_logs_the_sparsity_and_saves_a_plain_model(hf, tmp_p
     with torch.no_grad():
         assert torch.equal(loaded(input_ids=x).logits, before)
     assert int((loaded.classifier.weight != 0).sum()) == stats.nonzero[stats.layer == "classifier"].item()
+
+
+def test_transformers_ends_at_a_target_over_the_trainers_steps(hf, tmp_path):
+    from adrop.integrations.transformers import sparsify_trainer
+
+    trainer = hf_trainer(hf, tmp_path, tiny_bert(hf), num_train_epochs=3)
+    sp = sparsify_trainer(trainer, method="adaptive_dropout", target=0.4)
+    trainer.train()
+    stats = sp.stats()
+    assert sp.target.total_steps == 12 and stats.nonzero.sum() / stats.total.sum() == pytest.approx(0.4, rel=0.05)
+    assert trainer.state.log_history[-1]["sparsity/lam"] == pytest.approx(sp.lam)
 
 
 def test_gpt2s_conv1d_layers_are_sparsified_trained_and_saved_as_conv1d(hf, tmp_path):

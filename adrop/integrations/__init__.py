@@ -73,12 +73,13 @@ def before_step(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> None:
 
 def sparsity_metrics(sp: Sparsifier, per_layer: bool) -> dict[str, float]:
     """sparsity/nonzero_fraction: the nonzero weights of all sparsified layers over their weights;
-    sparsity/collapsed: 1 where the network collapsed (sp.stats() warns with the line, a SparsityWarning); with
-    per_layer, sparsity/<module path> each layer's fraction."""
+    sparsity/collapsed: 1 where the network collapsed (sp.stats() warns with the line, a SparsityWarning);
+    sparsity/lam: lam now (a target steers it); with per_layer, sparsity/<module path> each layer's fraction."""
     stats = sp.stats()
     metrics = {
         "sparsity/nonzero_fraction": float(stats.nonzero.sum() / stats.total.sum()),
         "sparsity/collapsed": float(stats.attrs["collapsed"] is not None),
+        "sparsity/lam": float(sp.lam),
     }
     if per_layer:
         metrics.update(

@@ -46,7 +46,8 @@ class Sparsify(pl.Callback):
         per_layer: bool = True,
         **options,
     ):
-        lam = lam_of(method, lam)  # a missing or bad lam refused here, not at fit
+        if lam is not None or options.get("target") is None:  # a target sets lam itself
+            lam = lam_of(method, lam)  # a missing or bad lam refused here, not at fit
         self.method, self.lam, self.module, self.per_layer, self.options = method, lam, module, per_layer, options
         self.sparsifier: Sparsifier | None = None
         self.optimizer = None

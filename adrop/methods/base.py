@@ -386,6 +386,12 @@ class Method:
         already applies their mask or gate (pruning, fixed masks, HardConcrete) keep it: it is their model."""
         return layer.weight
 
+    def critical_lam(self, layer: SparseLayer) -> torch.Tensor | None:
+        """Per group (layer.group_shape), the largest lam at which the keep rule keeps it given the weights as they
+        are, where the rule reads lam directly (eta_hat's methods); None where it does not (gates, VarDrop's alpha,
+        the eta-trick's eta), whose sparsity follows lam only through training. adrop.target uses it."""
+        return None
+
     def keep_statistic(self, layer: SparseLayer, lam) -> tuple[str, torch.Tensor] | None:
         """What decides this layer's sparsity, for a live histogram (logger=tensorboard): (its name, its values)."""
         return None
