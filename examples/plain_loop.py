@@ -2,6 +2,9 @@
 method's work around each Adam step, the sparsity per layer, and the plain model saved.
 
     python examples/plain_loop.py --steps 600 --method logsum --lam 0.01 --out digits_mlp.pt
+    python examples/plain_loop.py --steps 600 --method adaprox --target 0.1 --out digits_mlp.pt
+
+With --target, lam is set during training so that the run ends at that fraction of the weights (adrop.target).
 """
 
 import argparse
@@ -18,7 +21,8 @@ parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.error = lambda message: parser.exit(2, f"{parser.prog}: {message}\n")  # one line, exit 2
 parser.add_argument("--steps", type=int, default=600, help="Adam steps on batches of 64")
 parser.add_argument("--method", default="logsum", help="any of adrop's methods")
-parser.add_argument("--lam", type=float, default=1e-2, help="the penalty's weight, per example")
+parser.add_argument("--lam", type=float, default=None, help="the penalty's weight, per example (default 0.01)")
+parser.add_argument("--target", type=float, default=None, help="end at this fraction of the weights (lam steered)")
 parser.add_argument("--out", default="digits_mlp.pt", help="where the plain model's state_dict goes")
 args = parser.parse_args()
 
@@ -29,7 +33,8 @@ train, test = slice(0, 1500), slice(1500, None)
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
 try:
-    sp = adrop.sparsify(model, method=args.method, lam=args.lam, total_steps=args.steps)
+    lam = args.lam if args.lam is not None or args.target is not None else 1e-2
+    sp = adrop.sparsify(model, method=args.method, lam=lam, total_steps=args.steps, target=args.target)
 except adrop.SparsifyError as err:
     print(f"{parser.prog}: {err}", file=sys.stderr)
     sys.exit(2)
@@ -48,6 +53,6 @@ model.eval()  # the keep rule: what strip folds in
 with torch.no_grad():
     accuracy = float((model(x[test]).argmax(1) == y[test]).float().mean())
 print(sp.stats()[["layer", "shape", "nonzero", "total", "nonzero_fraction"]].to_string(index=False))
-print(f"test accuracy {accuracy:.3f}")
+print(f"test accuracy {accuracy:.3f}, lam {sp.lam:.3g}")
 torch.save(adrop.strip(model).state_dict(), args.out)
 print(f"saved the plain model to {args.out}")
