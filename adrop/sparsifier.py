@@ -117,14 +117,15 @@ def _any_step(optimizer, args, kwargs) -> None:
 
 class _Positions:
     """A forward hook that records, once, how many times a layer's weights act per example (a conv's output
-    positions, 1 for a Linear on vectors; stats() counts multiply-adds with it), then removes itself."""
+    positions, 1 for a Linear on vectors; stats() counts multiply-adds with it); the Sparsifier removes it after the
+    next optimizer step (Sparsifier._unseen)."""
 
     def __init__(self, sparsifier: "Sparsifier", name: str):
         self.sparsifier, self.name = sparsifier, name
 
     def __call__(self, layer, inputs, out):
-        self.sparsifier.positions[self.name] = out[0].numel() // layer.weight.shape[0]
-        self.sparsifier._seen[self.name].remove()
+        if self.name not in self.sparsifier.positions:  # removed after the step (a compiled forward cannot)
+            self.sparsifier.positions[self.name] = out[0].numel() // layer.weight.shape[0]
 
 
 class Sparsifier:
@@ -324,6 +325,7 @@ class Sparsifier:
         """After the optimizer's step: the method's post-step work (proximal steps, alpha updates, pruning
         schedules) and the step count. The attached optimizer's post-step hook calls it."""
         self._live()
+        self._unseen()
         self.steps += 1
         if self.target is not None:
             self._steer()  # the price for the stepped weights: the lam of the post-step work (alphas, a prox)
@@ -335,6 +337,11 @@ class Sparsifier:
                 self._ended()
         self.method.before_step(self.steps, self.lam)  # the next step's, whichever module its forward calls first
         self._versions = self.versions()
+
+    def _unseen(self) -> None:
+        """Remove the hooks of the layers whose positions are recorded (outside any forward: a compiled one cannot)."""
+        for name in [n for n in self._seen if n in self.positions]:
+            self._seen.pop(name).remove()
 
     def _steer(self) -> None:
         """Set lam to the target's price for the weights as this step left them (adrop.target)."""
@@ -382,7 +389,7 @@ class Sparsifier:
         return [layer.weight._version for layer in self.layers]
 
     def _before_forward(self, module, args, kwargs):
-        if not module.training:
+        if not module.training or torch.compiler.is_compiling():  # a compiled forward: the checks run eagerly only
             return
         self._live()
         self._forget_eval_weights()
@@ -405,12 +412,14 @@ class Sparsifier:
         for its fast-path checks, then uses them) is computed once: one draw of the method's noise."""
         from torch.nn.utils import parametrize
 
+        if torch.compiler.is_compiling():  # a context across two hooks cannot be traced; a compiled forward reads
+            return  # each tensor where it uses it
         context = parametrize.cached()
         context.__enter__()
         self._caching.append(context)
 
     def _close_cache(self, module, args, out):
-        if self._caching:
+        if self._caching and not torch.compiler.is_compiling():
             self._caching.pop().__exit__(None, None, None)
 
     # -- what it did ------------------------------------------------------------------------------------------------
