@@ -43,7 +43,8 @@ from adrop import checkpoints, checks, collapse, cost, distributed, methods, opt
 from adrop.methods.base import Method, SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter, units_kept, unparametrize
 from adrop.selection import SparsifyError, select
-from adrop.target import LamController
+from adrop.target import START_LAM, LamController
+from adrop.target import refusal as target_refusal
 
 
 class SparsityWarning(UserWarning):
@@ -695,9 +696,6 @@ def sparsify(
     return Sparsifier(model, runs, lam, names, layers, replaced, controller)
 
 
-START_LAM = 1e-6  # where a steered lam starts unless given: a penalty too weak to matter at the first steps
-
-
 def steered(method: str, params: dict, lam, target, cost: str, total_steps) -> tuple[dict, float, LamController]:
     """The method's parameters, its starting lam and the controller for a target (a pruning schedule takes the
     target as its final sparsity, and needs no controller)."""
@@ -712,14 +710,12 @@ def steered(method: str, params: dict, lam, target, cost: str, total_steps) -> t
                 "not both, and not target_cost='macs'"
             )
         return {**params, "final_sparsity": 1.0 - target}, lam, None
-    if default_lam(method) == 0:
-        raise SparsifyError(f"method {method!r} has no lam to steer to a target")
-    if methods.get(method).critical_lam is Method.critical_lam:
-        raise SparsifyError(
-            f"method {method!r} cannot be given a target: its sparsity follows lam only through training (its "
-            "gates, log alpha or eta are trained parameters), and a lam steered by the kept fraction runs away "
-            "before they answer; set lam (adrop train's lam_search finds the lam for a sparsity)"
-        )
+    try:
+        problem = target_refusal(method)
+    except ValueError as err:
+        raise SparsifyError(str(err)) from None
+    if problem:
+        raise SparsifyError(problem)
     return params, START_LAM if lam is None else lam, controller
 
 

@@ -25,6 +25,28 @@ from dataclasses import dataclass, field
 import torch
 
 COSTS = ("weights", "macs")
+START_LAM = 1e-6  # where a steered lam starts unless given: a penalty too weak to matter at the first step
+
+
+def refusal(method: str) -> str | None:
+    """Why `method` cannot be given a target (one line), or None: it needs a keep rule that reads lam."""
+    from adrop import methods
+    from adrop.methods.base import Method
+
+    cls = methods.get(method)
+    if cls.critical_lam is not Method.critical_lam:
+        return None
+    if method == "magnitude_pruning":
+        return "magnitude_pruning prunes to its own schedule: give its final_sparsity (1 - the kept fraction)"
+    if cls.layer_penalty is Method.layer_penalty and cls.penalty is Method.penalty:
+        return f"method {method!r} has no lam to steer to a target"
+    return (
+        f"method {method!r} cannot be given a target: its sparsity follows lam only through training (its gates, "
+        "log alpha or eta are trained parameters), and a lam steered by the kept fraction runs away before they "
+        "answer; set lam (adrop train's lam_search finds the lam for a sparsity)"
+    )
+
+
 TOLERANCE = 0.05  # a run that ends further than this (relative) from its target says so
 
 

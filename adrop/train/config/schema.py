@@ -59,6 +59,10 @@ class Config:
     lam_cost: str = "weights"  # weights | macs: lam prices a weight (group), or each multiply-add it does per
     #                                    example: a layer's lam times its weights' uses per example (a conv layer's
     #                                    output positions, a Linear on vectors 1), times lam_scale
+    # a target sparsity in one run: lam set after each step so that the run ends at this fraction of the sparsified
+    # weights (target_cost=macs: of their multiply-adds per example); lam above is where it starts (adrop.target)
+    target_nonzero: Optional[float] = None
+    target_cost: str = "weights"  # weights | macs: what target_nonzero counts (multiply-adds per example)
     lr: Optional[float] = None  # null: method.lr
     epochs: int = 10
     batch_size: int = 128

@@ -45,6 +45,8 @@ IDENTITY_DEFAULTS = {
     "evaluate_unmasked": False,
     "lam_scale": {},
     "lam_cost": "weights",
+    "target_nonzero": None,
+    "target_cost": "weights",
     "include": [],
     "exclude": [],
     "task": "classification",
@@ -83,6 +85,8 @@ class Settings:
     init_from: str | None
     lam_scale: dict
     lam_cost: str
+    target_nonzero: float | None  # a kept fraction lam is steered to (adrop.target), or None: lam as set
+    target_cost: str
     evaluate_unmasked: bool
     compile: bool
     device: str
@@ -117,6 +121,8 @@ class Settings:
             init_from=None if cfg.init_from is None else str(cfg.init_from),
             lam_scale=dict(cfg.lam_scale),
             lam_cost=cfg.lam_cost,
+            target_nonzero=None if cfg.target_nonzero is None else float(cfg.target_nonzero),
+            target_cost=cfg.target_cost,
             evaluate_unmasked=bool(cfg.evaluate_unmasked),
             compile=bool(cfg.compile),
             device=str(cfg.device),
@@ -183,6 +189,7 @@ def lam_and_lr(cfg) -> tuple[float, float]:
             f"method={cfg.method.name} trains with lam 0 here: it would "
             "change nothing",
         ),
+        (target_problem(cfg) is None, target_problem(cfg)),
         (
             cfg.data.train_limit is None or cfg.data.train_limit >= 1,
             f"data.train_limit must be >= 1 or null, got {cfg.data.train_limit}",
@@ -192,6 +199,23 @@ def lam_and_lr(cfg) -> tuple[float, float]:
         if not ok:
             raise TrainError(message)
     return float(lam), float(lr)
+
+
+def target_problem(cfg) -> str | None:
+    """Why target_nonzero and target_cost cannot be used as set, or None."""
+    from adrop import target
+
+    if cfg.target_nonzero is None:
+        return None
+    fraction = cfg.target_nonzero
+    if not 0 < fraction < 1:
+        return f"target_nonzero must be a fraction in (0, 1), got {fraction}"
+    if cfg.target_cost not in target.COSTS:
+        return f"target_cost must be one of {', '.join(target.COSTS)}, got {cfg.target_cost!r}"
+    problem = target.refusal(cfg.method.name)
+    if problem and cfg.method.name == "magnitude_pruning":
+        return f"{problem} (method.params.final_sparsity={1 - fraction:g})"
+    return problem
 
 
 # progress=: how a run shows it; true and false (what YAML makes of progress=true) mean always and never

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from adrop.heads import kept_heads
+from adrop.target import LamController
 from adrop.train import current_paths, tasks
 from adrop.train.config import schedules
 from adrop.train.config.settings import Settings
@@ -119,6 +120,13 @@ class Engine:
         except ValueError as err:
             raise TrainError(str(err)) from None
         self.lam = torch.tensor([r.lam for r in runs], device=self.device)  # (K,): layer.per_config shapes it
+        # target_nonzero: each configuration's lam steered after every step (adrop.target; the same target in a stack)
+        self.targets = [
+            LamController(r.target_nonzero, self.total_steps, r.target_cost) if r.target_nonzero else None for r in runs
+        ]
+        self.steered = self.targets[0] is not None
+        if self.steered:
+            self.columns = [*self.columns, "lam"]
         self.warmups = [tuple(e * self.steps_per_epoch for e in r.penalty_warmup) for r in runs]
         self.optimizer = StackedAdam(self.model.parameters(), self.K)
         # compile=true: one fused kernel for many elementwise passes: the loss (the noisy methods' per-weight work),
@@ -190,6 +198,9 @@ class Engine:
                     tensor[k].copy_(state["model"][name])
                 self.optimizer.load_config_state(k, state["optimizer"])
                 self.metrics[k], self.layer_rows[k] = state["metrics"], state["layers"]
+                if self.steered:
+                    self.lam[k] = state["lam"]
+                    self.targets[k].load_state_dict(state["target"])
         self.method.load_state_dict(states[0]["method"])
         self.epoch, self.elapsed = states[0]["epoch"], states[0]["elapsed"]
         torch.set_rng_state(states[0]["rng_cpu"].cpu())
@@ -214,6 +225,7 @@ class Engine:
                 "layers": self.layer_rows[k],
                 "elapsed": self.elapsed,
                 "stacked": self.K,
+                **({"lam": float(self.lam[k]), "target": self.targets[k].state_dict()} if self.steered else {}),
             },
         )
 
@@ -258,6 +270,8 @@ class Engine:
         steps = range(step0, step0 + self.steps_per_epoch)  # each configuration's schedules, one copy per epoch
         lrs = torch.tensor([self.lrs(s) for s in steps], device=self.device)
         weights = torch.tensor([self.penalty_weights(s) for s in steps], device=self.device)
+        if self.steered:  # the warm-up's factor of lam; lam itself is the steered one at each step
+            weights = weights / torch.tensor([r.lam or 1.0 for r in self.runs], device=self.device)
         for b, step in enumerate(steps):
             idx = orders[:, b * batch : (b + 1) * batch]
             self.optimizer.set_lr(lrs[b])
@@ -265,21 +279,38 @@ class Engine:
             x = rows(train.x, idx)
             if self.data.augment != "none":
                 x = tensors.augment(x, self.data.image, self.data.augment, self.black)
-            loss, data_term, penalty = self.loss(x, rows(train.y, idx), weights[b])
+            weight = weights[b] * self.lam if self.steered else weights[b]
+            loss, data_term, penalty = self.loss(x, rows(train.y, idx), weight)
             self.optimizer.zero_grad()
             loss.sum().backward()
             self.optimizer.advance()
-            elementwise = self.method.after_step_is_elementwise(step + 1)
+            elementwise = self.method.after_step_is_elementwise(step + 1) and not self.steered
             self.apply_update(elementwise)
             if frozen:
                 self.optimizer.freeze(frozen)
+            if self.steered:
+                self.steer(step + 1)  # the price for the stepped weights: the lam of the post-step work
             if not elementwise:
                 self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
+            if self.steered:
+                self.steer(step + 1)  # and for the weights it left: what evaluation reads
             sums += torch.stack([loss.detach(), data_term.detach(), penalty.detach()], 1)
             if bar is not None:
                 bar.update(1)
         self.method.end_epoch(layers, self.lam, self.optimizer.effective_step, math.ceil(len(self.data.val) / batch))
         return sums / self.steps_per_epoch
+
+    @torch.no_grad()
+    def steer(self, step: int) -> None:
+        """Each active configuration's lam set to its target's price for the weights as they are (adrop.target:
+        LamController.bind), from every sparse layer's critical lams (Method.critical_lam) in that row."""
+        critical = [self.method.critical_lam(layer) for layer in self.model.layers]
+        macs = self.targets[0].cost == "macs"
+        positions = self.single.positions() if macs else [1] * len(critical)
+        counts = [layer.group_size * ((p or 0) if macs else 1) for layer, p in zip(self.model.layers, positions)]
+        for k in self.active():
+            rows_k = [(c[k], n) for c, n in zip(critical, counts)]
+            self.lam[k] = self.targets[k].bind(step, float(self.lam[k]), rows_k)
 
     def update(self, with_after_step: bool) -> None:
         """The method's before_update, Adam's update (after optimizer.advance()) and, where it is elementwise
@@ -373,9 +404,11 @@ class Engine:
         val = evaluate.measure(self.task, self.single.predict, weights, self.data.val, self.settings.eval_batch_size)
         layers, nonzero, total = evaluate.sparsity(self.single, weights)
         units, _ = evaluate.kept_units(self.single, weights)
-        self.metrics[k].append(
-            run_files.metrics_row(self.epoch, loss, data_term, penalty, val, nonzero, total, lr, seconds)
-        )
+        row = run_files.metrics_row(self.epoch, loss, data_term, penalty, val, nonzero, total, lr, seconds)
+        if self.steered:
+            row["lam"] = float(self.lam[k])
+            self.targets[k].record(self.epoch * self.steps_per_epoch, row["lam"], nonzero / total)
+        self.metrics[k].append(row)
         self.layer_rows[k] += run_files.layer_rows(
             self.epoch,
             layers,
@@ -472,7 +505,7 @@ class Engine:
         names = {f"{split}_{m}" for split in ("test", "val") for m in self.task.metrics}
         metrics = {key: results.pop(key) for key in list(results) if key in names}
         normalisation = None if self.data.mean is None else {"mean": self.data.mean, "std": self.data.std}
-        return run_files.summary(
+        summary = run_files.summary(
             self.runs[k],
             self.single,
             self.device,
@@ -486,3 +519,10 @@ class Engine:
             data=self.data,
             **results,
         )
+        if self.steered:  # the target, and the lam it ended at (its path: metrics.csv's lam column)
+            summary.update(
+                target_nonzero=self.runs[k].target_nonzero,
+                target_cost=self.runs[k].target_cost,
+                lam_final=float(self.lam[k]),
+            )
+        return summary
