@@ -328,7 +328,7 @@ class Sparsifier:
         self._live()
         self._unseen()
         self.steps += 1
-        if self.target is not None:
+        if self.target is not None and overrides(self.method, "after_step"):
             self._steer()  # the price for the stepped weights: the lam of the post-step work (alphas, a prox)
         self.method.after_step(self.layers, self.steps, self.lam, self.step_size())
         if self.target is not None:

@@ -81,11 +81,18 @@ class LamController:
         for (its weights, or its multiply-adds)."""
         reference = self.reference(step)
         values = torch.cat([c.detach().flatten().double().cpu() for c, _ in critical])
-        counts = torch.cat([torch.full((c.numel(),), float(n), dtype=torch.float64) for c, n in critical])
-        order = values.argsort(descending=True)
-        cumulative = counts[order].cumsum(0)
-        index = int(torch.searchsorted(cumulative, reference * float(cumulative[-1])))
-        value = float(values[order][min(index, len(values) - 1)])
+        sizes = {n for _, n in critical}
+        if len(sizes) == 1:  # every group counts alike (per weight): the k-th largest, without a sort
+            count = float(sizes.pop())
+            cumulative = count * torch.arange(1, len(values) + 1, dtype=torch.float64)
+            index = min(int(torch.searchsorted(cumulative, reference * float(cumulative[-1]))), len(values) - 1)
+            value = float(torch.kthvalue(values, len(values) - index).values)
+        else:
+            counts = torch.cat([torch.full((c.numel(),), float(n), dtype=torch.float64) for c, n in critical])
+            order = values.argsort(descending=True)
+            cumulative = counts[order].cumsum(0)
+            index = int(torch.searchsorted(cumulative, reference * float(cumulative[-1])))
+            value = float(values[order][min(index, len(values) - 1)])
         if math.isfinite(value) and value > 0:  # else every group is kept for sure, or the fraction is past the zeros
             lam = value * (1.0 - 1e-6)  # just under: the group at the boundary is kept
         return lam

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from adrop.heads import kept_heads
+from adrop.methods.base import Method
 from adrop.target import LamController
 from adrop.train import current_paths, tasks
 from adrop.train.config import schedules
@@ -125,6 +126,7 @@ class Engine:
             LamController(r.target_nonzero, self.total_steps, r.target_cost) if r.target_nonzero else None for r in runs
         ]
         self.steered = self.targets[0] is not None
+        self.works_after_step = type(self.method).after_step is not Method.after_step  # steered before it, too
         if self.steered:
             self.columns = [*self.columns, "lam"]
         self.warmups = [tuple(e * self.steps_per_epoch for e in r.penalty_warmup) for r in runs]
@@ -288,7 +290,7 @@ class Engine:
             self.apply_update(elementwise)
             if frozen:
                 self.optimizer.freeze(frozen)
-            if self.steered:
+            if self.steered and self.works_after_step:
                 self.steer(step + 1)  # the price for the stepped weights: the lam of the post-step work
             if not elementwise:
                 self.method.after_step(layers, step + 1, self.lam, self.optimizer.effective_step)
