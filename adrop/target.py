@@ -50,6 +50,18 @@ def refusal(method: str) -> str | None:
 TOLERANCE = 0.05  # a run that ends further than this (relative) from its target says so
 
 
+def kept_groups(reference: float, groups: int, count: float) -> int:
+    """How many of `groups` groups of `count` weights each keep at least the `reference` fraction: the fewest k with
+    k * count >= reference * groups * count (in float64, as a cumulative sum compares), at least 1."""
+    target = reference * (groups * count)
+    k = min(max(math.ceil(target / count), 1), groups)
+    while k > 1 and (k - 1) * count >= target:
+        k -= 1
+    while k < groups and k * count < target:
+        k += 1
+    return k
+
+
 @dataclass
 class LamController:
     """lam's path to a kept `fraction` by `total_steps` (see the module's docstring)."""
@@ -80,14 +92,13 @@ class LamController:
         as they are. critical: per layer, each group's critical lam (Method.critical_lam) and what one group counts
         for (its weights, or its multiply-adds)."""
         reference = self.reference(step)
-        values = torch.cat([c.detach().flatten().double().cpu() for c, _ in critical])
         sizes = {n for _, n in critical}
-        if len(sizes) == 1:  # every group counts alike (per weight): the k-th largest, without a sort
-            count = float(sizes.pop())
-            cumulative = count * torch.arange(1, len(values) + 1, dtype=torch.float64)
-            index = min(int(torch.searchsorted(cumulative, reference * float(cumulative[-1]))), len(values) - 1)
-            value = float(torch.kthvalue(values, len(values) - index).values)
+        if len(sizes) == 1:  # every group counts alike (per weight): the k-th largest, where the tensors are
+            values = torch.cat([c.detach().flatten().float() for c, _ in critical])
+            k = kept_groups(reference, len(values), float(sizes.pop()))
+            value = float(torch.kthvalue(values, len(values) - k + 1).values)
         else:
+            values = torch.cat([c.detach().flatten().double().cpu() for c, _ in critical])
             counts = torch.cat([torch.full((c.numel(),), float(n), dtype=torch.float64) for c, n in critical])
             order = values.argsort(descending=True)
             cumulative = counts[order].cumsum(0)

@@ -600,8 +600,9 @@ def test_exit_130_and_143_a_stop_while_torch_imports_is_one_line(tmp_path, signu
 @pytest.mark.slow
 def test_exit_0_two_identical_sweeps_into_one_folder_share_the_jobs(tmp_path):
     """Two commands at once: each trains the jobs the other does not hold, and both end done. The jobs are long
-    enough (about 10 s each here) that the second command, started once the first trains seed_0, finds one of them
-    in training; which one depends on how long the second takes to start."""
+    enough (epochs=600: about 10 s each with one thread, as the suite's workers run; the second command takes a few
+    seconds to start) that the second, started once the first trains seed_0, finds one of them in training; which one
+    depends on how long the second takes to start."""
     args = [
         sys.executable,
         "-m",
@@ -609,7 +610,7 @@ def test_exit_0_two_identical_sweeps_into_one_folder_share_the_jobs(tmp_path):
         "train",
         "-m",
         *SMALL,
-        "epochs=100",
+        "epochs=600",
         "seed=0,1",
         "hydra.sweep.dir=sweep",
         "hydra.sweep.subdir=seed_${seed}",

@@ -76,7 +76,7 @@ def test_eval_reuses_its_weights_and_an_optimizer_step_renews_them(fused):
     assert torch.allclose(after, fresh(model, sp, TOKENS), atol=1e-6)
 
 
-def test_a_load_an_in_place_edit_and_a_new_lam_each_renew_the_eval_weights():
+def test_a_load_and_an_in_place_edit_each_renew_the_eval_weights():
     model, sp, optimizer = model_and_sp(method="adaptive_dropout", lam=1e-2)
     train(model, sp, optimizer, steps=5)
     other, other_sp, other_optimizer = model_and_sp(method="adaptive_dropout", lam=1e-2)
@@ -92,9 +92,6 @@ def test_a_load_an_in_place_edit_and_a_new_lam_each_renew_the_eval_weights():
         model.head.weight.mul_(2.0)
         edited = model(TOKENS)
     assert torch.allclose(edited, fresh(model, sp, TOKENS), atol=1e-6) and not torch.equal(edited, loaded)
-    sp.lam = 10.0
-    with torch.no_grad():
-        assert torch.allclose(model(TOKENS), fresh(model, sp, TOKENS), atol=1e-6)
 
 
 def test_eval_with_autograd_computes_afresh_and_a_training_forward_frees_the_cache():

@@ -155,3 +155,22 @@ def test_a_run_that_ends_away_from_its_target_says_so():
     controller.record(10, 0.5, 0.3)
     assert controller.missed(0.3) == "target 0.1 of the weights not reached: 0.3 kept at the end of 10 steps (lam 0.5)"
     assert controller.missed(0.104) is None
+
+
+@pytest.mark.parametrize("method", ["logsum", "adaptive_dropout"])
+def test_a_bfloat16_model_ends_at_its_target(method):
+    x, y = digits()
+    model = mlp().to(torch.bfloat16)
+    sp = adrop.sparsify(model, method=method, target=0.1, total_steps=STEPS)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    sp.attach(optimizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SparsityWarning)
+        for _ in range(STEPS):
+            batch = torch.randint(0, len(x), (64,))
+            loss = F.cross_entropy(model(x[batch].bfloat16()).float(), y[batch]) + sp.penalty()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    stats = sp.stats()
+    assert stats.nonzero.sum() / stats.total.sum() == pytest.approx(0.1, rel=0.05)

@@ -22,6 +22,13 @@ def test_a_run_ends_at_its_target_and_records_lams_path(synthetic, tmp_path, met
     assert metrics["nonzero_fraction"].iloc[0] > metrics["nonzero_fraction"].iloc[-1]  # the reference falls
 
 
+def test_a_steered_lam_is_the_penalty_s_weight_whatever_lam_it_starts_from(synthetic, tmp_path):
+    summary = train(synthetic("method=logsum", "lam=0", "target_nonzero=0.3", "epochs=2", "lr=1e-2"), tmp_path)
+    metrics = pd.read_csv(tmp_path / "metrics.csv")
+    assert (metrics["penalty_term"] > 0).all() and summary["lam_final"] > 0
+    assert summary["nonzero_fraction"] == pytest.approx(0.3, rel=0.05)
+
+
 def test_a_target_of_multiply_adds(synthetic, tmp_path):
     summary = train(
         synthetic(

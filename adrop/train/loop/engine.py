@@ -243,10 +243,12 @@ class Engine:
             for k, r in enumerate(self.runs)
         ]
 
-    def penalty_weights(self, step: int) -> list[float]:
-        """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20])."""
+    def penalty_weights(self, step: int, steered: bool = False) -> list[float]:
+        """lam times the penalty term's weight: 1 unless penalty_warmup ramps it in (Molchanov et al.: [5, 20]);
+        steered, the weight alone (the step multiplies it by the steered lam)."""
         return [
-            0.0 if self.failed[k] else schedules.lam_at(step, r.lam, self.warmups[k]) for k, r in enumerate(self.runs)
+            0.0 if self.failed[k] else schedules.lam_at(step, 1.0 if steered else r.lam, self.warmups[k])
+            for k, r in enumerate(self.runs)
         ]
 
     def step_loss(self, x, y, weight):
@@ -271,9 +273,7 @@ class Engine:
         frozen = [k for k in range(K) if self.failed[k]]
         steps = range(step0, step0 + self.steps_per_epoch)  # each configuration's schedules, one copy per epoch
         lrs = torch.tensor([self.lrs(s) for s in steps], device=self.device)
-        weights = torch.tensor([self.penalty_weights(s) for s in steps], device=self.device)
-        if self.steered:  # the warm-up's factor of lam; lam itself is the steered one at each step
-            weights = weights / torch.tensor([r.lam or 1.0 for r in self.runs], device=self.device)
+        weights = torch.tensor([self.penalty_weights(s, steered=self.steered) for s in steps], device=self.device)
         for b, step in enumerate(steps):
             idx = orders[:, b * batch : (b + 1) * batch]
             self.optimizer.set_lr(lrs[b])
@@ -409,7 +409,11 @@ class Engine:
         row = run_files.metrics_row(self.epoch, loss, data_term, penalty, val, nonzero, total, lr, seconds)
         if self.steered:
             row["lam"] = float(self.lam[k])
-            self.targets[k].record(self.epoch * self.steps_per_epoch, row["lam"], nonzero / total)
+            kept = nonzero / total
+            if self.targets[k].cost == "macs":
+                acting = [(n, t, p) for (_, _, n, t), p in zip(layers, self.single.positions()) if p]
+                kept = sum(n * p for n, _, p in acting) / sum(t * p for _, t, p in acting)
+            self.targets[k].record(self.epoch * self.steps_per_epoch, row["lam"], kept)
         self.metrics[k].append(row)
         self.layer_rows[k] += run_files.layer_rows(
             self.epoch,
