@@ -402,14 +402,22 @@ def test_a_conv1ds_groups_are_its_input_features_and_its_units_read_so(hf):
     assert layer.inputs_first and tuple(layer.group_shape) == (16, 1)  # one group per input feature
 
 
-def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path):
-    """Two accumulated batches to a step, no clipping: the gradients the step uses are those the Trainer's loss left
-    (recorded by a step hook before adrop's) plus the penalty's, once."""
+def recorded_step(hf, tmp_path, batch_size, accumulation, lam=0.1):
+    """One step of the tiny BERT: the gradients the Trainer's loss left (recorded by a step hook before adrop's),
+    those the step used (a hook after adrop's) and the penalty's, per parameter."""
     from adrop.integrations.transformers import sparsify_trainer
 
     model = tiny_bert(hf)
-    trainer = hf_trainer(hf, tmp_path, model, max_steps=1, gradient_accumulation_steps=2, max_grad_norm=0.0)
-    sp = sparsify_trainer(trainer, method="logsum", lam=0.1)
+    trainer = hf_trainer(
+        hf,
+        tmp_path,
+        model,
+        max_steps=1,
+        gradient_accumulation_steps=accumulation,
+        per_device_train_batch_size=batch_size,
+        max_grad_norm=0.0,
+    )
+    sp = sparsify_trainer(trainer, method="logsum", lam=lam)
     params = [p for p in model.parameters() if p.requires_grad]
     seen = {}
 
@@ -432,10 +440,29 @@ def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path)
     trainer.callback_handler.callbacks.insert(0, Recording("loss"))  # its step hook runs before adrop's
     trainer.add_callback(Recording("step"))  # and this one after
     trainer.train()
+    return seen
+
+
+def test_transformers_steps_with_the_gradient_of_loss_plus_penalty(hf, tmp_path):
+    """One batch to a step, no clipping: the gradients the step uses are those the Trainer's loss left plus the
+    penalty's, once."""
+    seen = recorded_step(hf, tmp_path, 16, 1)
     assert sum(int((g != 0).sum()) for g in seen["loss"]) > 0
     for step, loss, penalty in zip(seen["step"], seen["loss"], seen["penalty"]):
         assert torch.allclose(step, loss if penalty is None else loss + penalty, atol=1e-7)
     assert sum(p is not None and bool((p != 0).any()) for p in seen["penalty"]) == 11  # 8 Linear, 3 embeddings
+
+
+def test_transformers_keeps_lam_per_example_under_accumulation_for_a_model_that_ignores_num_items(hf, tmp_path):
+    """BertForSequenceClassification takes **kwargs, so the Trainer leaves the division by num_items_in_batch to it,
+    and it returns each batch's mean: two accumulated batches of 16 leave twice the gradient of one batch of the same
+    32 examples. The penalty's gradient is added twice too: the step is the same multiple of loss + penalty."""
+    one = recorded_step(hf, tmp_path / "one", 32, 1)
+    two = recorded_step(hf, tmp_path / "two", 16, 2)
+    for a, b in zip(two["loss"], one["loss"]):
+        assert torch.allclose(a, 2 * b, atol=1e-6)  # the Trainer's sum of means (transformers' behaviour)
+    for a, b in zip(two["step"], one["step"]):
+        assert torch.allclose(a, 2 * b, atol=1e-6)  # and adrop's penalty keeps its share of it
 
 
 def test_transformers_optimizer_holds_the_method_parameters_the_conversion_creates(hf, tmp_path):

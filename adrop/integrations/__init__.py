@@ -42,12 +42,13 @@ def check_optimizer_holds(sp: Sparsifier, optimizer: torch.optim.Optimizer, advi
         )
 
 
-def add_penalty_gradient(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> None:
-    """Add the gradient of sp.penalty() to the gradients the loss left. autograd.grad, not backward: no gradient
-    hook of the model's (DDP's reduction) fires for a term every process computes alike."""
+def add_penalty_gradient(sp: Sparsifier, optimizer: torch.optim.Optimizer, scale: float = 1.0) -> None:
+    """Add the gradient of sp.penalty() (times `scale`: what the loss's gradient is a multiple of its mean's) to the
+    gradients the loss left. autograd.grad, not backward: no gradient hook of the model's (DDP's reduction) fires for
+    a term every process computes alike."""
     params = [p for _, p in optimizer_wiring.trained_parameters(sp.names, sp.layers)]
     with torch.enable_grad():
-        penalty = sp.penalty()
+        penalty = sp.penalty() if scale == 1.0 else scale * sp.penalty()
     if not penalty.requires_grad:  # a method without a penalty (dense, magnitude pruning)
         return
     grads = torch.autograd.grad(penalty, params, allow_unused=True)
@@ -61,13 +62,14 @@ def add_penalty_gradient(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> No
                 p.grad.add_(g)
 
 
-def before_step(sp: Sparsifier, optimizer: torch.optim.Optimizer) -> None:
-    """What runs once the loss's gradients are complete, before the update: the penalty's gradient, then the
-    method's gradient work (pruning's masks zero masked gradients, the penalty's too). A step where the loss left no
-    gradient at all (a skipped batch) gets neither: the optimizer does not move then."""
+def before_step(sp: Sparsifier, optimizer: torch.optim.Optimizer, scale: float = 1.0) -> None:
+    """What runs once the loss's gradients are complete, before the update: the penalty's gradient (times `scale`,
+    add_penalty_gradient's), then the method's gradient work (pruning's masks zero masked gradients, the penalty's
+    too). A step where the loss left no gradient at all (a skipped batch) gets neither: the optimizer does not move
+    then."""
     if all(p.grad is None for group in optimizer.param_groups for p in group["params"]):
         return
-    add_penalty_gradient(sp, optimizer)
+    add_penalty_gradient(sp, optimizer, scale)
     sp.before_update()
 
 

@@ -16,7 +16,10 @@ train() will take, from max_steps or the epochs and the training set's size), an
 - before each optimizer step (the optimizer's step hook: the gradients accumulated, unscaled, clipped): adds the
   penalty's gradient, so the step is that of loss + sp.penalty(), then the method's gradient work; after it, the
   method's post-step work. The model's loss is a mean (per example for a classifier, per token for a language
-  model), which is what lam is per. max_grad_norm (default 1.0) clips the loss's gradient only: the penalty's joins
+  model), which is what lam is per. Under gradient accumulation, where the Trainer sums the batches' mean losses
+  (a model whose forward takes **kwargs but does not divide by num_items_in_batch: LossScale finds it), the
+  penalty's gradient is taken as many times, so that lam stays per example against the data term. max_grad_norm
+  (default 1.0) clips the loss's gradient only: the penalty's joins
   after, as a regulariser's proximal step would;
 - on_epoch_end: the method's end of epoch; on_log: sparsity/nonzero_fraction, sparsity/collapsed (1 where the
   network collapsed: sp.stats() warns with its line) and, with per_layer, sparsity/<module path> join every log
@@ -35,6 +38,7 @@ from __future__ import annotations
 import fnmatch
 import math
 
+import torch
 from torch import nn
 from transformers import Trainer, TrainerCallback
 
@@ -44,11 +48,60 @@ from adrop.selection import sparse_kind
 from adrop.sparsifier import Sparsifier, SparsifyError
 
 
+class LossScale:
+    """What the Trainer's accumulated gradient of the loss is a multiple of: the gradient of the mean loss over a
+    step's examples (1) where the Trainer divides each batch's loss by the accumulation steps, or the model divides by
+    num_items_in_batch; the accumulation steps where the model takes loss kwargs (its forward has **kwargs, so the
+    Trainer leaves the division to it) but does not divide by num_items_in_batch (BertForSequenceClassification):
+    the Trainer then sums the batches' means. Which, is probed once, at the first batch the Trainer computes a loss
+    for with num_items_in_batch: that loss with num_items_in_batch and twice it, without gradients and with torch's
+    generators restored after each (the same dropout, the run's draws untouched); equal losses mean the model
+    ignores it."""
+
+    def __init__(self, trainer: Trainer):
+        self.trainer, self.ignored = trainer, None
+        original = trainer.compute_loss
+
+        def compute_loss(model, inputs, *args, num_items_in_batch=None, **kwargs):
+            if self.ignored is None and num_items_in_batch is not None and self.trusted():
+                self.ignored = self.probe(original, model, inputs, num_items_in_batch)
+            return original(model, inputs, *args, num_items_in_batch=num_items_in_batch, **kwargs)
+
+        trainer.compute_loss = compute_loss
+
+    def trusted(self) -> bool:
+        """Whether the Trainer leaves the division by the accumulated items to the model."""
+        trainer = self.trainer
+        return bool(getattr(trainer, "model_accepts_loss_kwargs", False)) and trainer.compute_loss_func is None
+
+    @staticmethod
+    def probe(original, model, inputs, items) -> bool:
+        generators = torch.get_rng_state(), (torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None)
+
+        def restore():
+            torch.set_rng_state(generators[0])
+            if generators[1] is not None:
+                torch.cuda.set_rng_state_all(generators[1])
+
+        with torch.no_grad():
+            once = original(model, dict(inputs), num_items_in_batch=items)
+            restore()
+            twice = original(model, dict(inputs), num_items_in_batch=2 * items)
+            restore()
+        return bool(torch.allclose(once, twice))
+
+    def factor(self) -> float:
+        if not (self.ignored and self.trusted()):
+            return 1.0
+        steps = self.trainer.args.gradient_accumulation_steps
+        return float(getattr(self.trainer, "current_gradient_accumulation_steps", steps))
+
+
 class SparsifyCallback(TrainerCallback):
     """The Trainer's events for a model sparsify_trainer converted (see the module's docstring)."""
 
-    def __init__(self, sparsifier: Sparsifier, per_layer: bool = False):
-        self.sparsifier, self.per_layer = sparsifier, per_layer
+    def __init__(self, sparsifier: Sparsifier, per_layer: bool = False, scale: LossScale | None = None):
+        self.sparsifier, self.per_layer, self.scale = sparsifier, per_layer, scale
         self._handle = None
 
     def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
@@ -59,7 +112,8 @@ class SparsifyCallback(TrainerCallback):
         )
         sp.attach(torch_optimizer, pre_step=False)
         self._remove_hook()
-        self._handle = torch_optimizer.register_step_pre_hook(lambda *_: before_step(sp, torch_optimizer))
+        factor = self.scale.factor if self.scale is not None else (lambda: 1.0)
+        self._handle = torch_optimizer.register_step_pre_hook(lambda *_: before_step(sp, torch_optimizer, factor()))
         if sp.needs_steps:
             sp.steps = state.global_step
 
@@ -101,7 +155,7 @@ def sparsify_trainer(
     refuse_tied(trainer.model, options.get("exclude", ()))
     options.setdefault("total_steps", planned_steps(trainer))
     sp = adrop.sparsify(trainer.model, method=method, lam=lam, **options)
-    trainer.callback_handler.callbacks.insert(0, SparsifyCallback(sp, per_layer))
+    trainer.callback_handler.callbacks.insert(0, SparsifyCallback(sp, per_layer, LossScale(trainer)))
     return sp
 
 
