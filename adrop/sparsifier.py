@@ -43,7 +43,7 @@ from adrop import checkpoints, checks, collapse, cost, distributed, methods, opt
 from adrop.methods.base import Method, SparseLayer
 from adrop.methods.sparse_parameter import SparseParameter, units_kept, unparametrize
 from adrop.selection import SparsifyError, select
-from adrop.target import START_LAM, LamController
+from adrop.target import START_LAM, LamController, critical_lams
 from adrop.target import refusal as target_refusal
 
 
@@ -346,9 +346,9 @@ class Sparsifier:
 
     def _steer(self) -> None:
         """Set lam to the target's price for the weights as this step left them (adrop.target)."""
-        critical = [self.method.critical_lam(layer) for layer in self.layers]
-        counts = [self._counts_for(name, layer) for name, layer in zip(self.names, self.layers)]
-        self.lam = self.target.bind(self.steps, self.lam, list(zip(critical, counts)))
+        macs = self.target.cost == "macs" and self.positions  # by weights until a forward has shown the positions
+        positions = [self.positions.get(name) for name in self.names] if macs else None
+        self.lam = self.target.bind(self.steps, self.lam, critical_lams(self.method, self.layers, positions))
 
     def _ended(self) -> None:
         """The last step of a run with a target: where it ended is recorded, and said where it missed."""
@@ -357,13 +357,6 @@ class Sparsifier:
         missed = self.target.missed(self.target.path[-1][2])
         if missed:
             warnings.warn(missed, SparsityWarning, stacklevel=3)
-
-    def _counts_for(self, name: str, layer: SparseLayer) -> float:
-        """What one group of the layer counts for in the target: its weights, times the layer's positions for
-        multiply-adds (0 for a layer that does no product then)."""
-        if self.target.cost == "macs" and self.positions:
-            return layer.group_size * self.positions.get(name, 0)
-        return layer.group_size
 
     @torch.no_grad()
     def kept_fraction(self, of: str = "weights") -> float:

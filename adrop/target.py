@@ -50,6 +50,15 @@ def refusal(method: str) -> str | None:
 TOLERANCE = 0.05  # a run that ends further than this (relative) from its target says so
 
 
+def critical_lams(method, layers, positions=None) -> list[tuple[torch.Tensor, float]]:
+    """Per layer, each group's critical lam (Method.critical_lam) and what one group counts for: its weights, or with
+    `positions` (how often each layer's weights act per example: a target of multiply-adds) its multiply-adds (0 for
+    a layer that does no product). What `bind` reads, for the library's Sparsifier and the runner's engine alike."""
+    if positions is None:
+        return [(method.critical_lam(layer), layer.group_size) for layer in layers]
+    return [(method.critical_lam(layer), layer.group_size * (p or 0)) for layer, p in zip(layers, positions)]
+
+
 def kept_groups(reference: float, groups: int, count: float) -> int:
     """How many of `groups` groups of `count` weights each keep at least the `reference` fraction: the fewest k with
     k * count >= reference * groups * count (in float64, as a cumulative sum compares), at least 1."""

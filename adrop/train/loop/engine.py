@@ -35,7 +35,7 @@ import torch
 
 from adrop.heads import kept_heads
 from adrop.methods.base import Method
-from adrop.target import LamController
+from adrop.target import LamController, critical_lams
 from adrop.train import current_paths, tasks
 from adrop.train.config import schedules
 from adrop.train.config.settings import Settings
@@ -306,13 +306,10 @@ class Engine:
     def steer(self, step: int) -> None:
         """Each active configuration's lam set to its target's price for the weights as they are (adrop.target:
         LamController.bind), from every sparse layer's critical lams (Method.critical_lam) in that row."""
-        critical = [self.method.critical_lam(layer) for layer in self.model.layers]
-        macs = self.targets[0].cost == "macs"
-        positions = self.single.positions() if macs else [1] * len(critical)
-        counts = [layer.group_size * ((p or 0) if macs else 1) for layer, p in zip(self.model.layers, positions)]
+        positions = self.single.positions() if self.targets[0].cost == "macs" else None
+        critical = critical_lams(self.method, self.model.layers, positions)
         for k in self.active():
-            rows_k = [(c[k], n) for c, n in zip(critical, counts)]
-            self.lam[k] = self.targets[k].bind(step, float(self.lam[k]), rows_k)
+            self.lam[k] = self.targets[k].bind(step, float(self.lam[k]), [(c[k], n) for c, n in critical])
 
     def update(self, with_after_step: bool) -> None:
         """The method's before_update, Adam's update (after optimizer.advance()) and, where it is elementwise
