@@ -8,15 +8,31 @@ a DDP object given to sparsify, and a training forward run through a DDP that do
 parameters, are refused. Made in that order, every parameter a method trains is reduced like the weights, and its
 buffers (adaptive dropout's alphas, pruning's masks) are recomputed from the reduced weights or broadcast by DDP, so
 they agree across ranks.
+
+FSDP2 (`torch.distributed.fsdp.fully_shard`, after sparsify) shards each parameter into a DTensor, the layers' and the
+methods' alike; the methods' buffers (masks, keep probabilities) stay whole on every rank. Between forwards the
+methods' hooks see the shards: their elementwise math runs on the DTensors (each rank its own rows), a buffer meets
+a shard as a replicated DTensor (`like`), and a buffer or a statistic made from the weights reads them whole (`full`:
+an all-gather, which every rank makes as every rank runs the hooks). The penalty is summed per layer and made whole
+(a scalar all-reduce), so `loss + sp.penalty()` is a plain tensor and each shard gets its own penalty gradient.
+FSDP1 (FullyShardedDataParallel) flattens parameters into views the methods cannot read by rows: refused.
 """
 
 from __future__ import annotations
 
 import weakref
+from contextlib import contextmanager
 from typing import Callable
 
+import torch
 from torch import nn
 from torch.nn.parallel import DataParallel, DistributedDataParallel
+
+try:
+    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+    from torch.distributed.tensor import DTensor, Replicate
+except ImportError:  # a torch built without distributed: no DTensor can occur
+    DTensor = FullyShardedDataParallel = FSDPModule = None
 
 ORDER = (
     "call adrop.sparsify(model) first, then wrap the model (DistributedDataParallel(model)), and make the optimizer "
@@ -24,11 +40,48 @@ ORDER = (
 )
 
 
+FSDP1 = (
+    "FullyShardedDataParallel (FSDP1) flattens the weights into views the methods cannot read by rows: shard with "
+    "torch.distributed.fsdp.fully_shard (FSDP2) after adrop.sparsify"
+)
+
+
 def wrapper_problem(model: nn.Module) -> str | None:
-    """Why sparsify cannot take this model as it is (a data-parallel wrapper), or None."""
+    """Why sparsify cannot take this model as it is (a data-parallel wrapper, a sharded model), or None."""
     if isinstance(model, (DistributedDataParallel, DataParallel)):
         return f"sparsify the module inside {type(model).__name__}, before wrapping it: {ORDER}"
+    if FullyShardedDataParallel is not None and any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
+        return FSDP1
+    if any(is_sharded(p) for p in model.parameters()):
+        return (
+            "the model's parameters are sharded already (fully_shard, or a DTensor): call adrop.sparsify(model) "
+            "first, then fully_shard its blocks and the model, then make the optimizer"
+        )
     return None
+
+
+def fsdp1_problem(weights: list) -> str | None:
+    """Why a training forward now cannot go on, or None: FSDP1 holds the sparse layers' weights (`weights`, read in
+    the forward), as flattened parameters (use_orig_params=True) or as views that are no parameters at all."""
+    if any(getattr(w, "_fsdp_flattened", False) or not isinstance(w, nn.Parameter) for w in weights):
+        return FSDP1
+    return None
+
+
+def is_sharded(t) -> bool:
+    return DTensor is not None and isinstance(t, DTensor)
+
+
+def full(t: torch.Tensor) -> torch.Tensor:
+    """t, or a DTensor's whole value (an all-gather; differentiable: each shard gets its slice of the gradient)."""
+    return t.full_tensor() if is_sharded(t) else t
+
+
+def like(t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """t (whole on every rank, a buffer) as an operand for `ref`: a replicated DTensor where ref is a shard."""
+    if is_sharded(ref) and not is_sharded(t):
+        return DTensor.from_local(t, ref.device_mesh, [Replicate()] * ref.device_mesh.ndim, run_check=False)
+    return t
 
 
 _VERDICTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -51,3 +104,24 @@ def ddp_problem(parameters: Callable[[], list]) -> str | None:
             else None
         )
     return _VERDICTS[ddp]
+
+
+@contextmanager
+def unsharded(model: nn.Module, module: nn.Module):
+    """Within it, `module` (a part of `model`) holds its whole parameters where FSDP2 shards them: its nearest
+    fully_shard-ed ancestor unshards (an all-gather; every rank enters it alike) and reshards after. Yields whether
+    it did: a tensor kept from within must then be copied (resharding frees the whole ones)."""
+    owner = None
+    if FSDPModule is not None and any(is_sharded(p) for p in module.parameters()):
+        parents = {child: parent for parent in model.modules() for child in parent.children()}
+        owner = module
+        while owner is not None and not isinstance(owner, FSDPModule):
+            owner = parents.get(owner)
+    if owner is None:
+        yield False
+        return
+    owner.unshard()
+    try:
+        yield True
+    finally:
+        owner.reshard()

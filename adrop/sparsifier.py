@@ -389,7 +389,7 @@ class Sparsifier:
         self._forget_eval_weights()
         problem = distributed.ddp_problem(
             lambda: [p for _, p in optimizer_wiring.trained_parameters(self.names, self.layers)]
-        )
+        ) or distributed.fsdp1_problem([layer.weight for layer in self.layers if isinstance(layer, SparseLayer)])
         if problem:
             raise SparsifyError(problem)
         # a method that works around each step, its weights changed by a step it did not see: not attached
@@ -421,10 +421,12 @@ class Sparsifier:
     def effective(self) -> dict[str, torch.Tensor]:
         """Each sparse layer's effective weight (what eval mode and `strip` use), by module path."""
         self._live()
-        return {
-            name: layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
-            for name, layer in zip(self.names, self.layers)
-        }
+        weights = {}
+        for name, layer in zip(self.names, self.layers):
+            with distributed.unsharded(self.model, layer) as gathered:  # FSDP2: one block whole at a time
+                weight = layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
+                weights[name] = weight.clone() if gathered else weight
+        return weights
 
     @torch.no_grad()
     def stats(self):

@@ -626,3 +626,32 @@ def test_a_users_resnet_trains_whole_filters_and_reloads(method, config, tmp_pat
     # and HardConcrete's gates need longer
     if method in ("magnitude_pruning", "adaptive_dropout"):
         assert any(summary["layers"][n]["units_out_kept"] < summary["layers"][n]["units_out"] for n in LAYERS[:-1])
+
+
+def test_shift_gives_each_image_a_translation_of_up_to_two_pixels_never_flipped():
+    import torch.nn.functional as F
+
+    from adrop.train.data.tensors import augment
+
+    torch.manual_seed(0)
+    x = torch.randn(40, 1 * 8 * 8)
+    out = augment(x, (1, 8, 8), "shift").view(40, 1, 8, 8)
+    padded = F.pad(x.view(40, 1, 8, 8), (2, 2, 2, 2))
+    found = [
+        [(dy, dx) for dy in range(5) for dx in range(5) if torch.equal(image, source[:, dy : dy + 8, dx : dx + 8])]
+        for image, source in zip(out, padded)
+    ]
+    assert all(len(f) == 1 for f in found) and len({f[0] for f in found}) > 5
+
+
+def test_mnist_takes_its_augmentation(mnist, tmp_path):
+    shifted = one(mnist("dataset.augment=shift", "epochs=1", "data.train_limit=256"), tmp_path / "shifted")
+    plain = one(mnist("epochs=1", "data.train_limit=256"), tmp_path / "plain")
+    assert (shifted.data.augment, plain.data.augment) == ("shift", "none")
+    shifted.fit(), plain.fit()
+    losses = [
+        next(csv.DictReader(open(tmp_path / name / "metrics.csv")))["train_loss"] for name in ("shifted", "plain")
+    ]
+    assert losses[0] != losses[1]
+    with pytest.raises(Exception, match="dataset.augment=turn"):
+        one(mnist("dataset.augment=turn", "epochs=1"), tmp_path / "turn")

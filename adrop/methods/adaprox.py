@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from adrop import keep_rule
+from adrop.distributed import full, like
 
 from .base import register
 from .eta_hat_layer import EtaHatMethod, PenaltyParams
@@ -63,9 +64,9 @@ class AdaProx(EtaHatMethod):
             self.prox(layer, lam, rho)
             return
         layer.authors_alpha.copy_(
-            keep_rule.keep_probability(self.pen.eta_hat(layer.weight), rho * layer.layer_lam(lam))
+            full(keep_rule.keep_probability(self.pen.eta_hat(layer.weight), rho * layer.layer_lam(lam)))
         )
-        layer.weight.mul_(layer.authors_alpha)  # the authors' prox: w <- alpha w
+        layer.weight.mul_(like(layer.authors_alpha, layer.weight))  # the authors' prox: w <- alpha w
 
     @torch.no_grad()
     def after_step(self, layers, step, lam, step_size):

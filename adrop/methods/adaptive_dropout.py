@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from adrop import keep_rule
+from adrop.distributed import full, like
 
 from .base import noise, register
 from .eta_hat_layer import EtaHatMethod, PenaltyParams, group_lam
@@ -72,7 +73,7 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
         return "keep_probability", layer.alpha
 
     def keep_mask(self, layer, lam):
-        return layer.alpha >= keep_rule.KEEP_THRESHOLD
+        return like(layer.alpha, layer.weight) >= keep_rule.KEEP_THRESHOLD  # a shard's (FSDP2) with the whole alpha
 
     def mask(self, alpha):
         safe = torch.where(alpha > 0, alpha, torch.ones_like(alpha))
@@ -93,6 +94,6 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
     def after_step(self, layers, step, lam, step_size):
         for layer in layers:  # alpha^t from the stepped weights, then (additive) the prox with the same eta
             eta = self.pen.eta_hat(layer.group_norm(layer.weight))
-            layer.alpha.copy_(keep_rule.keep_probability(eta, group_lam(layer, lam)))
+            layer.alpha.copy_(full(keep_rule.keep_probability(eta, group_lam(layer, lam))))
             if self.params.additive:
                 self.prox(layer, lam, step_size(layer.weight), eta)

@@ -41,6 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from adrop.distributed import full
+
 from .batched_linear import batched_linear
 
 METHODS: dict[str, type["Method"]] = {}
@@ -369,9 +371,9 @@ class Method:
 
     def penalty(self, layers, lam) -> torch.Tensor:
         """sum over layers of lam_scale R_l; the engine multiplies by lam."""
-        return sum(
+        return sum(  # a sharded layer's term summed over the ranks (FSDP2): adrop.distributed
             p if layer.lam_scale == 1.0 else layer.lam_scale * p
-            for layer, p in ((layer, self.layer_penalty(layer, lam)) for layer in layers)
+            for layer, p in ((layer, full(self.layer_penalty(layer, lam))) for layer in layers)
         )
 
     def keep_mask(self, layer: SparseLayer, lam) -> torch.Tensor:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from adrop import keep_rule, penalties
+from adrop.distributed import full
 from adrop.penalties.tabulated import TabulatedEtaHat
 
 from .base import Method
@@ -43,7 +44,7 @@ class EtaHatMethod(Method):
     def critical_lam(self, layer):
         """eta_hat / (eta_hat + lam_g) >= KEEP_THRESHOLD holds for lam_g up to eta_hat (1 / KEEP_THRESHOLD - 1); lam_g
         is lam times the layer's lam_scale and the group's sqrt(|g|) (group_lam)."""
-        eta = self.pen.eta_hat(layer.group_norm(layer.weight.detach()))
+        eta = self.pen.eta_hat(layer.group_norm(full(layer.weight.detach())))
         return eta * (1.0 / keep_rule.KEEP_THRESHOLD - 1.0) / group_lam(layer, 1.0)
 
     def keep_mask(self, layer, lam):

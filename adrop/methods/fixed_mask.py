@@ -9,6 +9,8 @@ training under another name.
 
 import torch
 
+from adrop.distributed import full
+
 from .base import register
 from .magnitude_pruning import Masked
 
@@ -23,7 +25,7 @@ class FixedMask(Masked):
     @torch.no_grad()
     def start(self, layers) -> None:
         for layer in layers:
-            layer.mask.copy_(layer.weight != 0)
+            layer.mask.copy_(full(layer.weight) != 0)
         if all(bool(layer.mask.all()) for layer in layers):
             raise ValueError(
                 "fixed_mask keeps the zeros of the starting weights and there are none: set "

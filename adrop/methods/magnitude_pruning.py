@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
+from adrop.distributed import full, like
+
 from .base import Method, register
 
 
@@ -66,10 +68,10 @@ class Masked(Method):
     @torch.no_grad()
     def before_update(self, layers):
         for layer in layers:  # mul_, not masked_fill_: the product's gradient had the sign of g * 0 (-0 too), bitwise
-            layer.weight.grad.mul_(layer.mask)
+            layer.weight.grad.mul_(like(layer.mask, layer.weight.grad))
 
     def keep_mask(self, layer, lam):
-        return layer.mask & (layer.weight != 0)
+        return like(layer.mask, layer.weight) & (layer.weight != 0)  # a shard's (FSDP2) with the whole mask
 
     def unmasked_weight(self, layer):
         return layer.weight * layer.mask  # the mask is part of the forward pass, not an evaluation rule
@@ -117,7 +119,7 @@ class MagnitudePruning(Masked):
         if step is not None and self.mask_update_due(step):
             self.update_masks(layers, self.target(step))
         for layer in layers:
-            layer.weight.mul_(layer.mask)
+            layer.weight.mul_(like(layer.mask, layer.weight))
 
     def update_masks(self, layers, sparsity):
         """Each configuration (a row: a stack's leading axis, or the one run) keeps its own largest magnitudes."""
@@ -125,7 +127,7 @@ class MagnitudePruning(Masked):
         if layers[0].grouped:
             return self.update_group_masks(layers, sparsity, rows)
         if self.params.scope == "global":
-            magnitudes = torch.cat([layer.weight.abs().reshape(rows, -1) for layer in layers], dim=1)
+            magnitudes = torch.cat([full(layer.weight).abs().reshape(rows, -1) for layer in layers], dim=1)
             k = int(round(sparsity * magnitudes.shape[1]))
             if k == 0:
                 for layer in layers:
@@ -133,16 +135,16 @@ class MagnitudePruning(Masked):
                 return
             cut = torch.kthvalue(magnitudes, k, dim=1).values.unsqueeze(1)
             for layer in layers:
-                flat = layer.weight.abs().reshape(rows, -1)
+                flat = full(layer.weight).abs().reshape(rows, -1)
                 layer.mask.copy_(with_floor(flat > cut, flat, self.params.min_kept).view_as(layer.mask))
         else:
             for layer in layers:
-                flat = layer.weight.abs().reshape(rows, -1)
+                flat = full(layer.weight).abs().reshape(rows, -1)
                 k = int(round(sparsity * flat.shape[1]))
                 layer.mask.copy_(with_floor(~smallest(flat, k), flat, self.params.min_kept).view_as(layer.mask))
 
     def update_group_masks(self, layers, sparsity, rows):
-        rms = [(layer.group_norm(layer.weight) / layer.group_size**0.5).reshape(rows, -1) for layer in layers]
+        rms = [(layer.group_norm(full(layer.weight)) / layer.group_size**0.5).reshape(rows, -1) for layer in layers]
         if self.params.scope == "layer":
             for layer, r in zip(layers, rms):
                 keep = ~smallest(r, int(round(sparsity * r.shape[1])))

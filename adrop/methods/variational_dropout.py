@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from adrop.distributed import is_sharded
 from adrop.keep_rule import LOG_ALPHA_ZERO  # 2.944: alpha = 1 / (1 + alpha_Molchanov) < 0.05
 from adrop.penalties.variational_dropout import K1, K2, K3, kl_approx_log
 
@@ -55,7 +56,10 @@ def kl_and_slope(log_alpha, lo, hi, per_config):
     s2 = torch.sigmoid(la)
     s1 = la.mul_(-K3).sub_(K2).sigmoid_()
     slope = torch.addcmul(s1, s1, s1, value=-1).mul_(-K1 * K3).add_(s2, alpha=0.5).sub_(0.5)
-    slope = torch.ops.aten.hardtanh_backward(slope, log_alpha, lo, hi)  # clamp's gradient: 0 unless lo < la < hi
+    if is_sharded(log_alpha):  # DTensor has no rule for hardtanh_backward: the same condition, elementwise
+        slope = torch.where((log_alpha <= lo) | (log_alpha >= hi), 0.0, slope)
+    else:
+        slope = torch.ops.aten.hardtanh_backward(slope, log_alpha, lo, hi)  # clamp's gradient: 0 unless lo < la < hi
     total = (lambda t: t.flatten(1).sum(1)) if per_config else torch.sum
     return K1 * total(s1) - 0.5 * total(s2.log_()), slope
 

@@ -31,7 +31,7 @@ class DatasetConfig:
     mean: Any = None  # normalisation x = (x - mean) / std (x in [0, 1] for pixels): one number or one per
     std: Any = None  # channel; null: the data set's usual values, else computed on the training split
     classes: Optional[int] = None  # null: the labels' largest value + 1
-    augment: str = "none"  # crop_flip: random padded crops and horizontal flips of training images (CIFAR)
+    augment: str = "none"  # crop_flip: random padded crops and flips of training images (CIFAR); shift: +-2 px
 
 
 @dataclass

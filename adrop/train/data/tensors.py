@@ -38,7 +38,7 @@ class Data:
     in_features: int
     classes: int  # the network's outputs per example (classes, targets) or per token (the vocabulary)
     image: tuple | None = None  # (channels, height, width) of image rows; None: flat vectors
-    augment: str = "none"  # crop_flip: random 4-pixel-padded crops and horizontal flips of each training batch
+    augment: str = "none"  # crop_flip: 4-pixel-padded crops and left-right flips of each training batch; shift
     mean: list | None = None  # the normalisation x = (x - mean) / std the inputs went through (one number, or one per
     std: list | None = None  # channel or feature): summary.json records it, so a user can feed the network alike
     classes_from: str = "the dataset"  # where `classes` came from: the dataset, dataset.classes, or y_train's labels
@@ -77,7 +77,7 @@ def from_splits(full: Split, test: Split, dataset, data, device, pixels: bool) -
         full.x.shape[1],
         int(full.y.max()) + 1,
         image,
-        "none",
+        augmentation(dataset, image),
         *(([float(dataset.mean)], [float(dataset.std)]) if pixels else ()),
     )
 
@@ -151,9 +151,7 @@ def from_raw(raw: datasets.Raw, dataset, data, device, task: tasks.Task | None =
     if data.train_limit is not None:
         x_train, y_train = x_train[: data.train_limit], y_train[: data.train_limit]
     image = tuple(x_train.shape[1:]) if x_train.dim() == 4 else None
-    kind = str(dataset.get("augment") or "none")
-    if kind not in AUGMENTATIONS or (kind != "none" and image is None):
-        raise DataError(f"dataset.augment={kind}: valid are {', '.join(AUGMENTATIONS)} (crop_flip for images only)")
+    kind = augmentation(dataset, image)
 
     def put(x, y):
         return Split((x if tokens else (x - mean) / std).flatten(1).contiguous().to(device), task.prepare(y).to(device))
@@ -204,32 +202,43 @@ def normalisation(dataset, x_train: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return mean.view(shape), std.view(shape)
 
 
-AUGMENTATIONS = ("none", "crop_flip")
+AUGMENTATIONS = ("none", "crop_flip", "shift")
+PADS = {"crop_flip": 4, "shift": 2}
+
+
+def augmentation(dataset, image) -> str:
+    """dataset.augment, checked: one of AUGMENTATIONS, and none but "none" for data that are not images."""
+    kind = str(dataset.get("augment") or "none")
+    if kind not in AUGMENTATIONS or (kind != "none" and image is None):
+        raise DataError(f"dataset.augment={kind}: valid are {', '.join(AUGMENTATIONS)} (all but none for images only)")
+    return kind
 
 
 def augment(x: torch.Tensor, image, kind: str, fill=None) -> torch.Tensor:
     """A training batch (..., C * H * W rows) augmented on its device: crop_flip pads each image by 4 pixels of
     `fill` (per channel: a black pixel after normalisation, -mean / std; zeros when not given), takes a random crop
-    of its size, and flips it left-right with probability 1/2 (the CIFAR recipe)."""
+    of its size, and flips it left-right with probability 1/2 (the CIFAR recipe); shift pads by 2 and crops, with no
+    flip (digits: a random translation of up to 2 pixels each way)."""
     if kind == "none":
         return x
     lead = x.shape[:-1]
     c, h, w = image
     imgs = x.reshape(-1, c, h, w)
-    n = imgs.shape[0]
-    padded = imgs.new_zeros(n, c, h + 8, w + 8)
+    n, pad = imgs.shape[0], PADS[kind]
+    padded = imgs.new_zeros(n, c, h + 2 * pad, w + 2 * pad)
     if fill is not None:
         padded += fill.view(1, -1, 1, 1)
-    padded[:, :, 4:-4, 4:-4] = imgs
-    dy = torch.randint(0, 9, (n, 1), device=x.device)
-    dx = torch.randint(0, 9, (n, 1), device=x.device)
+    padded[:, :, pad:-pad, pad:-pad] = imgs
+    dy = torch.randint(0, 2 * pad + 1, (n, 1), device=x.device)
+    dx = torch.randint(0, 2 * pad + 1, (n, 1), device=x.device)
     rows = (dy + torch.arange(h, device=x.device)).view(n, 1, h, 1)
     cols = (dx + torch.arange(w, device=x.device)).view(n, 1, 1, w)
     out = padded[
         torch.arange(n, device=x.device).view(n, 1, 1, 1), torch.arange(c, device=x.device).view(1, c, 1, 1), rows, cols
     ]
-    flip = torch.rand(n, device=x.device) < 0.5
-    out = torch.where(flip.view(n, 1, 1, 1), out.flip(-1), out)
+    if kind == "crop_flip":
+        flip = torch.rand(n, device=x.device) < 0.5
+        out = torch.where(flip.view(n, 1, 1, 1), out.flip(-1), out)
     return out.reshape(*lead, c * h * w)
 
 
