@@ -184,8 +184,12 @@ def compact_feed_forward(layer: nn.TransformerEncoderLayer | nn.TransformerDecod
 
 
 def compact_heads(model: nn.Module) -> nn.Module:
-    """A copy of a plain model without its dead heads and dead feed-forward units (in eval mode)."""
+    """A copy of a plain model without its dead heads and dead feed-forward units (in eval mode): torch's attentions
+    and Transformer layers here, Hugging Face's feed-forward blocks by adrop.feed_forward."""
+    from adrop.feed_forward import compact_blocks
+
     model = copy.deepcopy(model).eval()
+    compact_blocks(model)
     for path, module in list(model.named_modules()):
         for name, child in list(module.named_children()):
             if plain_attention(child):

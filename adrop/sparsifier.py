@@ -538,7 +538,9 @@ class Sparsifier:
         connects (adrop.compact: a unit that reads nothing but is read outputs a constant, folded into the next
         layer's bias), the inputs it reads picked first. Any other model: a plain copy (as `strip` makes it) without
         its attentions' dead heads and its Transformer layers' dead feed-forward units (adrop.heads.compact_heads:
-        nn.MultiheadAttention with dead heads becomes a CompactAttention of the others)."""
+        nn.MultiheadAttention with dead heads becomes a CompactAttention of the others), and the dead hidden units of
+        Hugging Face's feed-forward blocks (LLaMA's gated, BERT's and ViT's, GPT-2's: adrop.feed_forward); the dead
+        heads of Hugging Face's attentions stay, named in a SparsityWarning."""
         from adrop.compact import compact as compact_of
 
         self._live()
@@ -575,9 +577,22 @@ class Sparsifier:
         return nn.Sequential(*modules).to(device).eval()
 
     def _compact_transformer(self) -> nn.Module:
+        import warnings
+
+        from adrop.feed_forward import attentions_with_dead_heads
         from adrop.heads import compact_heads
 
-        return compact_heads(self.plain_copy())
+        small = compact_heads(self.plain_copy())
+        left = attentions_with_dead_heads(small)
+        if left:
+            warnings.warn(
+                f"compact() keeps the dead heads of {len(left)} attention{'s' if len(left) > 1 else ''} "
+                f"({', '.join(left[:3])}{', ...' if len(left) > 3 else ''}): it removes the heads of torch's "
+                "nn.MultiheadAttention, and of other attentions only their feed-forward blocks' dead units",
+                SparsityWarning,
+                stacklevel=2,
+            )
+        return small
 
     @torch.no_grad()
     def plain_copy(self) -> nn.Module:
