@@ -659,9 +659,9 @@ def sparsify(
     """Prepare `model` in place for `method` and return its Sparsifier.
 
     method: adrop's methods by name (logsum, adaprox, adatikhonov, adaptive_dropout, eta_trick, vardrop, vardrop_lr,
-    vardrop_lr_ar, hard_concrete, magnitude_pruning, dense); its parameters as keywords (`method.params` of
-    `adrop train`). lam: the penalty's weight per example, required for a method with a penalty (lam_of says why).
-    structure: "weight", or "neuron" (whole
+    vardrop_lr_ar, hard_concrete, magnitude_pruning, random_pruning, dense); its parameters as keywords
+    (`method.params` of `adrop train`). lam: the penalty's weight per example, required for a method with a penalty
+    (lam_of says why). structure: "weight", or "neuron" (whole
     units: a Linear layer's inputs, a conv's filters, another tensor's rows). exclude: module or tensor paths or shell
     patterns ("head", "*.proj", "*.in_proj_weight") left dense. include: parameter paths or patterns trained by the
     method beside the model's weights ("cls", "pos_embed"). lam_scale: a multiplier of lam per sparsified name.

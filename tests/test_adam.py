@@ -36,6 +36,7 @@ def train(method_name, ours: bool):
     cls = methods.get(method_name)
     method = cls(cls.Params(), steps_per_epoch=STEPS, epochs=1)
     model = Network(MLP([16, 8], [20], 4), method, [20], 4, configs=1)
+    method.start(model.layers)  # random_pruning draws its mask (from the seed above)
     opt = StackedAdam(model.parameters(), 1) if ours else ReferenceAdam(model.parameters(), lr=LR)
     g = torch.Generator().manual_seed(1)
     for step in range(1, STEPS + 1):

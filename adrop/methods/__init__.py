@@ -1,7 +1,7 @@
 """The sparsification methods of `adrop train`, one module each, found by name.
 
     dense, vardrop_lr_ar, vardrop_lr, vardrop, eta_trick, adaprox, adatikhonov, logsum, magnitude_pruning,
-    hard_concrete, and fixed_mask (fine-tuning what another run kept)
+    hard_concrete, random_pruning (the floor), and fixed_mask (fine-tuning what another run kept)
 
 Every module of this package is imported here, so a new method registers itself (@register) by being a file in
 adrop/methods/: there is no list to edit.

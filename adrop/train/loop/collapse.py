@@ -25,6 +25,7 @@ BATCH = 256  # validation examples compared: enough that an input-dependent netw
 ADVICE = {
     "magnitude_pruning": "lower method.params.final_sparsity (or raise method.params.min_kept)",
     "fixed_mask": "start from a run that kept a path (init_from)",
+    "random_pruning": "raise method.params.keep",
     "dense": "lower lr",
 }
 

@@ -1,0 +1,41 @@
+"""Random pruning, the floor a sparsification method must clear: at the start each layer keeps a random `keep`
+fraction of its weights (round(keep * n) of its n, drawn uniformly; per configuration of a stack), the others are set
+to zero and stay zero, and the kept ones train as the dense network would (fixed_mask's mask: no noise, no penalty).
+The same fraction in every layer, as in Liu et al. 2022 ("The unreasonable effectiveness of random pruning"), whose
+uniform ratio this is. With structure=neuron whole groups (units, filters, heads) are drawn: round(keep * groups) of
+each layer's. lam plays no role.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from .base import noise, register
+from .fixed_mask import FixedMask
+
+
+@dataclass
+class RandomPruningParams:
+    keep: float = 0.1  # the fraction of each layer's weights kept, chosen at random at the start
+
+    def __post_init__(self):
+        if not 0 < self.keep <= 1:
+            raise ValueError(f"keep must be in (0, 1], got {self.keep}")
+
+
+@register
+class RandomPruning(FixedMask):
+    name = "random_pruning"
+    Params = RandomPruningParams
+
+    @torch.no_grad()
+    def start(self, layers) -> None:
+        for layer in layers:
+            rows = layer.configs or 1
+            shape = layer.group_shape if layer.grouped else layer.weight.shape
+            scores = noise.uniform_like(layer.weight.new_empty(shape)).reshape(rows, -1)
+            k = round(self.params.keep * scores.shape[1])
+            mask = torch.zeros_like(scores, dtype=torch.bool)
+            mask.scatter_(1, torch.topk(scores, k, dim=1).indices, True)
+            layer.mask.copy_(mask.view(shape).expand_as(layer.mask))
+            layer.weight.mul_(layer.mask)
