@@ -1,7 +1,8 @@
-"""Imports flow one way: no module of adrop or its Hydra plugins imports itself back through others (module-level
-imports; an import inside a function is how a leaf reaches a heavy or optional module late), and the layers keep
-their order: the penalty calculus imports nothing of adrop's, the methods and the library (adrop.sparsify) nothing of
-the runner (adrop.train) or the plugins, directly or through another module."""
+"""Imports flow one way: no module of adrop or its Hydra plugins imports itself back through others, an import
+inside a function included (one is how a module reaches a heavy or optional module late, never a way around the
+order), no folder imports itself back through another, and the layers keep their order: the penalty calculus
+imports nothing of adrop's, the methods and the library (adrop.sparsify) nothing of the runner (adrop.train) or the
+plugins, directly or through another module."""
 
 import ast
 from pathlib import Path
@@ -22,13 +23,15 @@ def _known(name: str) -> str | None:
     return name or None
 
 
-def module_imports(module: str) -> set[str]:
+def module_imports(module: str, everywhere: bool = False, text: str | None = None) -> set[str]:
     """The modules of adrop's own that `module` imports when it is imported (its top-level statements; a try's body
-    too; not `if TYPE_CHECKING:`)."""
+    too; not `if TYPE_CHECKING:`), or `everywhere` (inside its functions too). `text`: its source, if not the file's."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for statement in _run_on_import(ast.parse(path.read_text()).body):
+    tree = ast.parse(text if text is not None else path.read_text())
+    statements = _everywhere(tree.body) if everywhere else _run_on_import(tree.body)
+    for statement in statements:
         if isinstance(statement, ast.Import):
             found.update(_known(a.name) for a in statement.names)
         elif isinstance(statement, ast.ImportFrom):
@@ -58,30 +61,74 @@ def _run_on_import(statements):
                 yield from _run_on_import(nested)
 
 
+def _everywhere(statements):
+    """Every statement, in function bodies too (not under `if TYPE_CHECKING:`)."""
+    for statement in statements:
+        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
+            yield from _everywhere(statement.orelse)
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            nested = getattr(statement, field, None)
+            if isinstance(nested, list):
+                yield from _everywhere(nested)
+
+
 def _packages(module: str) -> set[str]:
     parts = module.split(".")
     return {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in MODULES}
 
 
-GRAPH = {module: module_imports(module) for module in MODULES}
+GRAPH = {module: module_imports(module) for module in MODULES}  # what importing a module runs
+FULL = {module: module_imports(module, everywhere=True) for module in MODULES}  # and what its functions import
 
 
-def test_no_module_imports_itself_back():
-    state, cycles = {}, []
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import circles of a graph, each as the path that closes it."""
+    state, found = {}, []
 
     def visit(module, path):
         state[module] = "open"
-        for target in sorted(GRAPH[module]):
+        for target in sorted(graph[module]):
             if state.get(target) == "open":
-                cycles.append(path[path.index(target) :] + [target])
+                found.append(path[path.index(target) :] + [target])
             elif target not in state:
                 visit(target, path + [target])
         state[module] = "done"
 
-    for module in sorted(GRAPH):
+    for module in sorted(graph):
         if module not in state:
             visit(module, [module])
-    assert not cycles, cycles
+    return found
+
+
+def folders(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between folders (a module's package), a folder and the folders inside it taken as one room."""
+
+    def folder(m):
+        return m if MODULES[m].name == "__init__.py" else m.rpartition(".")[0]
+
+    out: dict[str, set[str]] = {folder(m): set() for m in graph}
+    for m, targets in graph.items():
+        a = folder(m)
+        out[a] |= {b for b in map(folder, targets) if not (a == b or b.startswith(a + ".") or a.startswith(b + "."))}
+    return out
+
+
+def test_no_module_imports_itself_back():
+    assert not circles(FULL), circles(FULL)
+
+
+def test_no_folder_imports_itself_back():
+    assert not circles(folders(FULL)), circles(folders(FULL))
+
+
+def test_a_circle_through_an_import_inside_a_function_is_seen():
+    late = MODULES["adrop.methods.base"].read_text() + "\n\ndef late():\n    from adrop import sparsifier\n"
+    graph = {**FULL, "adrop.methods.base": module_imports("adrop.methods.base", everywhere=True, text=late)}
+    assert any(c[0] == "adrop.methods.base" or "adrop.methods.base" in c for c in circles(graph))
+    at_import = {**GRAPH, "adrop.methods.base": module_imports("adrop.methods.base", text=late)}
+    assert not circles(at_import)  # what the module-level graph alone would miss
 
 
 def reachable(module: str) -> set[str]:

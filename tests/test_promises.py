@@ -16,8 +16,7 @@ import json
 import pytest
 import torch
 
-from adrop.train import errors
-from adrop.train.config import schema
+from adrop.train.config import refusals, schema
 from adrop.train.config.settings import resolve
 from adrop.train.errors import TrainError
 from adrop.train.run_folder import run_files
@@ -149,7 +148,7 @@ def test_linear_model_and_the_architecture_in_the_summary(synthetic, tmp_path):
 def test_hydra_errors_become_one_line(config, overrides, message):
     with pytest.raises(Exception) as caught:
         config(*overrides)
-    line = errors.one_line(caught.value)
+    line = refusals.one_line(caught.value)
     assert message in line and "\n" not in line
     if overrides[0].startswith("hydra/launcher"):  # and what to install
         assert line.endswith("come with pip install -e '.[launchers]')")
@@ -300,7 +299,7 @@ def test_method_parameters_are_typed_and_closed(config):
     assert config("method=magnitude_pruning", "method.params.final_sparsity=0.5").method.params.final_sparsity == 0.5
     with pytest.raises(Exception) as caught:
         config("method=magnitude_pruning", "method.params.final_sparsty=0.5")
-    assert errors.one_line(caught.value) == (
+    assert refusals.one_line(caught.value) == (
         "unknown key method.params.final_sparsty (did you mean "
         "method.params.final_sparsity?); `adrop train --help` lists the keys "
         "and groups"

@@ -376,7 +376,7 @@ def test_log_axes_are_labelled_at_any_range():
     """figure2's axis from 0.86 to 1 was labelled only '1': a narrow range gets plain ticks, a wide one 1-2-5."""
     import matplotlib.pyplot as plt
 
-    from adrop.report.figures import log_ticks
+    from adrop.report.axes import log_ticks
 
     for lo, hi, at_least in [(0.86, 1.0, 3), (0.97, 1.0, 3), (0.01, 1.0, 5), (1e-4, 1.0, 5)]:
         fig, ax = plt.subplots()

@@ -63,6 +63,8 @@ def show_help(argv: list[str]) -> int | None:
     except Exception as err:  # a wrong override: one line, as the app says it
         if os.environ.get("HYDRA_FULL_ERROR") == "1" or os.environ.get(errors.DEBUG) == "1":
             raise
-        print(f"adrop train: error: {errors.one_line(err)}", file=sys.stderr)
+        from adrop.train.config import refusals  # what the configuration needs, only where it was refused
+
+        print(f"adrop train: error: {refusals.one_line(err)}", file=sys.stderr)
         return 2
     return None if code < 0 else code

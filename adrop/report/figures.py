@@ -20,10 +20,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from adrop.train.tasks import result_columns  # noqa: E402
 
+from . import layer_figures  # noqa: E402
+from .axes import log_ticks  # noqa: E402
 from .collect import groups  # noqa: E402
 from .collect import labels as run_labels
 
@@ -41,19 +42,6 @@ def _styles(methods):
         m: {"color": cmap[i % n], "marker": MARKERS[i // n % len(MARKERS)], "ls": LINES[i // n % len(LINES)]}
         for i, m in enumerate(names)
     }
-
-
-def log_ticks(axis, lo: float, hi: float) -> None:
-    """Labels on a log axis at any range: 1, 2, 5 x 10^k over one to three decades, 10^k over more (where 1, 2, 5
-    would crowd the axis); inside one decade (0.86 to 1, where those give a single tick or none) about five plain
-    ticks."""
-    if lo > 0 and hi / lo < 10:
-        axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
-    else:
-        wide = lo > 0 and hi / lo > 1e3
-        axis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
-    axis.set_minor_formatter(NullFormatter())
 
 
 def _finish(fig, ax, path, dpi=140):
@@ -174,8 +162,6 @@ def paper_colour(table, styles, row):
 
 def layers(table, histories, path):
     """Each layer's fraction of nonzero weights over epochs (layer_figures)."""
-    from . import layer_figures
-
     layer_figures.save(
         layer_figures.draw(
             table,
@@ -191,8 +177,6 @@ def layers(table, histories, path):
 
 def units(table, histories, path):
     """The units each layer keeps over epochs, a conv layer's filters (layer_figures)."""
-    from . import layer_figures
-
     layer_figures.save(
         layer_figures.draw(
             table,

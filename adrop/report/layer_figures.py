@@ -27,8 +27,8 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from .axes import log_ticks  # noqa: E402
 from .collect import groups  # noqa: E402
-from .figures import log_ticks  # noqa: E402
 
 MAX_LINES = 8  # deeper networks are heat maps: past 8 or so, line colours and legend entries no longer tell apart
 COLUMNS = 3  # panels per row

@@ -20,6 +20,7 @@ from adrop import interrupts
 from adrop.train import errors, tasks
 from adrop.train.command import registry, start_checks
 from adrop.train.command.start_checks import CREATED, StartRefused
+from adrop.train.config import refusals
 from adrop.train.config.settings import resolve
 from adrop.train.loop import collapse, lifecycle
 from adrop.train.run_folder import run_files, sweep_outcomes
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         if found is not None and found.errno in run_files.WRITE_ERRNOS:  # a folder Hydra could not make, a log
             print(f"adrop train: error: {run_files.write_failed(found.filename or '.', found)}", file=sys.stderr)
             return errors.FAILED
-        print(f"adrop train: error: {errors.one_line(err)}", file=sys.stderr)
+        print(f"adrop train: error: {refusals.one_line(err)}", file=sys.stderr)
         if sweep_outcomes.SWEEP.get("dir") and failed_jobs(sweep_outcomes.outcomes()):
             return sweep_ended()  # a sweeper that stopped over failed jobs (Optuna with no trial completed)
         return errors.REFUSED

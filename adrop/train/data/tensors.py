@@ -116,7 +116,10 @@ def from_raw(raw: datasets.Raw, dataset, data, device, task: tasks.Task | None =
         if len(y) == 0:
             raise DataError(f"{where}: the {split} split is empty")
     known = raw.classes or int(dataset.get("classes") or 0)
-    classes = task.targets({split: y for split, (_, y) in parts.items()}, where, known or None, raw.task)
+    try:
+        classes = task.targets({split: y for split, (_, y) in parts.items()}, where, known or None, raw.task)
+    except tasks.TargetsError as err:
+        raise DataError(str(err)) from None
     source = (
         "the dataset"
         if raw.classes

@@ -13,7 +13,7 @@ and what lam_search records. metrics.csv has `val_<metric>` for each metric, sum
 
 from __future__ import annotations
 
-from .base import Task
+from .base import TargetsError, Task
 from .classification import Classification
 from .language_model import LanguageModel
 from .regression import Regression
@@ -60,4 +60,15 @@ def result_columns(names) -> list[str]:
     return out
 
 
-__all__ = ["TASKS", "Classification", "LanguageModel", "Regression", "Task", "get", "headline", "of", "result_columns"]
+__all__ = [
+    "TASKS",
+    "Classification",
+    "LanguageModel",
+    "Regression",
+    "TargetsError",
+    "Task",
+    "get",
+    "headline",
+    "of",
+    "result_columns",
+]

@@ -18,6 +18,10 @@ TARGETS = {
 }
 
 
+class TargetsError(ValueError):
+    """Targets that do not fit the task (one line); the data loader reports it as a DataError."""
+
+
 class Task(ABC):
     name = ""
     metrics: tuple[str, ...] = ()  # reported on validation and test; the first is the objective (lower is better)
@@ -25,11 +29,9 @@ class Task(ABC):
     outputs = ("outputs", "targets")  # what the network returns, and of what: a wrong output's message
 
     def check_hint(self, hint: str | None, where: str) -> None:
-        """DataError where the source's data are for another task (`hint`: that task, or None)."""
-        from adrop.train.data.datasets import DataError
-
+        """TargetsError where the source's data are for another task (`hint`: that task, or None)."""
         if hint not in (None, self.name):
-            raise DataError(f"{where} holds {TARGETS[hint]}: use task={hint}")
+            raise TargetsError(f"{where} holds {TARGETS[hint]}: use task={hint}")
 
     def outputs_in_words(self, outputs: int, source: str) -> str:
         """The run's opening words on what the network outputs: "10 classes (from the dataset)"."""
@@ -45,7 +47,7 @@ class Task(ABC):
 
     @abstractmethod
     def targets(self, raw_y: dict, where: str, known: int | None, hint: str | None):
-        """The targets of each split (`raw_y`: {split: tensor}) checked for this task (DataError, one line): the
+        """The targets of each split (`raw_y`: {split: tensor}) checked for this task (TargetsError, one line): the
         network's outputs per example (per token), from `known` (the source's or dataset.classes) or the targets.
         `hint`: the task the source's data are for, where it says (a regression set)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Task
+from .base import TargetsError, Task
 
 FEW = 5  # a class with fewer training examples than this is named when the run starts (a stray label?)
 
@@ -33,14 +33,12 @@ class Classification(Task):
     def targets(self, raw_y, where, known, hint):
         import torch
 
-        from adrop.train.data.datasets import DataError
-
         self.check_hint(hint, where)
         for split, y in raw_y.items():
             whole = not y.is_floating_point() or bool((torch.isfinite(y) & (y == y.round())).all())
             if not whole or y.dim() != 1:
                 what = "real numbers" if not whole else f"shape {list(y.shape)}"
-                raise DataError(
+                raise TargetsError(
                     f"{where}: y_{split} holds {what}; task=classification needs one integer label per "
                     "example (task=regression for real-valued targets)"
                 )
@@ -56,7 +54,7 @@ class Classification(Task):
                     if not known and label >= classes
                     else ""
                 )
-                raise DataError(f"{where}: y_{split} holds label {label}, outside [0, {classes}){fix}")
+                raise TargetsError(f"{where}: y_{split} holds label {label}, outside [0, {classes}){fix}")
         return classes
 
     def prepare(self, y):

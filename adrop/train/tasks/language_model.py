@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Task
+from .base import TargetsError, Task
 
 
 class LanguageModel(Task):
@@ -16,20 +16,18 @@ class LanguageModel(Task):
     data_term = "loss"
 
     def targets(self, raw_y, where, known, hint):
-        from adrop.train.data.datasets import DataError
-
         self.check_hint(hint, where)
         for split, y in raw_y.items():
             if y.is_floating_point() or y.dim() != 2:
                 what = "real numbers" if y.is_floating_point() else f"shape {list(y.shape)}"
-                raise DataError(
+                raise TargetsError(
                     f"{where}: y_{split} holds {what}; task=language_model needs token ids N x T (the "
                     "next token of each position)"
                 )
         vocabulary = known or 1 + max(int(y.max()) for y in raw_y.values())
         for split, y in raw_y.items():
             if bool(((y < 0) | (y >= vocabulary)).any()):
-                raise DataError(f"{where}: y_{split} holds a token id outside [0, {vocabulary})")
+                raise TargetsError(f"{where}: y_{split} holds a token id outside [0, {vocabulary})")
         return vocabulary
 
     def outputs_in_words(self, outputs, source):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .base import DIVERGED, Task
+from .base import DIVERGED, TargetsError, Task
 
 
 class Regression(Task):
@@ -21,20 +21,18 @@ class Regression(Task):
     def targets(self, raw_y, where, known, hint):
         import torch
 
-        from adrop.train.data.datasets import DataError
-
         self.check_hint(hint, where)
         for split, y in raw_y.items():
             if y.dim() not in (1, 2):
-                raise DataError(f"{where}: y_{split} has shape {list(y.shape)}; regression targets are N or N x d")
+                raise TargetsError(f"{where}: y_{split} has shape {list(y.shape)}; regression targets are N or N x d")
             if y.is_floating_point() and not bool(torch.isfinite(y).all()):
-                raise DataError(f"{where}: y_{split} holds NaN or infinite values")
+                raise TargetsError(f"{where}: y_{split} holds NaN or infinite values")
         widths = {split: y[0].numel() if len(y) else None for split, y in raw_y.items()}
         if len({w for w in widths.values() if w is not None}) > 1:
-            raise DataError(f"{where}: the splits' targets differ in width ({widths}); each example has d targets")
+            raise TargetsError(f"{where}: the splits' targets differ in width ({widths}); each example has d targets")
         train = raw_y["train"].reshape(len(raw_y["train"]), -1)
         if len(train) < 2:
-            raise DataError(f"{where}: regression needs at least 2 training examples")
+            raise TargetsError(f"{where}: regression needs at least 2 training examples")
         return train.shape[1]
 
     def fit(self, y_train):
