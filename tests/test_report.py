@@ -969,3 +969,27 @@ def test_a_report_of_runs_some_of_which_recorded_no_units_draws_its_figures(tmp_
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "r" / "units.png").exists()
     assert (tmp_path / "r" / "results.md").read_text() == (folder / "results.md").read_text()
+
+
+def test_runs_steered_to_a_target_show_the_lam_they_ended_at(tmp_path):
+    """results.md's lam is where a steered run began; "lam at the end" the mean of the lams its runs ended at."""
+    old = tmp_path / "steered"
+    old.mkdir()
+    pd.DataFrame(
+        {
+            "run": ["logsum/seed=0", "logsum/seed=1", "adaprox/seed=0"],
+            "status": ["completed"] * 3,
+            "method": ["logsum", "logsum", "adaprox"],
+            "lam": [1e-6] * 3,
+            "lam_final": [0.004, 0.006, None],
+            "lr": [1e-3] * 3,
+            "seed": [0, 1, 0],
+            "epochs": [10] * 3,
+            "test_error": [0.1, 0.12, 0.1],
+            "nonzero_fraction": [0.1, 0.1, 0.3],
+        }
+    ).to_csv(old / "results.csv", index=False)
+    assert report_command.main([str(old), "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "results.md").read_text()
+    assert "| method | lam | lam at the end | lr |" in md
+    assert "| logsum | 1e-06 | 0.005 | 0.001 |" in md and "| adaprox | 1e-06 | - | 0.001 |" in md

@@ -82,6 +82,7 @@ def _read_run(root: Path, folder: Path) -> dict:
         "status": status,
         "method": summary.get("method") or over.get("method"),
         "lam": summary.get("lam"),
+        "lam_final": summary.get("lam_final"),  # a run steered to a target: the lam it ended at (lam: where it began)
         "lr": summary.get("lr"),
         "seed": summary.get("seed", _int(over.get("seed"))),
         "epochs": summary.get("epochs", 0 if metrics is None else int(metrics.epoch.max())),
@@ -141,6 +142,7 @@ ROW_COLUMNS = [
     "status",
     "method",
     "lam",
+    "lam_final",
     "lr",
     "seed",
     "epochs",

@@ -100,7 +100,9 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         and (units or (pd.to_numeric(done.heads_kept) < pd.to_numeric(done.heads)).any())
         else []
     )
+    steered = ["lam_final"] if "lam_final" in done and pd.to_numeric(done.lam_final).notna().any() else []
     figures = [
+        *steered,
         *tests,
         *unmasked,
         *(c for c in results if c not in tests),
@@ -202,6 +204,11 @@ def markdown_table(table: pd.DataFrame, with_paper: bool = False) -> str:
                 "method": r.method,
                 **({"setting": settings[r.setting] or "-"} if several_settings else {}),
                 "lam": f"{r.lam:.3g}",
+                **(
+                    {"lam at the end": "-" if pd.isna(r.lam_final_mean) else f"{r.lam_final_mean:.3g}"}
+                    if "lam_final_mean" in agg
+                    else {}
+                ),
                 "lr": f"{r.lr:.3g}",
                 "runs": int(r.runs),
                 "epochs": int(r.epochs),
