@@ -24,9 +24,14 @@ ORIG = "_orig"
 
 
 def _effective(layer) -> torch.Tensor:
+    from adrop.distributed import full, is_sharded
+
     with torch.no_grad():
         lam = layer.eval_lam if layer.eval_lam is not None else 0.0
-        return layer.as_module(layer.method.effective_weight(layer, lam)).detach().clone()
+        weight = layer.method.effective_weight(layer, lam)
+        if is_sharded(weight) and getattr(layer, "layout", None) != getattr(layer, "shape", None):
+            weight = full(weight)  # a layout by heads does not reshape back across FSDP2's row shards: whole
+        return layer.as_module(weight).detach().clone()
 
 
 def _save_layer(layer, destination, prefix, local_metadata):

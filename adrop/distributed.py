@@ -20,6 +20,7 @@ FSDP1 (FullyShardedDataParallel) flattens parameters into views the methods cann
 
 from __future__ import annotations
 
+import sys
 import weakref
 from contextlib import contextmanager
 from typing import Callable
@@ -28,11 +29,12 @@ import torch
 from torch import nn
 from torch.nn.parallel import DataParallel, DistributedDataParallel
 
-try:
-    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
-    from torch.distributed.tensor import DTensor, Replicate
-except ImportError:  # a torch built without distributed: no DTensor can occur
-    DTensor = FullyShardedDataParallel = FSDPModule = None
+
+def _loaded(module: str, name: str):
+    """torch.distributed's `name` where its module is imported already, else None: no DTensor, FSDP module or
+    flattened parameter can exist before (importing them costs every `import adrop` half a second)."""
+    return getattr(sys.modules.get(module), name, None)
+
 
 ORDER = (
     "call adrop.sparsify(model) first, then wrap the model (DistributedDataParallel(model)), and make the optimizer "
@@ -50,7 +52,8 @@ def wrapper_problem(model: nn.Module) -> str | None:
     """Why sparsify cannot take this model as it is (a data-parallel wrapper, a sharded model), or None."""
     if isinstance(model, (DistributedDataParallel, DataParallel)):
         return f"sparsify the module inside {type(model).__name__}, before wrapping it: {ORDER}"
-    if FullyShardedDataParallel is not None and any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
+    fsdp1 = _loaded("torch.distributed.fsdp", "FullyShardedDataParallel")
+    if fsdp1 is not None and any(isinstance(m, fsdp1) for m in model.modules()):
         return FSDP1
     if any(is_sharded(p) for p in model.parameters()):
         return (
@@ -60,16 +63,17 @@ def wrapper_problem(model: nn.Module) -> str | None:
     return None
 
 
-def fsdp1_problem(weights: list) -> str | None:
-    """Why a training forward now cannot go on, or None: FSDP1 holds the sparse layers' weights (`weights`, read in
-    the forward), as flattened parameters (use_orig_params=True) or as views that are no parameters at all."""
-    if any(getattr(w, "_fsdp_flattened", False) or not isinstance(w, nn.Parameter) for w in weights):
+def fsdp1_problem(tensors) -> str | None:
+    """Why training cannot go on, or None: FSDP1 holds these tensors (the sparse layers' weights, or an optimizer's
+    parameters): FSDP1 marks the tensors it flattened, and in its forward a weight is a view of its flat parameter."""
+    if any(getattr(t, "_fsdp_flattened", False) or getattr(t._base, "_fsdp_flattened", False) for t in tensors):
         return FSDP1
     return None
 
 
 def is_sharded(t) -> bool:
-    return DTensor is not None and isinstance(t, DTensor)
+    dtensor = _loaded("torch.distributed.tensor", "DTensor")
+    return dtensor is not None and isinstance(t, dtensor)
 
 
 def full(t: torch.Tensor) -> torch.Tensor:
@@ -80,6 +84,8 @@ def full(t: torch.Tensor) -> torch.Tensor:
 def like(t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     """t (whole on every rank, a buffer) as an operand for `ref`: a replicated DTensor where ref is a shard."""
     if is_sharded(ref) and not is_sharded(t):
+        from torch.distributed.tensor import DTensor, Replicate
+
         return DTensor.from_local(t, ref.device_mesh, [Replicate()] * ref.device_mesh.ndim, run_check=False)
     return t
 
@@ -107,15 +113,17 @@ def ddp_problem(parameters: Callable[[], list]) -> str | None:
 
 
 @contextmanager
-def unsharded(model: nn.Module, module: nn.Module):
+def unsharded(model: nn.Module, module: nn.Module, tensors: list):
     """Within it, `module` (a part of `model`) holds its whole parameters where FSDP2 shards them: its nearest
     fully_shard-ed ancestor unshards (an all-gather; every rank enters it alike) and reshards after. Yields whether
-    it did: a tensor kept from within must then be copied (resharding frees the whole ones)."""
+    it did: a tensor kept from within must then be copied (resharding frees the whole ones). `tensors`: what the
+    module's weight is made of (a parametrized tensor's lives in its host, not among the layer's parameters)."""
     owner = None
-    if FSDPModule is not None and any(is_sharded(p) for p in module.parameters()):
+    fsdp = _loaded("torch.distributed.fsdp", "FSDPModule")
+    if fsdp is not None and any(is_sharded(t) for t in tensors):
         parents = {child: parent for parent in model.modules() for child in parent.children()}
         owner = module
-        while owner is not None and not isinstance(owner, FSDPModule):
+        while owner is not None and not isinstance(owner, fsdp):
             owner = parents.get(owner)
     if owner is None:
         yield False

@@ -58,11 +58,11 @@ def hidden_constants(first: list[nn.Module], act, gated: bool) -> tuple[torch.Te
     silent = [~(w != 0).any(1) for w in rows]  # a row of zeros: the projection outputs its bias there
     if gated:
         gate, up = silent
-        gate_out, up_out = act(biases[0]), biases[1]
+        gate_out, up_out = act(biases[0].clone()), biases[1]  # clone: an in-place activation would change the bias
         constant = (gate & up) | (gate & (gate_out == 0)) | (up & (up_out == 0))
         value = torch.where(gate & up, gate_out * up_out, torch.zeros_like(up_out))
     else:
-        constant, value = silent[0], act(biases[0])
+        constant, value = silent[0], act(biases[0].clone())
     return constant, torch.where(constant, value, torch.full_like(value, float("nan")))
 
 

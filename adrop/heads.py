@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from adrop.feed_forward import compact_blocks
+
 
 def linear(inputs: int, outputs: int, bias: bool, like: torch.Tensor) -> nn.Linear:
     """An uninitialised nn.Linear (its weights are copied in) of `like`'s dtype and device, zero-sized ones too (no
@@ -186,8 +188,6 @@ def compact_feed_forward(layer: nn.TransformerEncoderLayer | nn.TransformerDecod
 def compact_heads(model: nn.Module) -> nn.Module:
     """A copy of a plain model without its dead heads and dead feed-forward units (in eval mode): torch's attentions
     and Transformer layers here, Hugging Face's feed-forward blocks by adrop.feed_forward."""
-    from adrop.feed_forward import compact_blocks
-
     model = copy.deepcopy(model).eval()
     compact_blocks(model)
     for path, module in list(model.named_modules()):

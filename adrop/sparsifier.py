@@ -210,7 +210,10 @@ class Sparsifier:
         """Refuse a step of an optimizer that is not the attached one where it trains the model's sparsified
         parameters (not attached: the method's work around it would be missed) or holds the tensors sparsify
         replaced (made before sparsify: it trains nothing of the model)."""
-        if self._stripped or optimizer is self.optimizer:
+        if self._stripped:
+            return
+        if optimizer is self.optimizer:
+            self._still_held(optimizer)
             return
         if optimizer not in self._verdicts:
             held = {id(p) for group in optimizer.param_groups for p in group["params"]}
@@ -231,6 +234,23 @@ class Sparsifier:
             self._verdicts[optimizer] = why
         if self._verdicts[optimizer]:
             raise SparsifyError(self._verdicts[optimizer])
+
+    def _still_held(self, optimizer) -> None:
+        """Refuse a step of the attached optimizer once the model's parameters are no longer the ones it holds:
+        fully_shard (or another wrapper that makes new parameters) ran after it was made, and it trains nothing."""
+        now = [id(p) for _, p in optimizer_wiring.trained_parameters(self.names, self.layers)]
+        if now == self._held:
+            return
+        problem = distributed.fsdp1_problem(p for group in optimizer.param_groups for p in group["params"])
+        if problem:
+            raise SparsifyError(problem)
+        if optimizer_wiring.missing_from(optimizer, self.names, self.layers):
+            raise SparsifyError(
+                "the attached optimizer holds parameters the model no longer has (fully_shard, or another wrapper, "
+                "replaced them after the optimizer was made): it trains nothing; make the optimizer after "
+                "fully_shard, from model.parameters(), and call sp.attach(optimizer)"
+            )
+        self._held = now
 
     def _forget_eval_weights(self) -> None:
         """Drop the effective weights eval mode cached (SparseLayer.eval_weight): a step changed what they are made
@@ -266,12 +286,15 @@ class Sparsifier:
         self._live()
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise SparsifyError(f"attach takes a torch.optim.Optimizer, not {type(optimizer).__name__}")
+        problem = distributed.fsdp1_problem(p for group in optimizer.param_groups for p in group["params"])
+        if problem:
+            raise SparsifyError(problem)
         missing = optimizer_wiring.missing_from(optimizer, self.names, self.layers)
         if missing:
             raise SparsifyError(
                 f"the optimizer does not hold {missing[0]} ({len(missing)} of the sparsified layers' parameters "
-                "missing): make it after adrop.sparsify, from model.parameters(), and give it every parameter "
-                "of the sparsified layers (param groups for different learning rates)"
+                "missing): make it after adrop.sparsify (and after fully_shard), from model.parameters(), and give "
+                "it every parameter of the sparsified layers (param groups for different learning rates)"
             )
         reader = optimizer_wiring.reader(optimizer)
         if reader is None and self.method.needs_step_size:
@@ -286,6 +309,7 @@ class Sparsifier:
             )
         self.detach()
         self.optimizer, self._reader = optimizer, reader
+        self._held = [id(p) for _, p in optimizer_wiring.trained_parameters(self.names, self.layers)]
         if self.needs_steps:
             self._handles = [optimizer.register_step_post_hook(self._after_optimizer_step)]
             if pre_step:
@@ -366,7 +390,7 @@ class Sparsifier:
         kept = total = 0
         for name, layer in zip(self.names, self.layers):
             weight = self.method.effective_weight(layer, self.lam)
-            nonzero, size = int((weight != 0).sum()), weight.numel()
+            nonzero, size = int(distributed.full((weight != 0).sum())), weight.numel()  # FSDP2: every shard's
             if of == "macs" and self.positions:
                 if name not in self.positions:
                     continue
@@ -389,7 +413,7 @@ class Sparsifier:
         self._forget_eval_weights()
         problem = distributed.ddp_problem(
             lambda: [p for _, p in optimizer_wiring.trained_parameters(self.names, self.layers)]
-        ) or distributed.fsdp1_problem([layer.weight for layer in self.layers if isinstance(layer, SparseLayer)])
+        ) or distributed.fsdp1_problem(layer.weight for layer in self.layers)
         if problem:
             raise SparsifyError(problem)
         # a method that works around each step, its weights changed by a step it did not see: not attached
@@ -423,7 +447,9 @@ class Sparsifier:
         self._live()
         weights = {}
         for name, layer in zip(self.names, self.layers):
-            with distributed.unsharded(self.model, layer) as gathered:  # FSDP2: one block whole at a time
+            with distributed.unsharded(
+                self.model, layer, layer.tensors()
+            ) as gathered:  # FSDP2: one block whole at a time
                 weight = layer.as_module(self.method.effective_weight(layer, self.lam)).detach()
                 weights[name] = weight.clone() if gathered else weight
         return weights
@@ -496,7 +522,9 @@ class Sparsifier:
         finally:
             for m, mode in modes.items():
                 m.training = mode
-        advice = "lower final_sparsity" if self.method.name == "magnitude_pruning" else "lower lam"
+        advice = {"magnitude_pruning": "lower final_sparsity", "random_pruning": "raise keep"}.get(
+            self.method.name, "lower lam"
+        )
         return collapse.message(empty, advice, depends=not same)
 
     def state_dict(self) -> dict:

@@ -15,6 +15,7 @@ hf = pytest.importorskip("transformers")
 
 def llama():
     config = hf.LlamaConfig(
+        mlp_bias=True,  # biases: a unit whose rows are zero outputs act(b_gate) * b_up, a constant folded into down's
         vocab_size=40,
         hidden_size=16,
         intermediate_size=24,
@@ -57,13 +58,17 @@ def gpt2():
 
 @torch.no_grad()
 def plant(model):
-    """In each block: units 0-2 read by nothing, units 3-4 read nothing (gated: a zero up row, a zero gate row), so
-    5 of 24 go; where the first projection has a bias, units 3-4 output act(b), folded into the last's bias."""
+    """Random biases (the libraries start them at 0, where no constant would be folded); in each block units 0-2 read
+    by nothing, units 3-4 read nothing (gated: both rows zero), so 5 of 24 go and units 3-4's constants, act(b) (gated:
+    act(b_gate) * b_up), move into the last projection's bias."""
+    for m in model.modules():
+        if hasattr(m, "bias") and isinstance(m.bias, torch.Tensor):
+            m.bias.normal_()
     for m in model.modules():
         if hasattr(m, "gate_proj"):
             m.down_proj.weight[:, 0:3] = 0
-            m.up_proj.weight[3] = 0
-            m.gate_proj.weight[4] = 0
+            m.up_proj.weight[3:5] = 0
+            m.gate_proj.weight[3:5] = 0
         elif hasattr(m, "c_fc"):
             m.c_proj.weight[0:3] = 0  # Conv1D: (inputs, outputs)
             m.c_fc.weight[:, 3:5] = 0

@@ -6,6 +6,7 @@ data term's gradients; the penalty's, summed over the shards, reaches each shard
 Linear layer's input units span both shards). A noisy method trains on both ranks, and its statistics count every
 weight, not a rank's shard. Sparsify after sharding, and FSDP1, are refused in one line."""
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -29,6 +30,45 @@ STEPS, BATCH = 8, 16  # BATCH per rank
 def mlp():
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(10, 16), nn.LayerNorm(16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+class Tokens(nn.Module):
+    """Parametrized tensors (an embedding, attention's packed projections) beside a swapped Linear."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb, self.att, self.head = (
+            nn.Embedding(12, 16),
+            nn.MultiheadAttention(16, 4, batch_first=True),
+            nn.Linear(16, 3),
+        )
+
+    def forward(self, t):
+        h = self.emb(t)
+        return self.head(self.att(h, h, h, need_weights=False)[0].mean(1))
+
+
+TOKENS = {
+    "logsum-weight": ("logsum", "weight", {}),
+    "adaprox-heads": ("adaprox", "neuron", {}),
+    "adaprox-target": ("adaprox", "weight", {"target": 0.5, "total_steps": STEPS}),
+}
+
+
+def token_batches():
+    torch.manual_seed(200)
+    return [torch.randint(0, 12, (2 * BATCH, 5)) for _ in range(STEPS)]
+
+
+def train_tokens(model, sp, optimizer, ts, rank=None):
+    for t in ts:
+        if rank is not None:
+            t = t[rank * BATCH : (rank + 1) * BATCH]
+        loss = F.cross_entropy(model(t), t[:, 0] % 3) + sp.penalty()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
 
 
 def options(method, lam, structure="weight"):
@@ -84,7 +124,32 @@ def ranks(rank, init, out):
                 "nonzero": stats["nonzero"].tolist(),
                 "total": stats["total"].tolist(),
             }
+        for case, (method, structure, extra) in TOKENS.items():
+            model = Tokens()
+            sp = adrop.sparsify(model, method=method, lam=1e-2, structure=structure, **extra)
+            for block in (model.emb, model.att):
+                fully_shard(block)
+            fully_shard(model)
+            optimizer = torch.optim.SGD(
+                model.parameters(), lr=0.5
+            )  # Adam would blow up k's bias: its gradient is rounding
+            sp.attach(optimizer)
+            train_tokens(model, sp, optimizer, token_batches(), rank)
+            results[case] = {
+                "state": whole(model),
+                "nonzero": sp.stats()["nonzero"].tolist(),
+                "kept": sp.kept_fraction(),
+            }
         refused = {}
+        model = mlp()
+        sp = adrop.sparsify(model, method="logsum", lam=1e-2)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        sp.attach(optimizer)
+        fully_shard(model)  # after the optimizer was made: it holds the parameters fully_shard replaced
+        try:
+            train(model, sp, optimizer, batches()[:1], rank)
+        except SparsifyError as err:
+            refused["optimizer before fully_shard"] = str(err)
         model = mlp()
         fully_shard(model)
         try:
@@ -123,6 +188,20 @@ def test_every_method_trains_under_fully_shard_as_one_process_does_and_the_wrong
         for key, value in one.items():
             torch.testing.assert_close(sharded["state"][key], value, rtol=1e-4, atol=1e-5, msg=f"{method} {key}")
         assert sharded["nonzero"] == sp.stats()["nonzero"].tolist(), method
+    for case, (method, structure, extra) in TOKENS.items():
+        model = Tokens()
+        sp = adrop.sparsify(model, method=method, lam=1e-2, structure=structure, **extra)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)  # Adam would blow up k's bias: its gradient is rounding
+        sp.attach(optimizer)
+        train_tokens(model, sp, optimizer, token_batches())
+        for rank in (first, second):
+            sharded = rank["results"][case]
+            assert sharded["nonzero"] == sp.stats()["nonzero"].tolist(), case  # every shard counted, parametrized too
+            assert sharded["kept"] == pytest.approx(sp.kept_fraction()), case
+            for key, value in sp.plain_copy().state_dict().items():
+                if key in sharded["state"]:
+                    torch.testing.assert_close(sharded["state"][key], value, rtol=1e-4, atol=1e-5, msg=f"{case} {key}")
+    assert first["results"]["adaprox-target"]["kept"] == pytest.approx(0.5, rel=0.05)
     fresh = mlp().state_dict()
     for method in NOISY:
         mine, theirs = first["results"][method], second["results"][method]
@@ -134,7 +213,13 @@ def test_every_method_trains_under_fully_shard_as_one_process_does_and_the_wrong
     assert first["results"]["magnitude_pruning"]["nonzero"] != first["results"]["magnitude_pruning"]["total"]
     for rank in (first, second):
         refused = rank["refused"]
-        assert refused.keys() == {"sparsify a sharded model", "FSDP1 after sparsify", "sparsify FSDP1"}
+        assert refused.keys() == {
+            "optimizer before fully_shard",
+            "sparsify a sharded model",
+            "FSDP1 after sparsify",
+            "sparsify FSDP1",
+        }
+        assert "make the optimizer after fully_shard" in refused["optimizer before fully_shard"]
         assert "call adrop.sparsify(model) first, then fully_shard" in refused["sparsify a sharded model"]
         assert all(
             "fully_shard (FSDP2) after adrop.sparsify" in refused[k] for k in ("FSDP1 after sparsify", "sparsify FSDP1")

@@ -655,3 +655,17 @@ def test_mnist_takes_its_augmentation(mnist, tmp_path):
     assert losses[0] != losses[1]
     with pytest.raises(Exception, match="dataset.augment=turn"):
         one(mnist("dataset.augment=turn", "epochs=1"), tmp_path / "turn")
+
+
+def test_every_image_source_takes_its_augmentation(synthetic, tmp_path):
+    """Generated features seen as images take the way MNIST's pixels take (tensors.from_splits), where augment was
+    once dropped: this runs without MNIST."""
+    image = ("dataset.features=64", "dataset.image=[1,8,8]", "epochs=1")
+    shifted = one(synthetic(*image, "dataset.augment=shift"), tmp_path / "shifted")
+    plain = one(synthetic(*image), tmp_path / "plain")
+    assert (shifted.data.augment, plain.data.augment) == ("shift", "none")
+    shifted.fit(), plain.fit()
+    losses = [
+        next(csv.DictReader(open(tmp_path / name / "metrics.csv")))["train_loss"] for name in ("shifted", "plain")
+    ]
+    assert losses[0] != losses[1]

@@ -87,7 +87,7 @@ class AdaptiveDropout(EtaHatMethod):  # the eta-hat methods' keep probability, k
         if self.lam is None:
             raise RuntimeError("adaptive_dropout needs this step's lam: the engine calls before_step(step, lam) first")
         w = layer.weight
-        s = self.mask(self.mask_probability(layer))
+        s = self.mask(self.mask_probability(layer)).to(w.dtype)  # alpha stays float32 where w is cast (FSDP2 bf16)
         return w + (s - 1.0) * w.detach() if self.params.additive else s * w
 
     @torch.no_grad()

@@ -35,7 +35,7 @@ log = logging.getLogger("adrop.train")
 # the caches; so stacks of 4 where a step is mostly matrix products and Adam (dense 1.68x the basic launcher, one stack
 # per core; magnitude pruning and fixed_mask, dense plus a gradient mask, 1.57x), stacks of one for the rest. On a GPU,
 # where a LeNet-300-100 step is mostly launch overhead, GPU_STACK: an expectation, not measured.
-CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4}
+CPU_STACK = {"dense": 4, "magnitude_pruning": 4, "fixed_mask": 4, "random_pruning": 4}  # the last: fixed_mask's step
 GPU_STACK = 64
 IN_WORKER: list = []  # not empty in a worker process of the launcher (start_worker)
 
