@@ -1,7 +1,7 @@
 """Random pruning, the floor a sparsification method must clear: at the start each layer keeps a random `keep`
 fraction of its weights (round(keep * n) of its n, one at least, drawn uniformly; per configuration of a stack, from
 its noise, as a stack's noise methods draw theirs), the others are set to zero and stay zero, and the kept ones train
-as the dense network would (fixed_mask's mask: no noise, no penalty).
+as the dense network would (a fixed mask, as fixed_mask's: no noise, no penalty).
 The same fraction in every layer, as in Liu et al. 2022 ("The unreasonable effectiveness of random pruning"), whose
 uniform ratio this is. With structure=neuron whole groups (units, filters, heads) are drawn: round(keep * groups) of
 each layer's. lam plays no role.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from .base import noise, register
-from .fixed_mask import FixedMask
+from .magnitude_pruning import Masked
 
 
 @dataclass
@@ -25,7 +25,7 @@ class RandomPruningParams:
 
 
 @register
-class RandomPruning(FixedMask):
+class RandomPruning(Masked):  # a mask per weight, or per unit (structure=neuron), fixed at the start
     name = "random_pruning"
     Params = RandomPruningParams
 
@@ -39,5 +39,5 @@ class RandomPruning(FixedMask):
             k = max(1, round(self.params.keep * scores.shape[1]))  # a layer keeps one at least: no layer empties
             mask = torch.zeros_like(scores, dtype=torch.bool)
             mask.scatter_(1, torch.topk(scores, k, dim=1).indices, True)
-            layer.mask.copy_(mask.view(shape).expand_as(layer.mask))
+            layer.mask.copy_(mask.view(shape))
             layer.weight.mul_(layer.mask)
