@@ -30,7 +30,7 @@ def module_imports(module: str, everywhere: bool = False, text: str | None = Non
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
     tree = ast.parse(text if text is not None else path.read_text())
-    statements = _everywhere(tree.body) if everywhere else _run_on_import(tree.body)
+    statements = _run_on_import(tree.body, functions=everywhere)
     for statement in statements:
         if isinstance(statement, ast.Import):
             found.update(_known(a.name) for a in statement.names)
@@ -45,33 +45,20 @@ def module_imports(module: str, everywhere: bool = False, text: str | None = Non
     return {m for m in found if m and m != module}
 
 
-def _run_on_import(statements):
+def _run_on_import(statements, functions: bool = False):
     """Every statement a module runs when imported: its top level and what is nested in if (but `if TYPE_CHECKING:`),
-    try, with, for and while blocks and class bodies; not function bodies."""
+    try, with, for and while blocks and class bodies; function bodies too with `functions`."""
     for statement in statements:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not functions and isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
-            yield from _run_on_import(statement.orelse)
+            yield from _run_on_import(statement.orelse, functions)
             continue
         yield statement
         for field in ("body", "orelse", "finalbody", "handlers"):
             nested = getattr(statement, field, None)
             if isinstance(nested, list):
-                yield from _run_on_import(nested)
-
-
-def _everywhere(statements):
-    """Every statement, in function bodies too (not under `if TYPE_CHECKING:`)."""
-    for statement in statements:
-        if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
-            yield from _everywhere(statement.orelse)
-            continue
-        yield statement
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            nested = getattr(statement, field, None)
-            if isinstance(nested, list):
-                yield from _everywhere(nested)
+                yield from _run_on_import(nested, functions)
 
 
 def _packages(module: str) -> set[str]:
